@@ -1,0 +1,163 @@
+"""Frozen parameter dataclasses: the data contract between config, model, solver and archive.
+
+Every run is fully described by one :class:`RunConfig`. The TOML reader
+(:mod:`solvers.config`) builds it and validates it; the numerics read it; the
+archive stores it (flattened with :func:`flatten`) as attributes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields, is_dataclass
+from typing import Any
+
+import numpy as np
+
+DIRECTIONS = ("ascent", "descent")
+ATTENTIONS = ("unnormalized", "softmax")
+KERNELS = ("exp", "exp_shifted")
+MANIFOLDS = ("S1", "S2")
+
+
+@dataclass(frozen=True)
+class PerceptronParams:
+    """Perceptron ``v(x) = sum_j omega_j phi(a_j . x + b_j)`` with ``phi' = 2 sigma`` (MATH.md 1).
+
+    Attributes
+    ----------
+    activation : str
+        Name in :data:`solvers.activations.ACTIVATIONS` (``relu``, ``gelu``, ``linear``,
+        ``tanh``, ``leaky_relu``, ``none``).
+    a : ndarray, shape (n_units, d)
+        Input weights, one d-vector per unit (d = 2 on S^1, 3 on S^2).
+    omega : ndarray, shape (n_units,)
+        Scalar output weights.
+    b : ndarray, shape (n_units,)
+        Biases (zeros when not given).
+    """
+
+    activation: str = "none"
+    a: np.ndarray = field(default_factory=lambda: np.zeros((0, 2)))
+    omega: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    b: np.ndarray = field(default_factory=lambda: np.zeros(0))
+
+    @property
+    def n_units(self) -> int:
+        return 0 if self.activation == "none" else int(self.omega.shape[0])
+
+
+@dataclass(frozen=True)
+class ModelParams:
+    """The mean-field model (paper eq. 2.6, 2.9; MATH.md 1).
+
+    ``direction``: ``ascent`` (s = +1) or ``descent`` (s = -1).
+    ``attention``: ``unnormalized`` (velocity ``grad (1/beta) K*rho``) or ``softmax``
+    (``grad f / (beta f)``, ``f = K*rho``).
+    ``kernel``: ``exp`` = ``exp(beta x.y)``; ``exp_shifted`` = ``exp(beta (x.y - 1))``.
+    """
+
+    beta: float = 1.0
+    direction: str = "descent"
+    attention: str = "unnormalized"
+    kernel: str = "exp"
+    perceptron: PerceptronParams = field(default_factory=PerceptronParams)
+
+    @property
+    def sign(self) -> float:
+        """s = +1 for ascent, -1 for descent (eq. 2.6)."""
+        return 1.0 if self.direction == "ascent" else -1.0
+
+
+@dataclass(frozen=True)
+class DomainParams:
+    manifold: str = "S1"
+    resolution: int = 512  # S^1: number of cells N; S^2: lmax
+
+
+@dataclass(frozen=True)
+class InitialParams:
+    """Initial density.
+
+    ``kind = "uniform"``: ``rho = (1 + sum amp cos(k theta)) / (2 pi)`` with ``modes = ((k, amp), ...)``.
+    ``kind = "von_mises"``: mixture ``sum w_i exp(kappa_i cos(theta - c_i)) / (2 pi I_0(kappa_i))``.
+    ``kind = "archive"``: snapshot of ``path`` nearest to ``time`` (last if None), resampled.
+    """
+
+    kind: str = "uniform"
+    modes: tuple = ()
+    centers: tuple = ()
+    kappas: tuple = ()
+    weights: tuple = ()
+    path: str = ""
+    time: float | None = None
+    mass: float = 1.0
+
+
+@dataclass(frozen=True)
+class TimeParams:
+    """Time stepping.
+
+    ``scheme``: ``fv`` (finite volume + SSP-RK3) or ``spectral`` (pseudo-spectral + RK4).
+    ``dt``: fixed step if not None, else adaptive from ``cfl`` and ``rate_factor``
+    (step <= rate_factor / L, L the Lipschitz bound of the velocity, MATH.md 6).
+    ``stop_when_stationary``: stop when the atom count is unchanged over
+    ``stationary_window`` snapshots and the transport rate ``||d rho/dt||_1 <= stationary_tol``.
+    """
+
+    t_end: float = 10.0
+    scheme: str = "fv"
+    integrator: str | None = None  # None: scheme default (ssprk3 for fv, rk4 for spectral)
+    cfl: float = 0.4
+    rate_factor: float = 1.0
+    dt: float | None = None
+    max_steps: int = 10_000_000
+    stop_when_stationary: bool = False
+    stationary_tol: float = 1e-6
+    stationary_window: int = 5
+    limiter: str = "mc"
+
+
+@dataclass(frozen=True)
+class AtomParams:
+    """Atom (cluster) detection (paper section 4; MATH.md 5).
+
+    ``radius``: grouping distance; None means ``min(1/(2 beta), pi/4)`` on S^1.
+    ``contrast``: a cell takes part if its density exceeds ``contrast * M / |S|``.
+    ``min_mass``: groups lighter than this are ignored.
+    """
+
+    radius: float | None = None
+    contrast: float = 5.0
+    min_mass: float = 1e-3
+
+
+@dataclass(frozen=True)
+class OutputParams:
+    path: str = "output/run.nc"
+    snapshot_interval: float = 1.0
+    progress: bool = True
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    domain: DomainParams = field(default_factory=DomainParams)
+    model: ModelParams = field(default_factory=ModelParams)
+    initial: InitialParams = field(default_factory=InitialParams)
+    time: TimeParams = field(default_factory=TimeParams)
+    atoms: AtomParams = field(default_factory=AtomParams)
+    output: OutputParams = field(default_factory=OutputParams)
+    text: str = ""  # the full config text as given (TOML), for provenance
+
+
+def flatten(obj: Any, prefix: str = "") -> dict[str, Any]:
+    """Flatten nested dataclasses into ``{"model.beta": 5.0, ...}`` (arrays as lists)."""
+    out: dict[str, Any] = {}
+    for f in fields(obj):
+        value = getattr(obj, f.name)
+        key = f"{prefix}{f.name}"
+        if is_dataclass(value):
+            out.update(flatten(value, key + "."))
+        elif isinstance(value, np.ndarray):
+            out[key] = value.tolist()
+        else:
+            out[key] = value
+    return out

@@ -1,0 +1,79 @@
+"""What the time loop hands to trackers (archive, progress bar) at each snapshot."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Diagnostics:
+    """Diagnostics of one grid state (MATH.md 1, paper section 4).
+
+    Attributes
+    ----------
+    mass : float
+        ``int rho dsigma`` (sum of cell averages times cell weights).
+    min_rho, max_rho : float
+        Extremes of the grid density.
+    energy : float
+        ``E = (1/(2 beta)) iint K drho drho + (1/2) int v drho`` with the run's kernel convention.
+    dissipation : float
+        ``int |g|^2 drho`` (``dE/dt = s * dissipation``).
+    transport_rate : float
+        ``||d rho/dt||_1`` of the discrete scheme: how much mass moves per unit time.
+    max_support_velocity : float
+        max |velocity| over cells holding mass (density above ``1e-8 M/|S|``), the paper's rule.
+    tail_energy : float
+        Fraction of ``sum |rho_k|^2`` in the top third of the resolved modes.
+    n_atoms : int
+        Number of detected atoms (clusters).
+    atom_mass : ndarray, shape (n_atoms,)
+        Masses, sorted by position.
+    atom_position : ndarray, shape (n_atoms,)
+        S^1: angle in [0, 2 pi) (circular centre of mass of the cluster).
+    theorem_3_5_bound : float
+        ``16/(16 + 3 e^{11/8})`` (paper Theorem 3.5, MATH.md 5), stored beside ``max_atom_mass``.
+    """
+
+    mass: float
+    min_rho: float
+    max_rho: float
+    energy: float
+    dissipation: float
+    transport_rate: float
+    max_support_velocity: float
+    tail_energy: float
+    n_atoms: int
+    atom_mass: np.ndarray
+    atom_position: np.ndarray
+    theorem_3_5_bound: float = 16.0 / (16.0 + 3.0 * float(np.exp(11.0 / 8.0)))
+
+    @property
+    def max_atom_mass(self) -> float:
+        return float(self.atom_mass.max()) if self.atom_mass.size else 0.0
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """One saved state.
+
+    Attributes
+    ----------
+    t : float
+        Time.
+    step : int
+        Number of accepted steps since t = 0 (continues across --resume).
+    dt : float
+        The last accepted step size (the next step starts from it on resume).
+    rho : ndarray, shape (N,)
+        Grid density (S^1: cell averages at cell centres ``theta_i = 2 pi i / N``).
+    diagnostics : Diagnostics
+    """
+
+    t: float
+    step: int
+    dt: float
+    rho: np.ndarray
+    diagnostics: Diagnostics
