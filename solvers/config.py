@@ -1,0 +1,403 @@
+"""Read and validate a run configuration (TOML) into a :class:`~solvers.params.RunConfig`.
+
+Sections and keys are exactly the fields of :mod:`solvers.params` (``[perceptron]`` fills
+``model.perceptron``). Every problem raises :class:`ConfigError`, whose message is one line
+naming the offending key and how to fix it.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import math
+import tomllib
+from dataclasses import fields, replace
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+import numpy as np
+
+from solvers.activations import ACTIVATIONS as _ACTIVATION_TABLE
+from solvers.params import (ATTENTIONS, DIRECTIONS, KERNELS, MANIFOLDS, AtomParams, DomainParams,
+                            InitialParams, ModelParams, OutputParams, PerceptronParams, RunConfig,
+                            TimeParams)
+
+ACTIVATIONS = tuple(_ACTIVATION_TABLE) + ("none",)
+INITIAL_KINDS = ("uniform", "von_mises", "archive")
+SCHEMES = ("fv", "spectral")
+INTEGRATORS = ("euler", "ssprk2", "ssprk3", "rk4")
+LIMITERS = ("minmod", "mc", "vanleer")
+MIN_RESOLUTION = 16
+CFL_MAX = {"fv": 0.5, "spectral": 1.0}
+KIND_KEYS = {"uniform": ("modes",), "von_mises": ("centers", "kappas", "weights"),
+             "archive": ("path", "time")}
+
+SECTIONS: dict[str, type] = {
+    "domain": DomainParams, "model": ModelParams, "perceptron": PerceptronParams,
+    "initial": InitialParams, "time": TimeParams, "atoms": AtomParams, "output": OutputParams,
+}
+
+
+class ConfigError(ValueError):
+    """A configuration problem: ``str(err)`` is ``"<key>: <message>"`` on one line."""
+
+    def __init__(self, key: str, message: str) -> None:
+        self.key = key
+        self.message = " ".join(str(message).split())
+        super().__init__(f"{key}: {self.message}")
+
+
+def section_keys(section: str) -> list[str]:
+    """Valid keys of a config section (the dataclass field names)."""
+    return [f.name for f in fields(SECTIONS[section]) if f.name != "perceptron"]
+
+
+def _unknown(section: str, key: str | None = None) -> ConfigError:
+    """Error for an unknown section (key None) or key, naming the closest valid one."""
+    name = section if key is None else key
+    valid = list(SECTIONS) if key is None else section_keys(section)
+    close = difflib.get_close_matches(name, valid, n=1)
+    home = [s for s in SECTIONS if name in section_keys(s)]
+    if close:
+        hint = f"did you mean [{close[0]}]?" if key is None else f"did you mean {section}.{close[0]}?"
+    elif home:
+        hint = f"it belongs in [{home[0]}]: {home[0]}.{name}"
+    else:
+        hint = "valid " + ("sections" if key is None else "keys") + ": " + ", ".join(valid)
+    return ConfigError(name if key is None else f"{section}.{key}",
+                       f"unknown {'section' if key is None else 'key'} ({hint})")
+
+
+def check_keys(doc: dict[str, Any]) -> None:
+    """Raise :class:`ConfigError` for unknown sections or keys, with the closest valid name."""
+    for name, table in doc.items():
+        if name not in SECTIONS:
+            raise _unknown(name)
+        if not isinstance(table, dict):
+            raise ConfigError(name, f"must be a section [{name}] (got {show(table)})")
+        for key in table:
+            if key not in section_keys(name):
+                raise _unknown(name, key)
+
+
+def show(value: Any, limit: int = 60) -> str:
+    """Render a value as TOML (for messages and for :func:`dump_toml`)."""
+    if isinstance(value, bool):
+        text = "true" if value else "false"
+    elif isinstance(value, float):
+        text = repr(value)  # nan, inf, -inf are TOML too
+    elif isinstance(value, str):
+        text = json.dumps(value)
+    elif isinstance(value, (list, tuple)):
+        text = "[" + ", ".join(show(v, 0) for v in value) + "]"
+    else:
+        text = str(value)
+    return text if not limit or len(text) <= limit else text[: limit - 3] + "..."
+
+
+def dump_toml(doc: dict[str, dict[str, Any]]) -> str:
+    """Serialise flat sections ``{section: {key: value}}`` to TOML text."""
+    blocks = []
+    for name, table in doc.items():
+        lines = [f"[{name}]"] + [f"{k} = {show(v, 0)}" for k, v in table.items() if v is not None]
+        blocks.append("\n".join(lines))
+    return "\n\n".join(blocks) + "\n"
+
+
+def parse_override(item: str) -> tuple[str, str, Any]:
+    """Split ``"section.key=value"``; the value is read as TOML, else kept as a bare string."""
+    lhs, sep, raw = item.partition("=")
+    section, dot, key = lhs.strip().partition(".")
+    if not sep or not dot or not section or not key or "." in key:
+        raise ConfigError(lhs.strip() or "--set",
+                          f"expected section.key=value, e.g. model.beta=5 (got {item!r})")
+    raw = raw.strip()
+    try:
+        doc = tomllib.loads(f"v = {raw}")
+        value = doc["v"] if len(doc) == 1 else raw
+    except tomllib.TOMLDecodeError:
+        value = raw
+    return section, key, value
+
+
+def apply_overrides(doc: dict[str, Any], overrides: Iterable[str]) -> dict[str, Any]:
+    """Apply ``section.key=value`` overrides to a parsed document (in place; returns it).
+
+    A bare ``none`` removes a key whose default is None (e.g. ``time.dt=none``).
+    """
+    for item in overrides:
+        section, key, value = parse_override(item)
+        if section not in SECTIONS:
+            raise _unknown(section)
+        if key not in section_keys(section):
+            raise _unknown(section, key)
+        table = doc.setdefault(section, {})  # a table: check_keys ran before
+        default = next(f for f in fields(SECTIONS[section]) if f.name == key).default
+        if value == "none" and default is None:
+            table.pop(key, None)
+        else:
+            table[key] = value
+    return doc
+
+
+def _bounds_text(lo: float | None, hi: float | None, lo_open: bool) -> str:
+    if hi is not None:
+        return f"in {'(' if lo_open else '['}{lo:g}, {hi:g}]"
+    return "" if lo is None else f"{'>' if lo_open else '>='} {lo:g}"
+
+
+def number(key: str, value: Any, lo: float | None = None, hi: float | None = None,
+           lo_open: bool = True, why: str = "") -> float:
+    """A finite real number (not a bool) with ``value > lo`` (``>=`` if not lo_open), ``<= hi``."""
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    ok = ok and (lo is None or (value > lo if lo_open else value >= lo))
+    if not (ok and (hi is None or value <= hi)):
+        want = f"must be a finite number {_bounds_text(lo, hi, lo_open)} {why}".strip()
+        raise ConfigError(key, f"{want} (got {show(value)})")
+    return float(value)
+
+
+def integer(key: str, value: Any, lo: int) -> int:
+    """An integer (not a bool, not a float) >= lo."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < lo:
+        raise ConfigError(key, f"must be an integer >= {lo} (got {show(value)})")
+    return int(value)
+
+
+def boolean(key: str, value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise ConfigError(key, f"must be true or false (got {show(value)})")
+    return value
+
+
+def string(key: str, value: Any) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise ConfigError(key, f"must be a non-empty string (got {show(value)})")
+    return value
+
+
+def choice(key: str, value: Any, allowed: Iterable[str]) -> str:
+    allowed = tuple(allowed)
+    if value not in allowed or not isinstance(value, str):
+        close = difflib.get_close_matches(str(value), allowed, n=1)
+        hint = f"; did you mean {json.dumps(close[0])}?" if close else ""
+        names = ", ".join(json.dumps(a) for a in allowed)
+        raise ConfigError(key, f"must be one of {names} (got {show(value)}){hint}")
+    return value
+
+
+def number_list(key: str, value: Any, lo: float | None = None, lo_open: bool = False,
+                length: tuple[int, str] | None = None) -> np.ndarray:
+    """A list of finite numbers, bounded below; ``length = (n, "the length of ...")``."""
+    if not isinstance(value, list):
+        raise ConfigError(key, f"must be a list of numbers, e.g. [1.0, 2.0] (got {show(value)})")
+    if length is not None and len(value) != length[0]:
+        raise ConfigError(key, f"must have {length[1]} ({length[0]} entries; got {len(value)})")
+    for i, v in enumerate(value):
+        number(f"{key}[{i}]", v, lo=lo, lo_open=lo_open)
+    return np.asarray(value, dtype=float).reshape(len(value))
+
+
+def matrix(key: str, value: Any, d: int, manifold: str) -> np.ndarray:
+    """A list of d-vectors, returned with shape ``(len(value), d)``."""
+    example = "[[1.0, 0.0]]" if d == 2 else "[[1.0, 0.0, 0.0]]"
+    if not isinstance(value, list) or not all(isinstance(r, list) and len(r) == d for r in value):
+        raise ConfigError(key, f"must be a list of vectors of length {d} on {manifold}, "
+                               f"e.g. {example} (got {show(value)})")
+    for i, row in enumerate(value):
+        number_list(f"{key}[{i}]", row)
+    return np.asarray(value, dtype=float).reshape(len(value), d)
+
+
+def _scalars(section: str, table: dict[str, Any], rules: dict[str, Callable]) -> dict[str, Any]:
+    return {k: rules[k](f"{section}.{k}", v) for k, v in table.items() if k in rules}
+
+
+def _domain(t: dict[str, Any]) -> DomainParams:
+    return DomainParams(**_scalars("domain", t, {
+        "manifold": lambda k, v: choice(k, v, MANIFOLDS),
+        "resolution": lambda k, v: integer(k, v, MIN_RESOLUTION)}))
+
+
+def _perceptron(t: dict[str, Any], domain: DomainParams) -> PerceptronParams:
+    act = choice("perceptron.activation", t.get("activation", "none"), ACTIVATIONS)
+    given = [k for k in ("a", "omega", "b") if k in t]
+    if act == "none":
+        if given:
+            raise ConfigError(f"perceptron.{given[0]}", "weights are given but activation is "
+                              "\"none\": remove them or set perceptron.activation, e.g. \"relu\"")
+        return PerceptronParams()
+    for k in ("a", "omega"):
+        if k not in t or t[k] == []:
+            raise ConfigError(f"perceptron.{k}", f"required (at least one unit) with activation "
+                              f"{json.dumps(act)}, or set perceptron.activation = \"none\"")
+    a = matrix("perceptron.a", t["a"], 2 if domain.manifold == "S1" else 3, domain.manifold)
+    n = (a.shape[0], "one entry per row of perceptron.a")
+    omega = number_list("perceptron.omega", t["omega"], length=n)
+    b = number_list("perceptron.b", t.get("b", [0.0] * n[0]), length=n)
+    return PerceptronParams(activation=act, a=a, omega=omega, b=b)
+
+
+def _model(t: dict[str, Any], perceptron: PerceptronParams) -> ModelParams:
+    return ModelParams(perceptron=perceptron, **_scalars("model", t, {
+        "beta": lambda k, v: number(k, v, lo=0.0),
+        "direction": lambda k, v: choice(k, v, DIRECTIONS),
+        "attention": lambda k, v: choice(k, v, ATTENTIONS),
+        "kernel": lambda k, v: choice(k, v, KERNELS)}))
+
+
+def _modes(value: Any) -> tuple:
+    """``[[k, amplitude], ...]`` with k a positive integer."""
+    if not isinstance(value, list):
+        value = [value]
+    for i, pair in enumerate(value):
+        key = f"initial.modes[{i}]"
+        if not isinstance(pair, list) or len(pair) != 2:
+            raise ConfigError(key, f"must be a pair [k, amplitude], e.g. [3, 0.01] (got {show(pair)})")
+        if isinstance(pair[0], bool) or not isinstance(pair[0], int) or pair[0] < 1:
+            raise ConfigError(key, f"k must be a positive integer (got {show(pair[0])})")
+        number(key, pair[1], why="as amplitude")
+    return tuple((int(k), float(amp)) for k, amp in value)
+
+
+def _centers(value: Any, domain: DomainParams) -> tuple:
+    """S^1: angles (radians); S^2: 3-vectors."""
+    if domain.manifold == "S1":
+        return tuple(number_list("initial.centers", value).tolist())
+    return tuple(map(tuple, matrix("initial.centers", value, 3, domain.manifold).tolist()))
+
+
+def _von_mises(t: dict[str, Any], domain: DomainParams) -> dict[str, Any]:
+    for k in ("centers", "kappas"):
+        if k not in t or t[k] == []:
+            raise ConfigError(f"initial.{k}", "required (one entry per component) with kind = "
+                                              "\"von_mises\"")
+    centers = _centers(t["centers"], domain)
+    n = (len(centers), "one entry per centre in initial.centers")
+    kappas = number_list("initial.kappas", t["kappas"], lo=0.0, length=n)
+    weights = number_list("initial.weights", t.get("weights", [1.0] * n[0]), lo=0.0, length=n)
+    if not weights.sum() > 0:
+        raise ConfigError("initial.weights", "must have a positive sum")
+    return {"centers": centers, "kappas": tuple(kappas.tolist()),
+            "weights": tuple((weights / weights.sum()).tolist())}
+
+
+def _initial(t: dict[str, Any], domain: DomainParams) -> InitialParams:
+    kind = choice("initial.kind", t.get("kind", "uniform"), INITIAL_KINDS)
+    for key in t:
+        if key not in ("kind", "mass") + KIND_KEYS[kind]:
+            owner = next(k for k, keys in KIND_KEYS.items() if key in keys)
+            raise ConfigError(f"initial.{key}", f"is only used with kind = {json.dumps(owner)}: "
+                              f"remove it or set initial.kind = {json.dumps(owner)}")
+    out: dict[str, Any] = {"kind": kind}
+    if "mass" in t:
+        out["mass"] = number("initial.mass", t["mass"], lo=0.0)
+    if kind == "uniform":
+        out["modes"] = _modes(t.get("modes", []))
+    elif kind == "von_mises":
+        out.update(_von_mises(t, domain))
+    else:
+        if "path" not in t:
+            raise ConfigError("initial.path", "required with kind = \"archive\" (a .nc run file)")
+        out["path"] = string("initial.path", t["path"])
+        if "time" in t:
+            out["time"] = number("initial.time", t["time"], lo=0.0, lo_open=False)
+    return InitialParams(**out)
+
+
+def _time(t: dict[str, Any]) -> TimeParams:
+    params = TimeParams(**_scalars("time", t, {
+        "t_end": lambda k, v: number(k, v, lo=0.0),
+        "scheme": lambda k, v: choice(k, v, SCHEMES),
+        "integrator": lambda k, v: choice(k, v, INTEGRATORS),
+        "rate_factor": lambda k, v: number(k, v, lo=0.0),
+        "dt": lambda k, v: number(k, v, lo=0.0),
+        "max_steps": lambda k, v: integer(k, v, 1),
+        "stop_when_stationary": boolean,
+        "stationary_tol": lambda k, v: number(k, v, lo=0.0),
+        "stationary_window": lambda k, v: integer(k, v, 1),
+        "limiter": lambda k, v: choice(k, v, LIMITERS)}))
+    why = "(positivity of the finite-volume scheme needs cfl <= 0.5)" if params.scheme == "fv" \
+        else f"for scheme {json.dumps(params.scheme)}"
+    cfl = number("time.cfl", t.get("cfl", params.cfl), lo=0.0, hi=CFL_MAX[params.scheme], why=why)
+    return replace(params, cfl=cfl)
+
+
+def _atoms(t: dict[str, Any]) -> AtomParams:
+    return AtomParams(**_scalars("atoms", t, {
+        "radius": lambda k, v: number(k, v, lo=0.0),
+        "contrast": lambda k, v: number(k, v, lo=0.0),
+        "min_mass": lambda k, v: number(k, v, lo=0.0, lo_open=False)}))
+
+
+def _output(t: dict[str, Any]) -> OutputParams:
+    return OutputParams(**_scalars("output", t, {
+        "path": string,
+        "snapshot_interval": lambda k, v: number(k, v, lo=0.0),
+        "progress": boolean}))
+
+
+def build_config(doc: dict[str, Any], text: str = "") -> RunConfig:
+    """Validate a parsed TOML document and build the :class:`RunConfig`."""
+    check_keys(doc)
+    sec = {name: doc.get(name, {}) for name in SECTIONS}
+    domain = _domain(sec["domain"])
+    model = _model(sec["model"], _perceptron(sec["perceptron"], domain))
+    return RunConfig(domain=domain, model=model, initial=_initial(sec["initial"], domain),
+                     time=_time(sec["time"]), atoms=_atoms(sec["atoms"]),
+                     output=_output(sec["output"]), text=text)
+
+
+def read_text(path_or_text: str | Path) -> str:
+    """The TOML text: a :class:`~pathlib.Path` or a string without ``=``/newline is a file name."""
+    if isinstance(path_or_text, Path) or ("\n" not in path_or_text and "=" not in path_or_text
+                                          and path_or_text.strip()):
+        return Path(path_or_text).read_text(encoding="utf-8")
+    return path_or_text
+
+
+def load_config(path_or_text: str | Path, overrides: Iterable[str] = ()) -> RunConfig:
+    """Read, override and validate a run configuration.
+
+    Parameters
+    ----------
+    path_or_text : str or Path
+        A TOML file (a Path, or a string naming a file) or TOML text.
+    overrides : iterable of str
+        ``section.key=value`` items; ``value`` is a TOML value, else a bare string.
+
+    Returns
+    -------
+    RunConfig
+        ``text`` is the given text, or its re-serialisation when there are overrides.
+        Raises :class:`ConfigError` (or FileNotFoundError for a missing file).
+    """
+    text = read_text(path_or_text)
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as err:
+        raise ConfigError("config", f"invalid TOML: {err}") from None
+    overrides = list(overrides)
+    if overrides:
+        check_keys(doc)
+        header = "# overrides: " + " ".join(overrides).replace("\n", " ") + "\n"
+        text = header + dump_toml(apply_overrides(doc, overrides))
+    return build_config(doc, text)
+
+
+def check_resolution(config: RunConfig) -> int:
+    """Check the grid resolves the kernel bandwidth ``j*(beta)`` (MATH.md 2); return ``j*``.
+
+    S^1 (N cells): ``j* <= N // 3`` (2/3 dealiasing rule). S^2 (lmax): ``j* <= lmax``.
+    """
+    from spectral import kernel_bandwidth
+
+    dim = 2 if config.domain.manifold == "S1" else 3
+    beta = config.model.beta
+    jstar = int(kernel_bandwidth(beta, dim))
+    n = config.domain.resolution
+    if jstar > (n // 3 if dim == 2 else n):
+        what, need = (f"{n} cells", 3 * jstar) if dim == 2 else (f"lmax = {n}", jstar)
+        raise ConfigError("domain.resolution", f"{what} do not resolve the kernel at beta = "
+                          f"{beta:g} (bandwidth j* = {jstar}); use resolution >= {need}")
+    return jstar
