@@ -25,10 +25,11 @@ JSON strings, bools as ints), ``config_text``, ``version``, ``scheme``,
 
 Concurrent reading
 ------------------
-HDF5 locks a file open for writing, so a plain ``xarray.open_dataset`` of a
-running archive from another process fails unless the environment has
-``HDF5_USE_FILE_LOCKING=FALSE``. The readers of this module set it for
-themselves while they open the file, and load the data into memory.
+HDF5 locks a file that a process holds open for writing: from another process a
+plain ``xarray.open_dataset`` of a running archive fails (unless that process was
+started with ``HDF5_USE_FILE_LOCKING=FALSE``; HDF5 reads it once, at import). The
+readers of this module then read a temporary copy of the file (the last synced
+state), and load the data into memory. The lock also keeps a second writer out.
 """
 
 from __future__ import annotations
@@ -36,6 +37,8 @@ from __future__ import annotations
 import json
 import os
 import platform
+import shutil
+import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime, timezone
@@ -56,7 +59,7 @@ KERNEL_CONVENTIONS = {
     "exp_shifted": "exp_shifted: K(x, y) = exp(beta (<x, y> - 1))",
 }
 _ATOM_CHUNK = 32
-_LOCK_ENV = "HDF5_USE_FILE_LOCKING"
+_HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
 
 # name -> (netCDF type, units, long_name)
 DIAGNOSTIC_VARIABLES: dict[str, tuple[str, str, str]] = {
@@ -196,20 +199,6 @@ def _define_records(nc: netCDF4.Dataset, n: int) -> None:
          chunksizes=(1, _ATOM_CHUNK))
 
 
-@contextmanager
-def _hdf5_lock_disabled() -> Iterator[None]:
-    """Open files without HDF5 file locking (to read archives that a run is writing)."""
-    old = os.environ.get(_LOCK_ENV)
-    os.environ[_LOCK_ENV] = "FALSE"
-    try:
-        yield
-    finally:
-        if old is None:
-            os.environ.pop(_LOCK_ENV, None)
-        else:
-            os.environ[_LOCK_ENV] = old
-
-
 def _valid_records(nc: netCDF4.Dataset) -> int:
     """Number of complete records: up to the last finite ``time`` (written last in a record)."""
     t = np.ma.filled(np.ma.asarray(nc["time"][:], dtype=float), np.nan)
@@ -217,28 +206,67 @@ def _valid_records(nc: netCDF4.Dataset) -> int:
     return int(finite[-1]) + 1 if finite.size else 0
 
 
-def _open_nc(path: str | os.PathLike, mode: str = "r") -> netCDF4.Dataset:
-    """Open an existing archive, with clear errors for missing files and non-archives."""
+def _existing(path: str | os.PathLike) -> Path:
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"archive {path} does not exist")
+    return path
+
+
+def _is_hdf5(path: Path) -> bool:
+    with open(path, "rb") as fh:
+        return fh.read(len(_HDF5_SIGNATURE)) == _HDF5_SIGNATURE
+
+
+@contextmanager
+def _readable(path: str | os.PathLike) -> Iterator[Path]:
+    """Yield ``path``, or a temporary copy of it when a writing process holds its HDF5 lock."""
+    path = _existing(path)
     try:
-        if mode == "r":
-            with _hdf5_lock_disabled():
-                nc = netCDF4.Dataset(path, mode)
-        else:
-            nc = netCDF4.Dataset(path, mode)
+        netCDF4.Dataset(path, "r").close()
     except OSError as err:
-        if mode == "r":
+        if not _is_hdf5(path):
             raise ValueError(f"{path} is not a readable NetCDF4 archive ({err})") from err
+        with tempfile.TemporaryDirectory(prefix="archive-read-") as tmp:
+            copy = Path(tmp) / path.name
+            shutil.copyfile(path, copy)
+            yield copy
+        return
+    yield path
+
+
+def _check_archive(nc: netCDF4.Dataset, shown: str | os.PathLike) -> None:
+    missing = [v for v in REQUIRED_VARIABLES if v not in nc.variables]
+    if missing:
+        nc.close()
+        raise ValueError(f"{shown} is not a meanfield-spectral archive: missing {missing}")
+
+
+@contextmanager
+def _reading(path: str | os.PathLike) -> Iterator[netCDF4.Dataset]:
+    """Open an archive read-only, with clear errors for missing files and non-archives."""
+    with _readable(path) as readable:
+        try:
+            nc = netCDF4.Dataset(readable, "r")
+        except OSError as err:
+            raise ValueError(f"{path} is not a readable NetCDF4 archive ({err})") from err
+        _check_archive(nc, path)
+        try:
+            yield nc
+        finally:
+            nc.close()
+
+
+def _open_append(path: Path) -> netCDF4.Dataset:
+    path = _existing(path)
+    try:
+        nc = netCDF4.Dataset(path, "a")
+    except OSError as err:
         raise ValueError(
             f"cannot open {path} for appending: not a NetCDF4 file, or open elsewhere "
             f"(another run, or an unclosed reader) ({err})"
         ) from err
-    missing = [v for v in REQUIRED_VARIABLES if v not in nc.variables]
-    if missing:
-        nc.close()
-        raise ValueError(f"{path} is not a meanfield-spectral archive: missing {missing}")
+    _check_archive(nc, path)
     return nc
 
 
@@ -309,7 +337,7 @@ class ArchiveWriter:
         return nc
 
     def _open_append(self, config: RunConfig) -> netCDF4.Dataset:
-        nc = _open_nc(self.path, "a")
+        nc = _open_append(self.path)
         try:
             self._check_grid(nc)
             line = f"{_utc_now()} resumed by meanfield-spectral {package_version()}"
@@ -420,9 +448,10 @@ def open_run(path: str | os.PathLike) -> xr.Dataset:
     ValueError
         The file is not a NetCDF4 run archive.
     """
-    _open_nc(path).close()
-    with _hdf5_lock_disabled():
-        ds = xr.load_dataset(path, engine="netcdf4")
+    with _readable(path) as readable:
+        with _reading(readable):  # validates
+            pass
+        ds = xr.load_dataset(readable, engine="netcdf4")
     return ds.isel(time=np.isfinite(ds["time"].values))
 
 
@@ -436,15 +465,12 @@ def read_last_state(path: str | os.PathLike) -> tuple[float, int, float, np.ndar
     dt : float
     rho : ndarray, shape (N,)
     """
-    nc = _open_nc(path)
-    try:
+    with _reading(path) as nc:
         i = _valid_records(nc) - 1
         if i < 0:
             raise ValueError(f"archive {path} holds no snapshots")
         rho = np.asarray(nc["rho"][i, :], dtype=float)
         return float(nc["time"][i]), int(nc["step"][i]), float(nc["dt"][i]), rho
-    finally:
-        nc.close()
 
 
 def read_snapshot(
@@ -459,8 +485,7 @@ def read_snapshot(
     theta : ndarray, shape (N,)
     rho : ndarray, shape (N,)
     """
-    nc = _open_nc(path)
-    try:
+    with _reading(path) as nc:
         n = _valid_records(nc)
         if n == 0:
             raise ValueError(f"archive {path} holds no snapshots")
@@ -468,17 +493,11 @@ def read_snapshot(
         i = n - 1 if time is None else int(np.argmin(np.abs(times - time)))
         theta = np.asarray(nc["theta"][:], dtype=float)
         return float(times[i]), theta, np.asarray(nc["rho"][i, :], dtype=float)
-    finally:
-        nc.close()
 
 
 def read_config_text(path: str | os.PathLike) -> str:
     """The full TOML text of the run configuration stored in the archive."""
-    nc = _open_nc(path)
-    try:
+    with _reading(path) as nc:
         if "config_text" not in nc.ncattrs():
             raise ValueError(f"archive {path} has no config_text attribute")
         return str(nc.getncattr("config_text"))
-    finally:
-        nc.close()
-
