@@ -18,15 +18,17 @@ from typing import Any, Callable, Iterable
 import numpy as np
 
 from solvers.activations import ACTIVATIONS as _ACTIVATION_TABLE
+from solvers.integrators import INTEGRATORS as _INTEGRATOR_TABLE
 from solvers.params import (ATTENTIONS, DIRECTIONS, KERNELS, MANIFOLDS, AtomParams, DomainParams,
                             InitialParams, ModelParams, OutputParams, PerceptronParams, RunConfig,
                             TimeParams)
+from solvers.transport import LIMITERS as _LIMITER_TABLE
 
 ACTIVATIONS = tuple(_ACTIVATION_TABLE) + ("none",)
 INITIAL_KINDS = ("uniform", "von_mises", "archive")
 SCHEMES = ("fv", "spectral")
-INTEGRATORS = ("euler", "ssprk2", "ssprk3", "rk4")
-LIMITERS = ("minmod", "mc", "vanleer")
+INTEGRATORS = tuple(_INTEGRATOR_TABLE)
+LIMITERS = tuple(_LIMITER_TABLE)
 MIN_RESOLUTION = 16
 CFL_MAX = {"fv": 0.5, "spectral": 1.0}
 KIND_KEYS = {"uniform": ("modes",), "von_mises": ("centers", "kappas", "weights"),
