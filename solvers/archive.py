@@ -41,7 +41,7 @@ import shutil
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -119,7 +119,7 @@ def package_version() -> str:
 
 
 def _utc_now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
+    return datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
 def rho_hat(rho: np.ndarray) -> np.ndarray:
@@ -166,7 +166,12 @@ def _define_axes(nc: netCDF4.Dataset, theta: np.ndarray, cell_weight: np.ndarray
 
 
 def _var(
-    nc: netCDF4.Dataset, name: str, dtype: str, dims: tuple[str, ...], units: str, long_name: str,
+    nc: netCDF4.Dataset,
+    name: str,
+    dtype: str,
+    dims: tuple[str, ...],
+    units: str,
+    long_name: str,
     **kwargs: Any,
 ) -> netCDF4.Variable:
     """Create a variable with ``units`` and ``long_name`` (floats with NaN fill on ``time``)."""
@@ -184,19 +189,47 @@ def _define_records(nc: netCDF4.Dataset, n: int) -> None:
     time.setncattr("axis", "T")
     _var(nc, "step", "i8", ("time",), "1", "accepted steps since t = 0")
     _var(nc, "dt", "f8", ("time",), "1", "last accepted step size")
-    _var(nc, "rho", "f8", ("time", "theta"), "radian-1", "density (cell averages)",
-         chunksizes=(1, n), **comp)
+    _var(
+        nc,
+        "rho",
+        "f8",
+        ("time", "theta"),
+        "radian-1",
+        "density (cell averages)",
+        chunksizes=(1, n),
+        **comp,
+    )
     for part in ("real", "imag"):
-        _var(nc, f"rho_hat_{part}", "f8", ("time", "wavenumber"), "radian-1",
-             f"{part} part of c_k, rho = sum_k c_k exp(i k theta), c = rfft(rho)/N",
-             chunksizes=(1, k), **comp)
+        _var(
+            nc,
+            f"rho_hat_{part}",
+            "f8",
+            ("time", "wavenumber"),
+            "radian-1",
+            f"{part} part of c_k, rho = sum_k c_k exp(i k theta), c = rfft(rho)/N",
+            chunksizes=(1, k),
+            **comp,
+        )
     for name, (dtype, units, long_name) in DIAGNOSTIC_VARIABLES.items():
         _var(nc, name, dtype, ("time",), units, long_name)
-    _var(nc, "atom_mass", "f8", ("time", "atom"), "1", "atom mass (NaN padded)",
-         chunksizes=(1, _ATOM_CHUNK))
-    _var(nc, "atom_position", "f8", ("time", "atom"), "radian",
-         "atom position: circular centre of mass in [0, 2 pi) (NaN padded)",
-         chunksizes=(1, _ATOM_CHUNK))
+    _var(
+        nc,
+        "atom_mass",
+        "f8",
+        ("time", "atom"),
+        "1",
+        "atom mass (NaN padded)",
+        chunksizes=(1, _ATOM_CHUNK),
+    )
+    _var(
+        nc,
+        "atom_position",
+        "f8",
+        ("time", "atom"),
+        "radian",
+        "atom position: circular centre of mass in [0, 2 pi) (NaN padded)",
+        chunksizes=(1, _ATOM_CHUNK),
+    )
 
 
 def _valid_records(nc: netCDF4.Dataset) -> int:

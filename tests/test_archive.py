@@ -17,7 +17,6 @@ import pytest
 import xarray as xr
 
 from solvers.archive import (
-    DIAGNOSTIC_VARIABLES,
     ArchiveWriter,
     open_run,
     read_config_text,
@@ -45,14 +44,24 @@ def make_snapshot(t: float, n_atoms: int = 0) -> Snapshot:
     """A snapshot with known values: rho with mass 1 + t, ``n_atoms`` atoms of mass 0.1 (k+1)."""
     rho = (1.0 + t) * (1.0 + 0.5 * np.cos(2 * THETA + t)) / (2 * np.pi)
     diag = Diagnostics(
-        mass=1.0 + t, min_rho=rho.min(), max_rho=rho.max(), energy=-t, dissipation=2.0 * t,
-        transport_rate=0.1, max_support_velocity=0.2, tail_energy=1e-9, n_atoms=n_atoms,
-        atom_mass=0.1 * (np.arange(n_atoms) + 1), atom_position=np.linspace(0.5, 5.0, n_atoms),
+        mass=1.0 + t,
+        min_rho=rho.min(),
+        max_rho=rho.max(),
+        energy=-t,
+        dissipation=2.0 * t,
+        transport_rate=0.1,
+        max_support_velocity=0.2,
+        tail_energy=1e-9,
+        n_atoms=n_atoms,
+        atom_mass=0.1 * (np.arange(n_atoms) + 1),
+        atom_position=np.linspace(0.5, 5.0, n_atoms),
     )
     return Snapshot(t=t, step=int(round(100 * t)), dt=0.01 * (1 + t), rho=rho, diagnostics=diag)
 
 
-def write_run(path: Path, atoms: tuple[int, ...] = (0, 3, 1), t0: float = 0.0, **kw: object) -> None:
+def write_run(
+    path: Path, atoms: tuple[int, ...] = (0, 3, 1), t0: float = 0.0, **kw: object
+) -> None:
     with ArchiveWriter(path, make_config(), THETA, WEIGHT, **kw) as writer:
         for i, n in enumerate(atoms):
             assert writer.write_snapshot(make_snapshot(t0 + 0.5 * i, n))
@@ -223,8 +232,9 @@ time.sleep(60)
 def test_kill_9_leaves_every_synced_snapshot(tmp_path: Path) -> None:
     path, k = tmp_path / "killed.nc", 7
     script = WRITER_SCRIPT.format(repo=str(REPO), tests=str(REPO / "tests"), path=str(path), k=k)
-    proc = subprocess.Popen([sys.executable, "-c", textwrap.dedent(script)],
-                            stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(script)], stdout=subprocess.PIPE, text=True
+    )
     try:
         assert proc.stdout is not None and proc.stdout.readline().strip() == "WROTE"
         assert open_run(path).sizes["time"] == k  # readable while the writer holds it
