@@ -353,8 +353,8 @@ class ArchiveWriter:
     def _create(self, config: RunConfig, overwrite: bool) -> netCDF4.Dataset:
         if self.path.exists() and not overwrite:
             raise FileExistsError(
-                f"archive {self.path} already exists: pass -o/--overwrite to replace it, "
-                "--resume to continue it, or delete it"
+                f"archive {self.path} already exists: pass --overwrite (overwrite=True) "
+                "to replace it, --resume to continue it, or delete it"
             )
         self.path.parent.mkdir(parents=True, exist_ok=True)
         nc = netCDF4.Dataset(self.path, "w", format="NETCDF4", clobber=True)

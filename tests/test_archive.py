@@ -199,7 +199,7 @@ def test_append_checks(tmp_path: Path) -> None:
 def test_refuses_to_overwrite(tmp_path: Path) -> None:
     path = tmp_path / "run.nc"
     write_run(path)
-    with pytest.raises(FileExistsError, match="-o"):
+    with pytest.raises(FileExistsError, match="--overwrite"):
         ArchiveWriter(path, make_config(), THETA, WEIGHT)
     assert open_run(path).sizes["time"] == 3  # untouched
     write_run(path, atoms=(2,), overwrite=True)
