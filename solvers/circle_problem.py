@@ -1,0 +1,146 @@
+"""The model on S^1, discretised: velocity fields, energy and dissipation of a grid density.
+
+Everything here is a function of the current grid density; time stepping lives elsewhere.
+Attention is applied diagonally through the Funk-Hecke eigenvalues (paper Lemma 5.1,
+MATH.md 2): ``(K*rho)_k = lambda_k rho_k`` with ``lambda_k = 2 pi I_k(beta)`` (times
+``e^{-beta}`` for the shifted kernel ``exp(beta (x.y - 1))``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from solvers import perceptron
+from solvers.params import ModelParams
+from spectral import CircleBasis, kernel_eigenvalues
+
+
+def kernel_log_shift(model: ModelParams) -> float:
+    """``log`` of the factor multiplying ``exp(beta x.y)``: 0 (``exp``) or ``-beta`` (``exp_shifted``)."""
+    return -model.beta if model.kernel == "exp_shifted" else 0.0
+
+
+def max_kernel_second_derivative(beta: float, log_shift: float, n: int = 20001) -> float:
+    """``max_t |d^2/dt^2 exp(beta cos t + log_shift)|`` (MATH.md 5: ``K''``)."""
+    t = np.linspace(0.0, np.pi, n)
+    k2 = np.exp(beta * np.cos(t) + log_shift) * np.abs(beta**2 * np.sin(t) ** 2 - beta * np.cos(t))
+    return float(k2.max())
+
+
+@dataclass(frozen=True)
+class CircleProblem:
+    """Model + grid on S^1.
+
+    Parameters
+    ----------
+    model : ModelParams
+    basis : CircleBasis
+    """
+
+    model: ModelParams
+    basis: CircleBasis
+    _cache: dict = field(default_factory=dict, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        b, p = self.basis, self.model.perceptron
+        lam = np.exp(kernel_eigenvalues(self.model.beta, b.wavenumbers, 2, log=True)
+                     + kernel_log_shift(self.model))
+        ik = 1j * b.wavenumbers.astype(float)
+        ik[-1] = 0.0  # odd derivative: drop Nyquist
+        half = np.exp(0.5j * b.wavenumbers * b.h)
+        half[-1] = 0.0
+        self._cache.update(
+            kernel=lam,  # (K*rho)_k / rho_k
+            d_center=ik * lam, d_face=ik * lam * half, f_face=lam * half,
+            w_center=perceptron.circle_velocity(p, b.theta),
+            w_face=perceptron.circle_velocity(p, b.faces),
+            v_center=perceptron.circle_potential(p, b.theta),
+        )
+
+    # -- precomputed fields -------------------------------------------------------------
+    @property
+    def sign(self) -> float:
+        return self.model.sign
+
+    @property
+    def softmax(self) -> bool:
+        return self.model.attention == "softmax"
+
+    def multipliers(self, name: str) -> np.ndarray:
+        """Precomputed Fourier multipliers / perceptron fields (see ``__post_init__``)."""
+        return self._cache[name]
+
+    # -- velocities ---------------------------------------------------------------------
+    def attention_field(self, rho_hat: np.ndarray, where: str) -> np.ndarray:
+        """Attention velocity (before the sign ``s``) at cell centres or right faces.
+
+        Unnormalised: ``d/dtheta (1/beta) K*rho``; softmax: ``f'/(beta f)``, ``f = K*rho``
+        (paper eq. 2.9, MATH.md 1).
+
+        Parameters
+        ----------
+        rho_hat : ndarray, shape (N//2 + 1,)
+        where : {"center", "face"}
+
+        Returns
+        -------
+        ndarray, shape (N,)
+        """
+        b, beta = self.basis, self.model.beta
+        if where == "center":
+            d_mult, f_mult = self._cache["d_center"], self._cache["kernel"]
+        else:
+            d_mult, f_mult = self._cache["d_face"], self._cache["f_face"]
+        if not self.softmax:
+            return b.backward(rho_hat * d_mult) / beta
+        both = b.backward(np.stack([rho_hat * d_mult, rho_hat * f_mult]))
+        return both[0] / (beta * both[1])
+
+    def velocity(self, rho_hat: np.ndarray, where: str = "face") -> np.ndarray:
+        """Signed transport velocity ``s (attention + perceptron)`` (eq. 2.6), shape (N,)."""
+        w = self._cache["w_face" if where == "face" else "w_center"]
+        return self.sign * (self.attention_field(rho_hat, where) + w)
+
+    def lipschitz_bound(self, mass: float) -> float:
+        """Bound ``L`` of ``|d velocity / d theta|`` and of the nonlocal relaxation rates.
+
+        Unnormalised: ``M max|K''| / beta`` bounds every linear rate ``r_j`` (MATH.md 3.2, 6);
+        softmax: the rates are below ``K''(0)/(beta K(0)) = 1``; plus the perceptron's Lipschitz
+        constant.
+        """
+        beta, shift = self.model.beta, kernel_log_shift(self.model)
+        att = 1.0 if self.softmax else mass * max_kernel_second_derivative(beta, shift) / beta
+        return att + perceptron.circle_lipschitz(self.model.perceptron)
+
+    # -- energy ------------------------------------------------------------------------
+    def potential_gradient(self, rho_hat: np.ndarray) -> np.ndarray:
+        """``grad U = d/dtheta [(1/beta) K*rho + v/2]`` at cell centres, shape (N,)."""
+        b = self.basis
+        return b.backward(rho_hat * self._cache["d_center"]) / self.model.beta + self._cache["w_center"]
+
+    def energy(self, rho: np.ndarray) -> float:
+        """``E = (1/(2 beta)) iint K drho drho + (1/2) int v drho`` (paper eq. 2.7, MATH.md 1).
+
+        The grid density is read as point masses ``rho_i h`` at the cell centres, for which
+        this is exact up to the kernel's spectral tail (< 1e-16 relative when the grid
+        resolves the kernel bandwidth).
+        """
+        b = self.basis
+        f = b.backward(b.forward(rho) * self._cache["kernel"])
+        w = rho * b.cell_weight
+        return float(np.dot(w, f) / (2.0 * self.model.beta) + 0.5 * np.dot(w, self._cache["v_center"]))
+
+    def dissipation(self, rho: np.ndarray) -> float:
+        """``D = int grad U . V drho`` with ``V`` the unsigned velocity: ``dE/dt = s D``.
+
+        Unnormalised attention: ``D = int |g|^2 drho >= 0``. Softmax, pure attention:
+        ``D = int |grad f|^2 / (beta^2 f) drho`` (MATH.md 1). With softmax and a perceptron
+        ``D`` has no sign.
+        """
+        b = self.basis
+        rho_hat = b.forward(rho)
+        grad_u = self.potential_gradient(rho_hat)
+        vel = self.sign * self.velocity(rho_hat, "center")
+        return float(np.sum(rho * grad_u * vel * b.cell_weight))

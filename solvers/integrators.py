@@ -1,0 +1,138 @@
+"""Explicit Runge-Kutta integrators as validated data.
+
+Each scheme is a Butcher table with its order and a citation; strong-stability-preserving
+(SSP) schemes also carry their Shu-Osher form, which is what is executed: every stage is a
+convex combination of forward-Euler steps of size ``dt * beta_ik / alpha_ik <= dt``, so a
+spatial scheme that is positive under forward Euler at a given CFL number stays positive.
+The tables are checked against the order conditions (up to order 4) when they are built.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import partial
+from typing import Callable
+
+import numpy as np
+
+Rhs = Callable[..., tuple[np.ndarray, float]]
+
+
+@dataclass(frozen=True)
+class ButcherTable:
+    """Explicit RK scheme ``(A, b, c)``, optionally with Shu-Osher coefficients.
+
+    ``alpha``, ``beta`` (stages x stages): stage ``i+1`` is
+    ``sum_k alpha[i, k] u^(k) + dt beta[i, k] L(u^(k))`` (``u^(0) = u^n``); the last row gives
+    ``u^{n+1}``.
+    """
+
+    name: str
+    order: int
+    a: np.ndarray
+    b: np.ndarray
+    citation: str
+    alpha: np.ndarray | None = None
+    beta: np.ndarray | None = None
+
+    @property
+    def c(self) -> np.ndarray:
+        return self.a.sum(axis=1)
+
+    @property
+    def stages(self) -> int:
+        return self.b.size
+
+    def order_residuals(self) -> list[float]:
+        """Residuals of the order conditions up to ``self.order`` (all ~0 if valid)."""
+        a, b, c = self.a, self.b, self.c
+        conds = [(b.sum(), 1.0), (b @ c, 1 / 2), (b @ c**2, 1 / 3), (b @ a @ c, 1 / 6),
+                 (b @ c**3, 1 / 4), (b @ (c * (a @ c)), 1 / 8), (b @ a @ c**2, 1 / 12),
+                 (b @ a @ a @ c, 1 / 24)]
+        n_conds = {1: 1, 2: 2, 3: 4, 4: 8}[self.order]
+        return [abs(lhs - rhs) for lhs, rhs in conds[:n_conds]]
+
+    def shu_osher_as_butcher(self) -> tuple[np.ndarray, np.ndarray]:
+        """Butcher ``(A, b)`` implied by the Shu-Osher form (used to validate it)."""
+        s = self.stages
+        coef = np.zeros((s + 1, s))  # stage vectors in terms of dt L(u^(k))
+        for i in range(s):
+            coef[i + 1] = self.alpha[i, : i + 1] @ coef[: i + 1] + np.eye(s)[: i + 1].T @ self.beta[i, : i + 1]
+        return coef[:s], coef[s]
+
+    def validate(self) -> "ButcherTable":
+        if max(self.order_residuals()) > 1e-14:
+            raise ValueError(f"{self.name}: order conditions fail: {self.order_residuals()}")
+        if np.any(np.triu(self.a) != 0):
+            raise ValueError(f"{self.name}: not explicit")
+        if self.alpha is not None:
+            a, b = self.shu_osher_as_butcher()
+            if not (np.allclose(a, self.a, atol=1e-15) and np.allclose(b, self.b, atol=1e-15)):
+                raise ValueError(f"{self.name}: Shu-Osher form does not match the Butcher table")
+            if np.any(self.alpha < 0) or np.any(self.beta < 0):
+                raise ValueError(f"{self.name}: Shu-Osher coefficients must be non-negative (SSP)")
+            if np.any(self.beta != np.diag(np.diag(self.beta))) or np.any(np.diag(self.alpha) <= 0):
+                raise ValueError(f"{self.name}: each slope must be used in one Euler sub-step only "
+                                 "(diagonal beta, positive diagonal alpha)")
+        return self
+
+
+def _t(rows: list[list[float]]) -> np.ndarray:
+    return np.array(rows, dtype=float)
+
+
+INTEGRATORS: dict[str, ButcherTable] = {t.name: t.validate() for t in [
+    ButcherTable("euler", 1, _t([[0]]), _t([1]), "forward Euler", _t([[1]]), _t([[1]])),
+    ButcherTable("ssprk2", 2, _t([[0, 0], [1, 0]]), _t([0.5, 0.5]),
+                 "Heun / SSP-RK2: Shu & Osher, J. Comput. Phys. 77 (1988)",
+                 _t([[1, 0], [0.5, 0.5]]), _t([[1, 0], [0, 0.5]])),
+    ButcherTable("ssprk3", 3, _t([[0, 0, 0], [1, 0, 0], [0.25, 0.25, 0]]), _t([1 / 6, 1 / 6, 2 / 3]),
+                 "SSP-RK3: Shu & Osher, J. Comput. Phys. 77 (1988), eq. 2.18",
+                 _t([[1, 0, 0], [0.75, 0.25, 0], [1 / 3, 0, 2 / 3]]),
+                 _t([[1, 0, 0], [0, 0.25, 0], [0, 0, 2 / 3]])),
+    ButcherTable("rk4", 4, _t([[0, 0, 0, 0], [0.5, 0, 0, 0], [0, 0.5, 0, 0], [0, 0, 1, 0]]),
+                 _t([1 / 6, 1 / 3, 1 / 3, 1 / 6]), "classical RK4: Kutta, Z. Math. Phys. 46 (1901)"),
+]}
+
+
+def get_integrator(name: str) -> ButcherTable:
+    try:
+        return INTEGRATORS[name]
+    except KeyError:
+        raise ValueError(f"time.integrator: unknown integrator {name!r}; use one of "
+                         f"{', '.join(INTEGRATORS)}") from None
+
+
+def rk_step(table: ButcherTable, rhs: Rhs, u: np.ndarray, dt: float) -> tuple[np.ndarray, float]:
+    """One explicit RK step of ``du/dt = rhs(u)[0]``.
+
+    Returns the new state and the largest ``max_speed`` reported by any stage (the caller
+    checks its CFL condition against it).
+    """
+    if table.alpha is not None:
+        return _shu_osher_step(table, rhs, u, dt)
+    rhs = partial(rhs, dt=dt)
+    ks, speed = [], 0.0
+    for i in range(table.stages):
+        stage = u + dt * sum(table.a[i, j] * ks[j] for j in range(i) if table.a[i, j] != 0.0)
+        k, s = rhs(stage)
+        ks.append(k)
+        speed = max(speed, s)
+    return u + dt * sum(bi * k for bi, k in zip(table.b, ks)), speed
+
+
+def _shu_osher_step(table: ButcherTable, rhs: Rhs, u: np.ndarray, dt: float) -> tuple[np.ndarray, float]:
+    stages, slopes, speed = [u], [], 0.0
+    for i in range(table.stages):
+        # stage i is forward Euler of size dt * beta/alpha from u^(i): limit fluxes with it
+        k, s = rhs(stages[i], dt=dt * table.beta[i, i] / table.alpha[i, i])
+        slopes.append(k)
+        speed = max(speed, s)
+        # u^(0) + sum_j alpha_ij (u^(j) - u^(0)): the weights of a convex combination such as
+        # (1/3, 2/3) do not sum to 1 in floating point, which would leak mass every step
+        new = stages[0] + (dt * table.beta[i, i]) * k
+        for j in range(1, i + 1):
+            if table.alpha[i, j] != 0.0:
+                new = new + table.alpha[i, j] * (stages[j] - stages[0])
+        stages.append(new)
+    return stages[-1], speed
