@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import warnings
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -52,6 +53,14 @@ class ProgressBar:
         self.bar.set_postfix_str(f"steps={step} dt={dt:.2e}{self._extra}", refresh=False)
         self.bar.update(min(t, self.bar.total) - self.bar.n)
 
+    def show_warning(self, message: Warning | str, *args: Any, **kwargs: Any) -> None:
+        """``warnings.showwarning`` replacement: one line, not through the bar."""
+        text = f"warning: {message}"
+        if self.bar is not None:
+            self.bar.write(text, file=sys.stderr)
+        else:
+            print(text, file=sys.stderr)
+
     def close(self) -> None:
         if self.bar is not None:
             self.bar.close()
@@ -94,12 +103,16 @@ def _resume_state(args: argparse.Namespace) -> tuple[RunConfig, dict[str, Any]]:
         raise CliError("--resume appends to its archive: drop -o/--output")
     _check_resume_overrides(args.set)
     overrides = list(args.set) + [f"output.path={_toml_string(str(path))}"]
-    config = load_config(archive.read_config_text(str(path)), overrides)
+    try:
+        text = archive.read_config_text(path)
+        t, step, dt, rho = archive.read_last_state(path)
+    except ValueError as err:  # not a run archive, or an empty one
+        raise CliError(str(err)) from None
+    config = load_config(text, overrides)
     if args.config:
         given = load_config(Path(args.config), overrides)
         _check_same_physics(given, config)
         config = given
-    t, step, dt, rho = archive.read_last_state(str(path))
     if t >= config.time.t_end:
         raise ConfigError("time.t_end", f"the archive already reached t = {t:g} >= t_end = "
                           f"{config.time.t_end:g}; extend it with --set time.t_end=...")
@@ -150,14 +163,16 @@ def cmd_run(args: argparse.Namespace) -> int:
     bar = ProgressBar(state["t0"], config.time.t_end, config.output.progress and not args.no_progress)
     mass0 = float(np.sum(state["rho"]) * cell_width(n))
     try:
-        with writer:
+        with writer, warnings.catch_warnings():
+            warnings.showwarning = bar.show_warning
             result = simulate(config, state["rho"], t0=state["t0"], step0=state["step0"],
                               dt0=state["dt0"], trackers=[writer.write_snapshot], progress=bar)
     except (KeyboardInterrupt, FloatingPointError, RuntimeError) as err:
         bar.close()
-        what = "interrupted" if isinstance(err, KeyboardInterrupt) else f"failed ({err})"
+        stop = isinstance(err, KeyboardInterrupt)
+        what, hint = ("interrupted", "") if stop else (f"failed ({err})", " --set time.cfl=...")
         print(f"{what} at t={bar.t:.6g}; archive {path} holds {_count_snapshots(path)} "
-              f"snapshots; continue with: meanfield run --resume {path}", file=sys.stderr)
+              f"snapshots; continue with: meanfield run --resume {path}{hint}", file=sys.stderr)
         return EXIT_INTERRUPTED if isinstance(err, KeyboardInterrupt) else EXIT_FAILED
     bar.close()
     print(summary(result, mass0, path))
@@ -193,7 +208,10 @@ def cmd_plot(args: argparse.Namespace) -> int:
     out = args.output or str(path.with_suffix(".png"))
     from solvers.plotting import plot_run
 
-    plot_run(str(path), out)
+    try:
+        plot_run(path, out)
+    except ValueError as err:  # not a run archive, or an empty one
+        raise CliError(str(err)) from None
     print(f"wrote {out}")
     return 0
 
@@ -205,8 +223,8 @@ def cmd_info(args: argparse.Namespace) -> int:
     path = _existing(args.run, "run archive")
     try:
         ds = open_run(path)
-    except (OSError, ValueError) as err:
-        raise CliError(f"{path}: not a readable run archive ({err})") from None
+    except (OSError, ValueError) as err:  # not a run archive
+        raise CliError(str(err)) from None
     print("\n".join(info_lines(ds, path)))
     return 0
 

@@ -350,14 +350,6 @@ def build_config(doc: dict[str, Any], text: str = "") -> RunConfig:
                      output=_output(sec["output"]), text=text)
 
 
-def read_text(path_or_text: str | Path) -> str:
-    """The TOML text: a :class:`~pathlib.Path` or a string without ``=``/newline is a file name."""
-    if isinstance(path_or_text, Path) or ("\n" not in path_or_text and "=" not in path_or_text
-                                          and path_or_text.strip()):
-        return Path(path_or_text).read_text(encoding="utf-8")
-    return path_or_text
-
-
 def load_config(path_or_text: str | Path, overrides: Iterable[str] = ()) -> RunConfig:
     """Read, override and validate a run configuration.
 
@@ -374,7 +366,9 @@ def load_config(path_or_text: str | Path, overrides: Iterable[str] = ()) -> RunC
         ``text`` is the given text, or its re-serialisation when there are overrides.
         Raises :class:`ConfigError` (or FileNotFoundError for a missing file).
     """
-    text = read_text(path_or_text)
+    text = path_or_text  # a Path, or a string without "=" or a newline, names a file
+    if isinstance(text, Path) or ("\n" not in text and "=" not in text and text.strip()):
+        text = Path(text).read_text(encoding="utf-8")
     try:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:

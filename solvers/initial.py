@@ -118,7 +118,10 @@ def archive_density(n: int, path: str, time: float | None = None) -> np.ndarray:
         raise ConfigError("initial.path", f"archive not found: {path}")
     from solvers.archive import read_snapshot
 
-    _, theta, rho = read_snapshot(path, time)
+    try:
+        _, theta, rho = read_snapshot(path, time)
+    except ValueError as err:  # not a run archive, or an empty one
+        raise ConfigError("initial.path", str(err)) from None
     rho = np.asarray(rho, dtype=float)
     if rho.ndim != 1 or not np.allclose(theta, cell_centers(rho.size), rtol=0, atol=1e-9):
         raise ConfigError("initial.path", f"{path} does not hold an S1 run on the standard grid")

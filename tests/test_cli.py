@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -110,9 +111,13 @@ def test_missing_files_exit_2(tmp_path, capsys, monkeypatch, argv: list[str], ke
     assert_user_error(rc, err, key)
 
 
-def test_info_on_a_non_archive_exits_2(tmp_path, capsys) -> None:
-    rc, _, err = cli(capsys, "info", write(tmp_path, "not netcdf", "x.nc"))
-    assert_user_error(rc, err, "")
+@pytest.mark.parametrize("command", ["info", "plot", "resume", "initial"])
+def test_a_non_archive_exits_2(tmp_path, capsys, command: str) -> None:
+    bogus = write(tmp_path, "not netcdf", "x.nc")
+    argv = {"info": ["info", bogus], "plot": ["plot", bogus], "resume": ["run", "--resume", bogus],
+            "initial": ["run", write(tmp_path, f'[initial]\nkind = "archive"\npath = "{bogus}"')]}
+    rc, _, err = cli(capsys, *argv[command])
+    assert_user_error(rc, err, "initial.path" if command == "initial" else "")
 
 
 def test_console_entry_point_has_no_traceback(tmp_path) -> None:
@@ -211,6 +216,7 @@ def test_interrupt_keeps_the_archive(tmp_path, capsys, monkeypatch, error, rc_ex
         for tracker in trackers:
             tracker(fake_snapshot(rho0, 0.0))
         progress(0.5, 7, 0.1, None)
+        warnings.warn("density negative at t=0.5", RuntimeWarning)
         raise error
 
     monkeypatch.setattr(solvers.simulation, "simulate", simulate)
@@ -220,6 +226,7 @@ def test_interrupt_keeps_the_archive(tmp_path, capsys, monkeypatch, error, rc_ex
     assert text in err and f"archive {out} holds 1 snapshots" in err
     assert f"continue with: meanfield run --resume {out}" in err
     assert "Traceback" not in err
+    assert err.startswith("warning: density negative at t=0.5\n")
     assert open_run(out).sizes["time"] == 1
 
 
