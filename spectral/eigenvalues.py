@@ -104,7 +104,10 @@ def kernel_eigenvalues(beta: float, degrees: ArrayLike, dim: int, log: bool = Fa
     nu = j.astype(float) + 0.5 * dim - 1.0
     log_lam = 0.5 * dim * np.log(2.0 * np.pi) + (1.0 - 0.5 * dim) * np.log(beta)
     log_lam = log_lam + log_bessel_i(nu, beta)
-    return log_lam if log else np.exp(log_lam)
+    if log:
+        return log_lam
+    with np.errstate(over="ignore", under="ignore"):
+        return np.exp(log_lam)
 
 
 def kernel_bandwidth(beta: float, dim: int, tol: float = 1e-16) -> int:
