@@ -10,7 +10,8 @@ import argparse
 import sys
 import warnings
 from pathlib import Path
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -141,7 +142,7 @@ def _count_snapshots(path: Path) -> str:
         from solvers.archive import open_run
 
         return str(open_run(path).sizes.get("time", 0))
-    except Exception:  # the count is a courtesy: never mask the interrupt
+    except (OSError, ValueError):  # the count is a courtesy: never mask the interrupt
         return "?"
 
 
@@ -182,10 +183,10 @@ def cmd_run(args: argparse.Namespace) -> int:
 def summary(result: Any, mass0: float, path: Path) -> str:
     """Short end-of-run report: reason, time, steps, wall time, mass error, atoms."""
     final, diag = result.final, result.final.diagnostics
-    lines = [f"finished ({result.reason}) at t = {final.t:.6g} after {final.step} steps "
-             f"in {result.wall_time:.1f} s",
-             f"mass error {abs(diag.mass - mass0) / mass0:.2e} (relative), "
-             f"min rho {diag.min_rho:.3e}, max rho {diag.max_rho:.3e}",
+    lines = [(f"finished ({result.reason}) at t = {final.t:.6g} after {final.step} steps "
+              f"in {result.wall_time:.1f} s"),
+             (f"mass error {abs(diag.mass - mass0) / mass0:.2e} (relative), "
+              f"min rho {diag.min_rho:.3e}, max rho {diag.max_rho:.3e}"),
              f"atoms: {diag.n_atoms}"]
     lines += _atom_rows(diag.atom_mass, diag.atom_position)
     lines.append(f"archive: {path}")

@@ -10,12 +10,17 @@ from __future__ import annotations
 import difflib
 import json
 import math
-import tomllib
 from dataclasses import fields, replace
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 import numpy as np
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib
 
 from solvers.activations import ACTIVATIONS as _ACTIVATION_TABLE
 from solvers.integrators import INTEGRATORS as _INTEGRATOR_TABLE
@@ -26,11 +31,10 @@ from solvers.transport import LIMITERS as _LIMITER_TABLE
 
 ACTIVATIONS = tuple(_ACTIVATION_TABLE) + ("none",)
 INITIAL_KINDS = ("uniform", "von_mises", "archive")
-SCHEMES = ("fv", "spectral")
 INTEGRATORS = tuple(_INTEGRATOR_TABLE)
 LIMITERS = tuple(_LIMITER_TABLE)
 MIN_RESOLUTION = 16
-CFL_MAX = {"fv": 0.5, "spectral": 1.0}
+CFL_MAX = {"fv": 0.5, "spectral": 1.0}  # the time schemes, with their largest cfl
 KIND_KEYS = {"uniform": ("modes",), "von_mises": ("centers", "kappas", "weights"),
              "archive": ("path", "time")}
 
@@ -310,7 +314,7 @@ def _initial(t: dict[str, Any], domain: DomainParams) -> InitialParams:
 def _time(t: dict[str, Any]) -> TimeParams:
     params = TimeParams(**_scalars("time", t, {
         "t_end": lambda k, v: number(k, v, lo=0.0),
-        "scheme": lambda k, v: choice(k, v, SCHEMES),
+        "scheme": lambda k, v: choice(k, v, CFL_MAX),
         "integrator": lambda k, v: choice(k, v, INTEGRATORS),
         "rate_factor": lambda k, v: number(k, v, lo=0.0),
         "dt": lambda k, v: number(k, v, lo=0.0),
@@ -373,8 +377,7 @@ def load_config(path_or_text: str | Path, overrides: Iterable[str] = ()) -> RunC
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:
         raise ConfigError("config", f"invalid TOML: {err}") from None
-    overrides = list(overrides)
-    if overrides:
+    if overrides := list(overrides):
         check_keys(doc)
         header = "# overrides: " + " ".join(overrides).replace("\n", " ") + "\n"
         text = header + dump_toml(apply_overrides(doc, overrides))
@@ -382,10 +385,9 @@ def load_config(path_or_text: str | Path, overrides: Iterable[str] = ()) -> RunC
 
 
 def check_resolution(config: RunConfig) -> int:
-    """Check the grid resolves the kernel bandwidth ``j*(beta)`` (MATH.md 2); return ``j*``.
+    """Check the grid resolves the kernel bandwidth ``j*`` (MATH.md 2); return ``j*``.
 
-    S^1 (N cells): ``j* <= N // 3`` (2/3 dealiasing rule). S^2 (lmax): ``j* <= lmax``.
-    """
+    S^1 (N cells): ``j* <= N // 3`` (2/3 dealiasing rule). S^2 (lmax): ``j* <= lmax``."""
     from spectral import kernel_bandwidth
 
     dim = 2 if config.domain.manifold == "S1" else 3

@@ -83,7 +83,7 @@ BAD_CONFIGS = [
 
 @pytest.mark.parametrize("text, key", BAD_CONFIGS, ids=[k for _, k in BAD_CONFIGS])
 def test_bad_config_exits_2_with_one_line(tmp_path, capsys, text: str, key: str) -> None:
-    rc, out, err = cli(capsys, "run", write(tmp_path, text), "-o", str(tmp_path / "o.nc"))
+    rc, _, err = cli(capsys, "run", write(tmp_path, text), "-o", str(tmp_path / "o.nc"))
     assert_user_error(rc, err, key)
     assert not (tmp_path / "o.nc").exists()
 
@@ -123,8 +123,11 @@ def test_a_non_archive_exits_2(tmp_path, capsys, command: str) -> None:
 def test_console_entry_point_has_no_traceback(tmp_path) -> None:
     cfg = write(tmp_path, "[model]\nbeta = -1\n")
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    for module in ("solvers.cli", "solvers"):
-        proc = subprocess.run([sys.executable, "-m", module, "run", cfg], cwd=tmp_path, env=env,
+    commands = [[sys.executable, "-m", "solvers.cli"], [sys.executable, "-m", "solvers"]]
+    script = Path(sys.executable).parent / "meanfield"  # the console script, once installed
+    commands += [[str(script)]] if script.exists() else []
+    for command in commands:
+        proc = subprocess.run([*command, "run", cfg], cwd=tmp_path, env=env, check=False,
                               capture_output=True, text=True, timeout=60)
         assert proc.returncode == 2
         assert proc.stderr == "error: model.beta: must be a finite number > 0 (got -1)\n"

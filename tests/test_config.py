@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from solvers.config import (ConfigError, check_resolution, dump_toml, load_config,
-                            parse_override)
+                            parse_override, tomllib)
 from solvers.params import RunConfig, flatten
 
 RUNS = Path(__file__).resolve().parents[1] / "runs"
@@ -121,8 +121,6 @@ def test_no_overrides_keeps_text_verbatim() -> None:
 def test_dump_toml_special_values() -> None:
     doc = {"output": {"path": 'a "quoted"\\path', "progress": False},
            "model": {"beta": float("inf")}, "time": {"dt": None}}
-    import tomllib
-
     assert tomllib.loads(dump_toml(doc)) == {"output": doc["output"], "model": doc["model"],
                                              "time": {}}
 
