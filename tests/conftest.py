@@ -1,0 +1,41 @@
+"""Shared helpers: build run configurations in a line."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from solvers.params import (AtomParams, DomainParams, ModelParams, OutputParams, PerceptronParams,
+                            RunConfig, TimeParams)
+
+PAPER_A = np.array([[-0.9967456002240224, 0.0806114658969388], [-0.6198538201675943, -0.784717300448792]])
+PAPER_OMEGA = np.array([0.6324575844117477, -0.4696753890279187])
+
+
+def perceptron(activation: str = "relu", a=PAPER_A, omega=PAPER_OMEGA, b=None) -> PerceptronParams:
+    a = np.asarray(a, dtype=float)
+    omega = np.asarray(omega, dtype=float)
+    b = np.zeros(omega.size) if b is None else np.asarray(b, dtype=float)
+    return PerceptronParams(activation, a, omega, b)
+
+
+def make_config(n: int = 256, beta: float = 1.0, direction: str = "descent", attention: str = "unnormalized",
+                kernel: str = "exp", percep: PerceptronParams | None = None, **time_kw) -> RunConfig:
+    time_kw.setdefault("t_end", 1.0)
+    snapshot_interval = time_kw.pop("snapshot_interval", 0.5)
+    model = ModelParams(beta, direction, attention, kernel, percep or PerceptronParams())
+    return RunConfig(domain=DomainParams("S1", n), model=model, time=TimeParams(**time_kw),
+                     atoms=AtomParams(), output=OutputParams(snapshot_interval=snapshot_interval, progress=False))
+
+
+def replace_time(config: RunConfig, **kw) -> RunConfig:
+    return dataclasses.replace(config, time=dataclasses.replace(config.time, **kw))
+
+
+@pytest.fixture
+def grid():
+    def _grid(n: int) -> np.ndarray:
+        return 2 * np.pi * np.arange(n) / n
+    return _grid
