@@ -206,10 +206,9 @@ def number_list(key: str, value: Any, lo: float | None = None, lo_open: bool = F
 
 def matrix(key: str, value: Any, d: int, manifold: str) -> np.ndarray:
     """A list of d-vectors, returned with shape ``(len(value), d)``."""
-    example = "[[1.0, 0.0]]" if d == 2 else "[[1.0, 0.0, 0.0]]"
     if not isinstance(value, list) or not all(isinstance(r, list) and len(r) == d for r in value):
         raise ConfigError(key, f"must be a list of vectors of length {d} on {manifold}, "
-                               f"e.g. {example} (got {show(value)})")
+                               f"e.g. {[[1.0] + [0.0] * (d - 1)]} (got {show(value)})")
     for i, row in enumerate(value):
         number_list(f"{key}[{i}]", row)
     return np.asarray(value, dtype=float).reshape(len(value), d)
