@@ -69,8 +69,11 @@ def test_demo_config_contents() -> None:
     c = load_config(RUNS / "demo.toml")
     assert (c.model.beta, c.model.direction, c.model.kernel) == (5.0, "descent", "exp_shifted")
     assert c.model.perceptron.activation == "relu" and c.model.perceptron.a.shape == (2, 2)
-    assert (c.domain.resolution, c.time.t_end, c.output.path) == (512, 60.0, "output/demo.nc")
-    assert c.time.stop_when_stationary and c.output.snapshot_interval == 1.0
+    assert (c.domain.resolution, c.output.path) == (512, "output/demo.nc")
+    assert c.time.stop_when_stationary and c.time.t_end >= 1000.0
+    # the demo is the paper's S^1 descent setup (runs/paper_s1_descent.toml) with another path
+    paper = load_config(RUNS / "paper_s1_descent.toml")
+    assert c.model == paper.model and c.time == paper.time and c.domain == paper.domain
 
 
 def test_load_from_path_and_string_path(tmp_path: Path) -> None:
