@@ -106,7 +106,7 @@ def get_integrator(name: str) -> ButcherTable:
 def rk_step(table: ButcherTable, rhs: Rhs, u: np.ndarray, dt: float) -> tuple[np.ndarray, float]:
     """One explicit RK step of ``du/dt = rhs(u)[0]``.
 
-    Returns the new state and the largest ``max_speed`` reported by any stage (the caller
+    Returns the new state and the largest ``max_rate`` reported by any stage (the caller
     checks its CFL condition against it).
     """
     if table.alpha is not None:

@@ -23,15 +23,10 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from solvers.circle_problem import CircleProblem
-from solvers.diagnostics import compute_diagnostics
+from solvers.discretization import make_discretization
 from solvers.integrators import get_integrator, rk_step
 from solvers.params import RunConfig
 from solvers.snapshot import Snapshot
-from solvers.transport import SCHEMES, averages_to_points, dealias_cutoff, project
-from spectral import CircleBasis
-
-POSITIVITY_CFL = 0.5  # fv + SSP: dt max|u| / h <= 1/2 keeps every cell non-negative
 
 
 @dataclass(frozen=True)
@@ -43,14 +38,14 @@ class RunResult:
 
 
 class Solver:
-    """Explicit solver for ``d_t rho = -s d/dtheta (rho g)`` on S^1.
+    """Explicit solver for ``d_t rho = -s div(rho g)`` (paper eq. 2.6) on S^1 or S^2.
 
     Contract
     --------
     - State: ``rho`` (grid array, shape (N,)), ``t``, ``n_steps``, ``dt`` (the step the
       controller proposes next).
     - ``step(t_stop)`` does the bookkeeping: picks ``dt`` (fixed ``time.dt``, or adaptive:
-      ``min(cfl h / max|u|, rate_factor / L)``, MATH.md 6), never steps past ``t_stop``,
+      ``min(cfl / max(|u|/width), rate_factor / L)``, MATH.md 6), never steps past ``t_stop``,
       calls ``_step_impl(dt)``, and on rejection halves ``dt`` and retries.
     - ``_step_impl(dt) -> (rho_new, ok)`` does the numerics only and must not change state.
     - Mass is conserved to round-off by every scheme; ``fv`` keeps ``rho >= 0``.
@@ -60,29 +55,30 @@ class Solver:
                  dt0: float | None = None) -> None:
         tp = config.time
         self.config = config
-        self.problem = CircleProblem(config.model, CircleBasis(config.domain.resolution))
-        factory, default_integrator, self.citation = SCHEMES[tp.scheme]
-        self.rhs = factory(self.problem, tp.limiter) if tp.scheme == "fv" else factory(self.problem)
-        self.table = get_integrator(tp.integrator or default_integrator)
-        self.rho = self._prepare(np.asarray(rho0, dtype=float), fresh=step0 == 0)
+        self.disc = make_discretization(config)
+        self.rhs = self.disc.rhs
+        self.citation = self.disc.citation
+        self.table = get_integrator(tp.integrator or self.disc.default_integrator)
+        rho0 = np.asarray(rho0, dtype=float)
+        if rho0.shape != self.disc.shape:
+            raise ValueError(f"rho0: expected shape {self.disc.shape} for this grid (got {rho0.shape})")
+        self.rho = self.disc.prepare(rho0, fresh=step0 == 0)
         self.t, self.n_steps = float(t0), int(step0)
-        mass = float(np.sum(self.rho) * self.problem.basis.h)
-        self.rate_dt = tp.rate_factor / max(self.problem.lipschitz_bound(abs(mass)), 1e-300)
-        self._speed = self.rhs(self.rho)[1]
+        mass = float(np.sum(self.rho * self.disc.cell_weight))
+        self.rate_dt = tp.rate_factor / max(self.disc.lipschitz_bound(abs(mass)), 1e-300)
+        self._rate = self.rhs(self.rho)[1]
         self.dt = float(dt0) if dt0 else self._propose()
-        self.k_max = self.problem.basis.n // 2 if tp.scheme == "fv" else dealias_cutoff(self.problem.basis.n)
         self._warned: set[str] = set()
 
-    def _prepare(self, rho: np.ndarray, fresh: bool) -> np.ndarray:
-        if self.config.time.scheme == "spectral":
-            return project(averages_to_points(rho) if fresh else rho, rho.size)
-        return rho
+    @property
+    def problem(self):
+        """The manifold's model/grid object (S^1: :class:`CircleProblem`)."""
+        return self.disc.problem
 
     def _propose(self) -> float:
         if self.config.time.dt is not None:
             return float(self.config.time.dt)
-        cfl_dt = self.config.time.cfl * self.problem.basis.h / max(self._speed, 1e-300)
-        return min(cfl_dt, self.rate_dt)
+        return min(self.config.time.cfl / max(self._rate, 1e-300), self.rate_dt)
 
     def step(self, t_stop: float) -> float:
         """Advance one accepted step, not past ``t_stop``; return the step taken."""
@@ -99,15 +95,15 @@ class Solver:
         raise RuntimeError(f"step size underflow at t={self.t}: the CFL condition cannot be met")
 
     def _step_impl(self, dt: float) -> tuple[np.ndarray, bool]:
-        rho_new, speed = rk_step(self.table, self.rhs, self.rho, dt)
-        courant = speed * dt / self.problem.basis.h
-        if self.config.time.scheme == "fv" and courant > POSITIVITY_CFL * (1 + 1e-12):
+        rho_new, rate = rk_step(self.table, self.rhs, self.rho, dt)
+        courant, limit = rate * dt, self.disc.positivity_cfl
+        if limit is not None and courant > limit * (1 + 1e-12):
             if self.config.time.dt is None:
                 return rho_new, False
-            self._warn_once("cfl", f"fixed dt gives Courant number {courant:.3g} > 1/2: "
-                                   "positivity is not guaranteed")
-        self._speed = speed
-        if self.config.time.scheme == "fv":
+            self._warn_once("cfl", f"fixed dt gives Courant number {courant:.3g} > {limit:g} where "
+                                   "mass moves: the outflow limiter keeps positivity, not accuracy")
+        self._rate = rate
+        if limit is not None:
             rho_new = self._clip_roundoff(rho_new)
         if not np.all(np.isfinite(rho_new)):
             raise FloatingPointError(f"non-finite density at t={self.t + dt}; lower time.cfl or time.dt")
@@ -133,11 +129,12 @@ class Solver:
 
     def snapshot(self) -> Snapshot:
         """Diagnostics of the current state (warns once if the density goes negative)."""
-        diag = compute_diagnostics(self.problem, self.rhs, self.rho, self.config.atoms, self.k_max)
+        diag = self.disc.diagnostics(self.rho, self.config.atoms)
         if diag.min_rho < 0:
             self._warn_once("negative", f"density negative at t={self.t:.6g} (min rho = "
                                         f"{diag.min_rho:.3g}); use time.scheme = \"fv\"")
-        if self.config.time.scheme == "spectral" and diag.tail_energy > 1e-6:
+        tail_limit = self.disc.spectral_tail_limit()
+        if tail_limit is not None and diag.tail_energy > tail_limit:
             self._warn_once("tail", f"under-resolved at t={self.t:.6g}: top third of the modes "
                                     f"holds {diag.tail_energy:.2g} of the power")
         return Snapshot(self.t, self.n_steps, self.dt, self.rho.copy(), diag)

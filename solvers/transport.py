@@ -1,15 +1,16 @@
 """Spatial discretisations of ``d_t rho + s div(rho g) = 0`` on S^1 (paper eq. 2.6).
 
 Each factory ``scheme(problem) -> rhs`` returns a pure function
-``rhs(rho, dt=None) -> (drho_dt, max_speed)`` on grid arrays of shape (N,); ``dt`` is the
-forward-Euler step the result will be used with (``fv`` limits its fluxes with it):
+``rhs(rho, dt=None) -> (drho_dt, max_rate)`` on grid arrays of shape (N,); ``dt`` is the
+forward-Euler step the result will be used with (``fv`` limits its fluxes with it), and
+``max_rate = max |u| / h`` is the Courant number per unit time (``dt * max_rate <= cfl``):
 
 - ``fv``: conservative finite volumes on cell averages. Upwind flux with a limited linear
   reconstruction (MUSCL, van Leer 1979); face values stay between neighbouring averages, so
   with an SSP integrator and ``dt max|u| / h <= 1/2`` no cell sends out more than it holds
   (positivity) and the telescoping flux conserves mass to round-off. Given ``dt``, the
   outgoing fluxes of any cell that would send out more than it holds are scaled down to
-  its content (MATH.md 6), so positivity holds at any step; ``max_speed`` is then taken
+  its content (MATH.md 6), so positivity holds at any step; ``max_rate`` is then taken
   only over faces whose upwind cell holds mass (density above ``mass_floor`` times the mean),
   since what the step must resolve is the motion of the mass.
 - ``spectral``: pseudo-spectral, ``-s d/dtheta P(rho g)`` with the 2/3-rule projection ``P``
@@ -103,7 +104,7 @@ def fv(problem: CircleProblem, limiter: str = "mc", mass_floor: float = 1e-6) ->
         upwind = np.where(u > 0, rho, np.roll(rho, -1))
         moving = upwind > mass_floor * max(float(np.mean(rho)), 0.0)
         speed = float(np.max(np.abs(u[moving]))) if moving.any() else 0.0
-        return (np.roll(flux, 1) - flux) * inv_h, speed
+        return (np.roll(flux, 1) - flux) * inv_h, speed * inv_h
 
     return rhs
 
@@ -122,7 +123,7 @@ def spectral(problem: CircleProblem) -> Rhs:
     def rhs(rho: np.ndarray, dt: float | None = None) -> tuple[np.ndarray, float]:
         u = problem.velocity(basis.forward(rho), "center")
         flux_hat = basis.forward(rho * u)
-        return -basis.backward(ik * flux_hat), float(np.max(np.abs(u)))
+        return -basis.backward(ik * flux_hat), float(np.max(np.abs(u))) / basis.h
 
     return rhs
 
