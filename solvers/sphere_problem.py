@@ -1,0 +1,199 @@
+"""The model on S^2, discretised: velocity fields at cell centres and faces, energy, dissipation.
+
+Attention acts diagonally through the Funk-Hecke eigenvalues (paper Lemma 5.1, MATH.md 2):
+``(K*rho)_lm = lambda_l rho_lm``, ``lambda_l = 4 pi i_l(beta)`` (times ``e^{-beta}`` for the
+shifted kernel). Because ``lambda_l`` falls below ``1e-17 lambda_0`` past the kernel bandwidth
+``j*(beta)`` (MATH.md 2), ``f = K*rho`` and its gradient are synthesised from degrees
+``l <= L = min(lmax, j*)`` only, with normalised associated Legendre functions tabulated at the
+latitudes needed (cell centres and band boundaries) and an FFT in longitude.
+
+Velocity components: ``u_theta`` along ``e_theta`` (southward), ``u_phi`` along ``e_phi`` (eastward);
+``grad f = d_theta f e_theta + (1/sin theta) d_phi f e_phi``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy import special
+
+from solvers import perceptron
+from solvers.activations import get_activation
+from solvers.circle_problem import kernel_log_shift, max_kernel_second_derivative
+from solvers.params import ModelParams, PerceptronParams
+from solvers.sphere_grid import SphereGrid
+from spectral import kernel_bandwidth, kernel_eigenvalues
+
+
+def tangent_frame(theta: np.ndarray, phi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Unit vectors ``e_theta``, ``e_phi`` on the outer product grid, each (len(theta), len(phi), 3)."""
+    st, ct = np.sin(theta)[:, None], np.cos(theta)[:, None]
+    cp, sp = np.cos(phi)[None, :], np.sin(phi)[None, :]
+    e_theta = np.stack(np.broadcast_arrays(ct * cp, ct * sp, -st + 0 * cp), axis=-1)
+    e_phi = np.stack(np.broadcast_arrays(-sp + 0 * st, cp + 0 * st, 0 * st * cp), axis=-1)
+    return e_theta, e_phi
+
+
+def perceptron_components(p: PerceptronParams, grid: SphereGrid, theta: np.ndarray,
+                          phi: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Perceptron velocity ``grad v / 2`` as (u_theta, u_phi) and the potential ``v``, each (nt, np)."""
+    x = grid.points(theta, phi)
+    flat = x.reshape(-1, 3)
+    g = perceptron.half_gradient(p, flat).reshape(x.shape)
+    e_t, e_p = tangent_frame(theta, phi)
+    v = perceptron.potential(p, flat).reshape(x.shape[:2])
+    return np.sum(g * e_t, axis=-1), np.sum(g * e_p, axis=-1), v
+
+
+def perceptron_lipschitz(p: PerceptronParams) -> float:
+    """``sum_j |omega_j| (Lip(sigma) |a_j|^2 + max|sigma(a_j.x + b_j)| |a_j|)`` (MATH.md 5's C)."""
+    if p.n_units == 0:
+        return 0.0
+    act = get_activation(p.activation)
+    norms = np.linalg.norm(p.a, axis=1)
+    s = np.linspace(-1.0, 1.0, 201)[None, :] * norms[:, None] + p.b[:, None]
+    sig_max = np.max(np.abs(act.sigma(s)), axis=1)
+    return float(np.sum(np.abs(p.omega) * (act.lipschitz * norms**2 + sig_max * norms)))
+
+
+@dataclass(frozen=True)
+class Synthesis:
+    """Evaluate ``sum_{l<=L, m} c_lm Y_lm`` and ``d_theta`` of it on ``theta x phi_k (+ shift)``.
+
+    ``sel`` picks the stored coefficients with ``l <= L`` (shtns order), ``p``/``dp`` are
+    ``Ybar_lm(theta)`` and ``d/dtheta`` of it, shape (n_theta, n_sel).
+    """
+
+    sel: np.ndarray
+    m: np.ndarray
+    p: np.ndarray
+    dp: np.ndarray
+    nphi: int
+
+    @classmethod
+    def build(cls, degrees: np.ndarray, orders: np.ndarray, L: int, theta: np.ndarray, nphi: int) -> "Synthesis":
+        sel = np.nonzero(degrees <= L)[0]
+        l, m = degrees[sel], orders[sel]
+        vals = special.sph_legendre_p(l[None, :], m[None, :], theta[:, None], diff_n=1)
+        return cls(sel, m, np.asarray(vals[0]), np.asarray(vals[1]), nphi)
+
+    def __call__(self, coeffs: np.ndarray, which: str = "p", d_phi: bool = False,
+                 shift: float = 0.0) -> np.ndarray:
+        """Grid values, shape (n_theta, nphi); ``d_phi`` differentiates in longitude."""
+        c = coeffs[self.sel]
+        if d_phi:
+            c = c * (1j * self.m)
+        if shift:
+            c = c * np.exp(1j * self.m * shift)
+        table = self.p if which == "p" else self.dp
+        spec = np.zeros((table.shape[0], self.nphi // 2 + 1), dtype=complex)
+        np.add.at(spec.T, self.m, (table * c[None, :]).T)
+        return np.fft.irfft(spec, n=self.nphi, axis=1) * self.nphi
+
+
+@dataclass(frozen=True)
+class SphereProblem:
+    """Model + finite-volume grid on S^2.
+
+    Parameters
+    ----------
+    model : ModelParams
+    grid : SphereGrid
+    """
+
+    model: ModelParams
+    grid: SphereGrid
+    _c: dict = field(default_factory=dict, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        g, b, p = self.grid, self.grid.basis, self.model.perceptron
+        L = min(b.lmax, kernel_bandwidth(self.model.beta, 3, tol=1e-17))
+        log_lam = kernel_eigenvalues(self.model.beta, np.arange(b.lmax + 1), 3, log=True)
+        lam = np.exp(log_lam + kernel_log_shift(self.model))
+        lam[L + 1:] = 0.0
+        wt_c, wp_c, v_c = perceptron_components(p, g, g.theta, g.phi)
+        wt_f, _, _ = perceptron_components(p, g, g.theta_faces, g.phi)
+        _, wp_z, _ = perceptron_components(p, g, g.theta, g.phi_faces)
+        self._c.update(
+            L=L, kernel=lam[b.degrees], centres=Synthesis.build(b.degrees, b.orders, L, g.theta, b.nphi),
+            faces=Synthesis.build(b.degrees, b.orders, L, g.theta_faces, b.nphi),
+            w_theta_c=wt_c, w_phi_c=wp_c, v_c=v_c, w_theta_f=wt_f, w_phi_z=wp_z,
+        )
+
+    @property
+    def sign(self) -> float:
+        return self.model.sign
+
+    @property
+    def bandwidth(self) -> int:
+        """Highest degree ``L`` used for the attention field."""
+        return self._c["L"]
+
+    def kernel_coefficients(self, rho: np.ndarray) -> np.ndarray:
+        """``(K*rho)_lm`` (shtns order), from the grid density (nlat, nphi)."""
+        return self.grid.basis.forward(rho) * self._c["kernel"]
+
+    # -- velocities ---------------------------------------------------------------------
+    def _attention(self, f_lm: np.ndarray, where: str) -> np.ndarray:
+        """Unsigned attention velocity component at ``where`` (see :meth:`velocity`)."""
+        beta, g = self.model.beta, self.grid
+        if where == "theta_faces":
+            syn = self._c["faces"]
+            grad, f = syn(f_lm, "dp"), syn(f_lm, "p") if self._softmax else None
+        elif where == "phi_faces":
+            syn = self._c["centres"]
+            grad = syn(f_lm, "p", d_phi=True, shift=0.5 * g.dphi) / np.sin(g.theta)[:, None]
+            f = syn(f_lm, "p", shift=0.5 * g.dphi) if self._softmax else None
+        else:
+            raise ValueError(where)
+        return grad / (beta * f) if self._softmax else grad / beta
+
+    @property
+    def _softmax(self) -> bool:
+        return self.model.attention == "softmax"
+
+    def velocity(self, f_lm: np.ndarray, where: str) -> np.ndarray:
+        """Signed transport velocity ``s (attention + perceptron)`` (paper eq. 2.6, 2.9).
+
+        Parameters
+        ----------
+        f_lm : ndarray, shape (nlm,)
+            ``(K*rho)_lm`` from :meth:`kernel_coefficients`.
+        where : {"theta_faces", "phi_faces"}
+            ``u_theta`` on band boundaries ``(theta_{j+1/2}, phi_k)``, shape (nlat+1, nphi), or
+            ``u_phi`` on longitude faces ``(theta_j, phi_k + dphi/2)``, shape (nlat, nphi).
+        """
+        w = self._c["w_theta_f" if where == "theta_faces" else "w_phi_z"]
+        return self.sign * (self._attention(f_lm, where) + w)
+
+    def centre_fields(self, rho: np.ndarray) -> dict[str, np.ndarray]:
+        """At cell centres (each (nlat, nphi)): ``f``, ``grad U`` and the unsigned velocity ``V``."""
+        syn, beta = self._c["centres"], self.model.beta
+        f_lm = self.kernel_coefficients(rho)
+        f = syn(f_lm, "p")
+        gf_t = syn(f_lm, "dp")
+        gf_p = syn(f_lm, "p", d_phi=True) / np.sin(self.grid.theta)[:, None]
+        gu_t, gu_p = gf_t / beta + self._c["w_theta_c"], gf_p / beta + self._c["w_phi_c"]
+        scale = beta * f if self._softmax else beta
+        v_t, v_p = gf_t / scale + self._c["w_theta_c"], gf_p / scale + self._c["w_phi_c"]
+        return {"f": f, "grad_theta": gu_t, "grad_phi": gu_p, "vel_theta": v_t, "vel_phi": v_p}
+
+    def lipschitz_bound(self, mass: float) -> float:
+        """``M max|K''| / beta`` (softmax: 1) plus the perceptron's constant (MATH.md 3.2, 5, 6)."""
+        beta, shift = self.model.beta, kernel_log_shift(self.model)
+        att = 1.0 if self._softmax else mass * max_kernel_second_derivative(beta, shift) / beta
+        return att + perceptron_lipschitz(self.model.perceptron)
+
+    # -- energy ------------------------------------------------------------------------
+    def energy(self, rho: np.ndarray, fields: dict | None = None) -> float:
+        """``E = (1/(2 beta)) iint K drho drho + (1/2) int v drho`` (eq. 2.7), cells as point masses."""
+        fields = fields or self.centre_fields(rho)
+        w = rho * self.grid.area
+        return float(np.sum(w * fields["f"]) / (2 * self.model.beta) + 0.5 * np.sum(w * self._c["v_c"]))
+
+    def dissipation(self, rho: np.ndarray, fields: dict | None = None) -> float:
+        """``D = int grad U . V drho`` with ``dE/dt = s D`` (MATH.md 1)."""
+        c = fields or self.centre_fields(rho)
+        dot = c["grad_theta"] * c["vel_theta"] + c["grad_phi"] * c["vel_phi"]
+        return float(np.sum(rho * dot * self.grid.area))
