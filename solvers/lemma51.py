@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -202,8 +202,50 @@ def _haversine(sphere: str, a: tuple, b: tuple) -> np.ndarray:
             + np.sin(a[0]) * np.sin(b[0]) * np.sin(0.5 * (a[1] - b[1])) ** 2)
 
 
+def _bessel_ratios(nu0: float, count: int, x: float) -> np.ndarray:
+    """``I_{nu0+j}(x) / I_{nu0+j-1}(x)`` for ``j = 1..count`` by backward recurrence (MATH.md 2).
+
+    ``r(nu) = 1 / (2 nu / x + r(nu + 1))``, started well above ``max(count, x)`` from the
+    uniform asymptotic ``r ~ x / (nu + sqrt(nu^2 + x^2))``; every step is relatively stable.
+    """
+    top = nu0 + count + 40 + int(x + 10 * np.sqrt(x))
+    nu = float(top)
+    r = x / (nu + np.hypot(nu, x))
+    out = np.empty(count)
+    for j in range(int(top - nu0), 0, -1):
+        r = 1.0 / (2.0 * (nu0 + j) / x + r)  # r = I_{nu0+j} / I_{nu0+j-1}
+        if j <= count:
+            out[j - 1] = r
+    return out
+
+
+def scaled_eigenvalues(beta: float, degrees: Any, dim: int) -> np.ndarray:
+    """``e^{-beta} lambda_l(beta)`` (MATH.md 2) to a few ulps for every representable value.
+
+    ``exp(kernel_eigenvalues(log=True) - beta)`` carries a relative error ~ ``beta eps`` (the
+    logarithm is accurate to ``eps |log lambda|``), and scipy's ``ive`` at half-integer orders
+    only ~1e-14; here ``lambda_0`` has a closed form (S^1 ``2 pi ive(0, beta)``, S^2
+    ``2 pi (1 - e^{-2 beta}) / beta``) and ``lambda_l / lambda_0`` is a product of Bessel ratios.
+    Values below 1e-280 fall back to the logarithmic evaluation.
+    """
+    from scipy.special import ive
+
+    l = np.asarray(degrees)
+    if dim not in (2, 3):
+        return np.exp(kernel_eigenvalues(beta, l, dim, log=True) - beta)
+    lmax = int(np.max(l)) if l.size else 0
+    lam0 = 2 * np.pi * (ive(0, beta) if dim == 2 else -np.expm1(-2 * beta) / beta)
+    with np.errstate(under="ignore"):
+        table = lam0 * np.concatenate([[1.0], np.cumprod(_bessel_ratios(dim / 2 - 1, lmax, beta))])
+    out = table[l]
+    tiny = out < 1e-280
+    if np.any(tiny):
+        out = np.where(tiny, np.exp(kernel_eigenvalues(beta, l, dim, log=True) - beta), out)
+    return out
+
+
 def _scaled_lambda0(beta: float, dim: int) -> float:
-    return float(np.exp(kernel_eigenvalues(beta, 0, dim, log=True) - beta))
+    return float(scaled_eigenvalues(beta, 0, dim))
 
 
 def potential(measure: Measure, beta: float, grid: tuple) -> np.ndarray:
@@ -271,10 +313,9 @@ def exact_coefficients(measure: Measure, lmax: int, basis: SphereBasis | None = 
     th, ph = measure.angles[:, 0], measure.angles[:, 1]
     y = np.conj(basis.harmonics(th, ph))  # (n, nlm)
     if measure.kind == "vmf":  # (kappa / sinh kappa) i_l(kappa) conj(Y_lm(e))
-        k = measure.kappa
-        log_sinh = k + np.log(-np.expm1(-2 * k)) - np.log(2.0)
-        log_i = 0.5 * np.log(np.pi / (2 * k)) + log_bessel_i(l + 0.5, k)
-        return measure.mass * np.exp(np.log(k) - log_sinh + log_i) * y[0]
+        k = measure.kappa  # 4 pi i_l(kappa) = lambda_l(kappa); kappa e^k / sinh k = 2k / (1 - e^{-2k})
+        i_l = scaled_eigenvalues(k, l, 3) / (4 * np.pi)  # e^{-kappa} i_l(kappa)
+        return measure.mass * 2 * k / -np.expm1(-2 * k) * i_l * y[0]
     m = measure.weights @ y
     return m * (1 + (-1.0) ** l) if measure.kind == "symmetric" else m
 
@@ -283,7 +324,8 @@ def _exact_circle(measure: Measure, k: np.ndarray) -> np.ndarray:
     if measure.kind == "uniform":
         return np.where(k == 0, measure.mass, 0.0).astype(complex)
     if measure.kind == "vmf":  # I_k(kappa) / I_0(kappa) e^{-ik t0}
-        ratio = np.exp(log_bessel_i(k, measure.kappa) - log_bessel_i(0, measure.kappa))
+        lam = scaled_eigenvalues(measure.kappa, np.arange(k.max() + 1), 2)  # 2 pi e^-k I_j(k)
+        ratio = lam[k] / lam[0]
         return measure.mass * ratio * np.exp(-1j * k * measure.angles[0])
     m = np.exp(-1j * np.outer(k, measure.angles)) @ measure.weights
     return m * (1 + (-1.0) ** k) if measure.kind == "symmetric" else m
@@ -385,9 +427,9 @@ def invert(measure: Measure, beta: float, lmax: int | None = None, n: int | None
     n = grid_size(measure.sphere, beta, lmax) if n is None else int(n)
     grid, transform, basis = _setup(measure.sphere, lmax, n)
     log_lam = kernel_eigenvalues(beta, np.arange(lmax + 1), measure.dim, log=True)
-    with np.errstate(over="ignore"):
-        inv = np.exp(beta - log_lam)  # 1 / scaled eigenvalue (inf only if lmax is absurd)
-    norms = lambda c: degree_norms(measure.sphere, c, basis)  # noqa: E731
+    with np.errstate(over="ignore", divide="ignore"):
+        inv = 1.0 / scaled_eigenvalues(beta, np.arange(lmax + 1), measure.dim)
+    norms = lambda c: degree_norms(measure.sphere, c, basis)
     per_l = (lambda c, v: c * v) if basis is None else basis.apply_diagonal
     f = potential(measure, beta, grid)
     f_hat = transform(f)
@@ -412,9 +454,10 @@ def _summaries(res: dict[str, Any]) -> dict[str, Any]:
     exact, err, floor = res["exact_norm"], res["error"], res["floor"]
     with np.errstate(invalid="ignore", divide="ignore"):
         ratio = err / floor
+    ratio = ratio[np.isfinite(ratio) & (ratio > 0)]
     return {"lstar_measured": measured_breakdown(err, exact),
             "lstar_predicted": predicted_breakdown(floor, exact),
-            "floor_ratio": float(np.nanmedian(ratio[np.isfinite(ratio) & (ratio > 0)]))}
+            "floor_ratio": float(np.median(ratio)) if ratio.size else float("nan")}
 
 
 def _odd_fraction(f_norm: np.ndarray) -> float:
@@ -453,3 +496,408 @@ def _check_lmax(lmax: int) -> int:
     if int(lmax) != lmax or lmax < 2:
         raise ValueError(f"--lmax: must be an integer >= 2 (got {lmax})")
     return int(lmax)
+
+
+# =========================================================================== precision study (S^1)
+
+GUARD_DIGITS = 20  # samples are computed with this many extra digits, then rounded
+
+
+def _mp_potential(measure: Measure, beta: float, n: int, dps: int) -> list:
+    """Scaled f at ``t_i = 2 pi i / n``, correctly rounded to ``dps`` digits (mpmath)."""
+    import mpmath as mp
+
+    with mp.workdps(dps + GUARD_DIGITS):
+        b = mp.mpf(beta)
+        t = [2 * mp.pi * i / n for i in range(n)]
+        if measure.kind == "uniform":
+            vals = [measure.mass * mp.exp(-b) * mp.besseli(0, b)] * n
+        elif measure.kind == "vmf":  # e^{-beta} I_0(r) / I_0(kappa), r = |beta x + kappa e|
+            k, t0 = mp.mpf(measure.kappa), mp.mpf(float(measure.angles[0]))
+            c = measure.mass * mp.exp(-b) / mp.besseli(0, k)
+            vals = [c * mp.besseli(0, mp.sqrt(b * b + k * k + 2 * b * k * mp.cos(ti - t0)))
+                    for ti in t]
+        else:
+            angles, weights = measure.atoms()
+            atoms = [(mp.mpf(float(a)), mp.mpf(float(w))) for a, w in zip(angles, weights)]
+            vals = [mp.fsum(w * mp.exp(-2 * b * mp.sin((ti - a) / 2) ** 2) for a, w in atoms)
+                    for ti in t]
+    with mp.workdps(dps):
+        return [+v for v in vals]  # unary plus rounds to the working precision
+
+
+def _mp_exact(measure: Measure, kmax: int, dps: int) -> list:
+    """Reference ``m_k = int e^{-ikt} dmu``, k = 0..kmax, at ``dps`` digits."""
+    import mpmath as mp
+
+    with mp.workdps(dps):
+        if measure.kind == "uniform":
+            return [mp.mpc(measure.mass)] + [mp.mpc(0)] * kmax
+        if measure.kind == "vmf":
+            k, t0 = mp.mpf(measure.kappa), mp.mpf(float(measure.angles[0]))
+            i0 = mp.besseli(0, k)
+            return [measure.mass * mp.besseli(j, k) / i0 * mp.expj(-j * t0) for j in range(kmax + 1)]
+        atoms = [(mp.mpf(float(a)), mp.mpf(float(w))) for a, w in zip(measure.angles, measure.weights)]
+        sym = measure.kind == "symmetric"
+        return [(1 + (-1) ** j if sym else 1) * mp.fsum(w * mp.expj(-j * a) for a, w in atoms)
+                for j in range(kmax + 1)]
+
+
+def _mp_invert(measure: Measure, beta: float, kmax: int, n: int, dps: int) -> tuple[list, float, float]:
+    """``m_k = f_k / lambda_k`` with f sampled, transformed (DFT) and divided at ``dps`` digits.
+
+    Returns ``(recovered m_k list, max f (scaled), eps = 2^(1 - prec))``.
+    """
+    import mpmath as mp
+
+    f = _mp_potential(measure, beta, n, dps)
+    with mp.workdps(dps):
+        b = mp.mpf(beta)
+        cos_t = [mp.cos(2 * mp.pi * j / n) for j in range(n)]
+        sin_t = [mp.sin(2 * mp.pi * j / n) for j in range(n)]
+        h, scale = 2 * mp.pi / n, 2 * mp.pi * mp.exp(-b)
+        out = []
+        for k in range(kmax + 1):
+            idx = [(k * i) % n for i in range(n)]
+            fk = h * mp.mpc(mp.fdot(f, [cos_t[j] for j in idx]), -mp.fdot(f, [sin_t[j] for j in idx]))
+            out.append(fk / (scale * mp.besseli(k, b)))
+        return out, float(max(f)), float(mp.eps)
+
+
+def _mp_error_norms(recovered: list, reference: list, dps: int) -> np.ndarray:
+    import mpmath as mp
+
+    with mp.workdps(dps):
+        err = np.array([float(abs(mp.mpc(r) - e)) for r, e in zip(recovered, reference)])
+    return degree_norms("S1", err)
+
+
+def _check_digits(digits: Any) -> tuple[int, ...]:
+    d = tuple(sorted({int(x) for x in digits}))
+    if any(x < 17 or x > 200 for x in d):
+        raise ValueError(f"--digits: working precisions must be integers in 17..200 (got {digits})")
+    return d
+
+
+def precision_study(measure: Measure, betas: Any, digits: Any = (32, 64), lmax: int | None = None,
+                    n: int | None = None) -> xr.Dataset:
+    """The S^1 inversion at 16 (IEEE double), and ``digits`` decimal digits (mpmath), on two grids.
+
+    For each beta: ``lmax`` and the grid ``N`` are chosen for the highest precision
+    (:func:`auto_lmax`, :func:`grid_size`), and every precision runs on ``N`` and ``2 N`` points:
+    the breakdown degree moves with the working precision, not with the grid (MATH.md 4).
+
+    Returns
+    -------
+    xarray.Dataset
+        ``p_error``, ``p_floor`` (beta, precision, refinement, degree); ``p_lstar_measured``,
+        ``p_lstar_predicted``, ``p_floor_ratio`` (beta, precision, refinement); ``p_n``
+        (beta, refinement); ``p_exact_norm`` (beta, degree); ``p_lmax`` (beta).
+    """
+    if measure.sphere != "S1":
+        raise ValueError("--digits: the precision study runs on S^1 only; use --sphere S1 or "
+                         "pass --digits with no values")
+    digits = _check_digits(digits)
+    betas = _check_betas(betas)
+    precisions = (16,) + digits
+    dps_ref = max(digits) + GUARD_DIGITS
+    rows = [_precision_rows(measure, b, precisions, lmax, n, dps_ref) for b in betas]
+    size = max(r["lmax"] for r in rows) + 1
+    pad = lambda a: _pad(np.asarray(a, float), size)
+    dims4 = ("beta", "precision", "refinement", "degree")
+    dims3 = ("beta", "precision", "refinement")
+    data = {
+        "p_error": (dims4, np.array([[[pad(e) for e in pe] for pe in r["error"]] for r in rows])),
+        "p_floor": (dims4, np.array([[[pad(e) for e in pe] for pe in r["floor"]] for r in rows])),
+        "p_lstar_measured": (dims3, np.array([r["lstar_measured"] for r in rows], dtype=np.int32)),
+        "p_lstar_predicted": (dims3, np.array([r["lstar_predicted"] for r in rows], dtype=np.int32)),
+        "p_floor_ratio": (dims3, np.array([r["floor_ratio"] for r in rows])),
+        "p_n": (("beta", "refinement"), np.array([r["n"] for r in rows], dtype=np.int32)),
+        "p_exact_norm": (("beta", "degree"), np.array([pad(r["exact_norm"]) for r in rows])),
+        "p_lmax": (("beta",), np.array([r["lmax"] for r in rows], dtype=np.int32)),
+    }
+    coords = {"beta": list(betas), "precision": list(precisions), "refinement": [1, 2],
+              "degree": np.arange(size)}
+    ds = xr.Dataset(data, coords=coords)
+    ds["precision"].attrs["long_name"] = ("working precision in decimal digits: 16 = IEEE double "
+                                          "(numpy, 53 bits), others mpmath dps")
+    ds["refinement"].attrs["long_name"] = "grid refinement: N and 2 N points (p_n)"
+    return ds
+
+
+def _precision_rows(measure: Measure, beta: float, precisions: tuple, lmax: int | None,
+                    n: int | None, dps_ref: int) -> dict[str, Any]:
+    import mpmath as mp
+
+    with mp.workdps(max(precisions)):
+        eps_hi = float(mp.eps)
+    kmax = auto_lmax(beta, 2, eps_hi) if lmax is None else _check_lmax(lmax)
+    n0 = grid_size("S1", beta, kmax, eps_hi) if n is None else int(n)
+    reference = _mp_exact(measure, kmax, dps_ref)
+    exact_norm = degree_norms("S1", np.array([float(abs(e)) for e in reference]))
+    log_lam = kernel_eigenvalues(beta, np.arange(kmax + 1), 2, log=True)
+    out: dict[str, Any] = {"lmax": kmax, "n": [n0, 2 * n0], "exact_norm": exact_norm}
+    for key in ("error", "floor", "lstar_measured", "lstar_predicted", "floor_ratio"):
+        out[key] = [[None, None] for _ in precisions]
+    for i, p in enumerate(precisions):
+        for j, npts in enumerate(out["n"]):
+            if p == 16:
+                res = invert(measure, beta, kmax, npts)
+                rec, max_f, eps = list(res["recovered"]), res["max_f"], EPS
+            else:
+                rec, max_f, eps = _mp_invert(measure, beta, kmax, npts, p)
+            err = _mp_error_norms(rec, reference, dps_ref)
+            floor = np.exp(np.log(eps * max_f) + beta - log_lam)
+            summary = _summaries({"exact_norm": exact_norm, "error": err, "floor": floor})
+            out["error"][i][j], out["floor"][i][j] = err, floor
+            for key in ("lstar_measured", "lstar_predicted"):
+                out[key][i][j] = -1 if summary[key] is None else summary[key]
+            out["floor_ratio"][i][j] = summary["floor_ratio"]
+    return out
+
+
+# =========================================================================== dataset
+
+def _pad(a: np.ndarray, size: int) -> np.ndarray:
+    return np.concatenate([a, np.full(size - a.size, np.nan)])
+
+
+def _check_betas(betas: Any) -> tuple[float, ...]:
+    b = tuple(_check_beta(x) for x in np.atleast_1d(betas))
+    if not b or len(set(b)) != len(b):
+        raise ValueError(f"--beta: give one or more distinct values > 0 (got {list(b)})")
+    return b
+
+
+def lemma51_dataset(measure: Measure, betas: Any, lmax: int | None = None, n: int | None = None,
+                    perturbation: float = 1e-3) -> xr.Dataset:
+    """:func:`invert` for every beta, gathered on a common ``degree`` axis (NaN past each lmax).
+
+    Returns
+    -------
+    xarray.Dataset
+        (beta, degree): ``recovered_norm``, ``error``, ``floor``, ``f_norm``, ``log_lambda``,
+        ``partial_sum_recovered``, ``injectivity_df``, ``injectivity_df_exact``;
+        (degree): ``exact_norm``, ``partial_sum_exact``, ``injectivity_dm``;
+        (beta): ``lstar_measured``, ``lstar_predicted`` (-1: none), ``floor_ratio``,
+        ``odd_fraction``, ``max_f``, ``injectivity_visible``, ``lmax``, ``n_grid``.
+    """
+    betas = _check_betas(betas)
+    if not np.isfinite(perturbation) or not 0 < perturbation < 1:
+        raise ValueError(f"--perturbation: must be in (0, 1) (got {perturbation})")
+    res = [invert(measure, b, lmax, n, perturbation) for b in betas]
+    widest = max(res, key=lambda r: r["lmax"])
+    size = widest["lmax"] + 1
+    c = 1.0 / (2 * np.pi) if measure.sphere == "S1" else 1.0
+    per_beta = lambda key: (("beta", "degree"), np.array([_pad(r[key], size) for r in res]))
+    with np.errstate(over="ignore", invalid="ignore"):
+        psum = np.array([_pad(c * np.cumsum(r["recovered_norm"] ** 2), size) for r in res])
+    scalar = lambda key, dt=float: (("beta",), np.array([-1 if r[key] is None else r[key]
+                                                          for r in res], dtype=dt))
+    data = {key: per_beta(key) for key in ("recovered_norm", "error", "floor", "f_norm",
+                                          "log_lambda", "injectivity_df", "injectivity_df_exact")}
+    data.update({
+        "exact_norm": (("degree",), widest["exact_norm"]),
+        "partial_sum_exact": (("degree",), c * np.cumsum(widest["exact_norm"] ** 2)),
+        "partial_sum_recovered": (("beta", "degree"), psum),
+        "injectivity_dm": (("degree",), widest["injectivity_dm"]),
+        "lstar_measured": scalar("lstar_measured", np.int32),
+        "lstar_predicted": scalar("lstar_predicted", np.int32),
+        "injectivity_visible": scalar("injectivity_visible", np.int32),
+        "lmax": scalar("lmax", np.int32), "n_grid": scalar("n", np.int32),
+        "floor_ratio": scalar("floor_ratio"), "odd_fraction": scalar("odd_fraction"),
+        "max_f": scalar("max_f"),
+    })
+    ds = xr.Dataset(data, coords={"beta": list(betas), "degree": np.arange(size)})
+    ds.attrs.update(_attributes(measure, perturbation))
+    return ds
+
+
+def _attributes(measure: Measure, perturbation: float) -> dict[str, Any]:
+    s1 = measure.sphere == "S1"
+    return {
+        "title": "Lemma 5.1 check: spectral inversion of f = K * mu (MATH.md 2, 4)",
+        "sphere": measure.sphere, "measure": measure.kind, "measure_label": measure.label,
+        "kappa": measure.kappa, "mass": measure.mass, "density_l2": density_l2(measure),
+        "eps": EPS, "perturbation": perturbation,
+        "perturbation_atom": str(PERTURB_AT[measure.sphere]),
+        "coefficients": ("m_k = int exp(-i k t) dmu(t) (complex Fourier, not orthonormal); degree "
+                         "norm |m_0|, sqrt(|m_k|^2 + |m_-k|^2) for k > 0" if s1 else
+                         "m_lm = int conj(Y_lm) dmu, orthonormal complex Y_lm with Condon-Shortley "
+                         "phase; degree norm sqrt(sum_{m=-l..l} |m_lm|^2)"),
+        "kernel_scaling": "f and lambda for exp(beta (x.y - 1)) = exp(-beta) K; m = f / lambda",
+        "partial_sums": ("(1/2 pi) sum_{|k| <= L} |m_k|^2 -> int rho^2 dt" if s1 else
+                         "sum_{l <= L} |m_l|^2 -> int rho^2 dsigma"),
+        "floor": "eps * max|f| / lambda_l",
+        "lstar_measured_definition": "first l with |m_l| > 0 and error_l > |m_l| / 2 (-1: none)",
+        "lstar_predicted_definition": "first l with |m_l| > 0 and floor_l >= |m_l| (-1: none)",
+        "odd_fraction_definition": "||f_odd|| / ||f|| over degrees <= lmax (0 iff mu symmetric)",
+        "injectivity": ("mu' = (1 - p) mu + p delta_x0: injectivity_df = computed |f_l - f'_l|, "
+                        "injectivity_df_exact = lambda_l |m_l - m'_l| (> 0 at every l with "
+                        "m_l != m'_l); injectivity_visible = last l with that > eps max f"),
+    }
+
+
+def run_lemma51(measure: Measure, betas: Any, digits: Any = (32, 64), lmax: int | None = None,
+                n: int | None = None, perturbation: float = 1e-3) -> xr.Dataset:
+    """Full report: :func:`lemma51_dataset`, plus :func:`precision_study` on S^1 when ``digits``."""
+    ds = lemma51_dataset(measure, betas, lmax, n, perturbation)
+    if digits:
+        study = precision_study(measure, betas, digits, lmax, n)
+        ds = xr.merge([ds, study], join="outer", combine_attrs="override")
+    return ds
+
+
+# =========================================================================== report
+
+def _lstar(v: Any) -> str:
+    return "none" if int(v) < 0 else str(int(v))
+
+
+def format_report(ds: xr.Dataset, per_degree: str = "short") -> str:
+    """The stdout table: a summary per beta, rows per degree, and the precision study.
+
+    ``per_degree``: ``"short"`` (degrees up to the predicted l* + 3), ``"full"``, or ``"none"``.
+    """
+    a = ds.attrs
+    header = (f"{'beta':>8} {'lmax':>5} {'grid':>5} {'l*meas':>6} {'l*pred':>6} "
+              f"{'err/floor':>9} {'odd(f)':>9} {'P(l*-1)':>12} {'P(lmax) rec':>12} {'inj.vis':>7}")
+    lines = [f"Lemma 5.1 check on {a['sphere']}: {a['measure_label']} (mass {a['mass']:.6g})",
+             f"  coefficients: {a['coefficients']}",
+             (f"  floor = eps max|f| / lambda_l, eps = {a['eps']:.3g}; l* measured: "
+              f"{a['lstar_measured_definition']}; predicted: {a['lstar_predicted_definition']}"),
+             f"  int rho^2 = {a['density_l2']:.10g}; partial sums {a['partial_sums']}",
+             "", header]
+    for b in ds["beta"].values:
+        r = ds.sel(beta=b)
+        lm, ls = int(r["lmax"]), int(r["lstar_measured"])
+        before = float(ds["partial_sum_exact"][ls - 1]) if ls > 0 else float("nan")
+        lines.append(f"{b:8.4g} {lm:5d} {int(r['n_grid']):5d} {_lstar(ls):>6} "
+                     f"{_lstar(r['lstar_predicted']):>6} {float(r['floor_ratio']):9.2f} "
+                     f"{float(r['odd_fraction']):9.1e} {before:12.6g} "
+                     f"{float(r['partial_sum_recovered'][lm]):12.4g} "
+                     f"{int(r['injectivity_visible']):7d}")
+    if per_degree != "none":
+        for b in ds["beta"].values:
+            lines += _degree_rows(ds, b, per_degree == "full")
+    if "p_error" in ds:
+        lines += _precision_rows_text(ds)
+    return "\n".join(lines)
+
+
+def _degree_rows(ds: xr.Dataset, beta: float, full: bool) -> list[str]:
+    r = ds.sel(beta=beta)
+    last = int(r["lmax"])
+    if not full and int(r["lstar_predicted"]) >= 0:
+        last = min(last, int(r["lstar_predicted"]) + 3)
+    out = ["", f"beta = {beta:g}: per degree (full table in the NetCDF file)",
+           (f"{'l':>4} {'|m_l| exact':>11} {'|m_l| rec':>11} {'error':>10} {'floor':>10} "
+           f"{'P_L exact':>11} {'P_L rec':>11} {'|f_l|':>10} {'|df_l|':>10} {'lam|dm_l|':>10}")]
+    for l in range(last + 1):
+        v = {k: float(r[k][l]) for k in ("recovered_norm", "error", "floor", "f_norm",
+                                          "partial_sum_recovered", "injectivity_df",
+                                          "injectivity_df_exact")}
+        out.append(f"{l:4d} {float(ds['exact_norm'][l]):11.4e} {v['recovered_norm']:11.4e} "
+                   f"{v['error']:10.3e} {v['floor']:10.3e} {float(ds['partial_sum_exact'][l]):11.6g} "
+                   f"{v['partial_sum_recovered']:11.4g} {v['f_norm']:10.3e} "
+                   f"{v['injectivity_df']:10.3e} {v['injectivity_df_exact']:10.3e}")
+    return out
+
+
+def _precision_rows_text(ds: xr.Dataset) -> list[str]:
+    out = ["", ("precision study on S^1 (f sampled, DFT and lambda_k = 2 pi I_k(beta) at the working "
+           "precision; 16 = IEEE double, others mpmath)"),
+           (f"{'beta':>8} {'digits':>6} {'N':>5} {'l*meas':>6} {'l*pred':>6} {'err/floor':>9}   "
+           f"{'2N':>5} {'l*meas':>6} {'l*pred':>6} {'err/floor':>9}")]
+    for b in ds["beta"].values:
+        for p in ds["precision"].values:
+            cells = []
+            for g in (1, 2):
+                r = ds.sel(beta=b, precision=p, refinement=g)
+                cells.append(f"{int(ds['p_n'].sel(beta=b, refinement=g)):5d} "
+                             f"{_lstar(r['p_lstar_measured']):>6} {_lstar(r['p_lstar_predicted']):>6} "
+                             f"{float(r['p_floor_ratio']):9.2f}")
+            out.append(f"{b:8.4g} {int(p):6d} " + "   ".join(cells))
+    return out
+
+
+# =========================================================================== command line
+
+def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Register ``meanfield lemma51`` on an ``argparse`` subparsers object."""
+    p = subparsers.add_parser(
+        "lemma51", help="check Lemma 5.1: invert f = K*mu degree by degree, with its round-off limit",
+        description="Recover the coefficients of a measure mu from f = K*mu (paper Lemma 5.1) on "
+                    "S^1 or S^2, compare with the exact ones, and show the round-off floor "
+                    "eps max|f| / lambda_l (MATH.md 4). Writes OUT.nc, OUT.png and a table.")
+    p.add_argument("--measure", default="vmf", metavar="{vmf,atoms,symmetric,uniform}",
+                   help="built-in test measure (default vmf)")
+    p.add_argument("--archive", metavar="RUN.nc", help="use a snapshot of an S^1 run archive")
+    p.add_argument("--time", type=float, help="snapshot time (nearest record; default: last)")
+    p.add_argument("--sphere", default=None, metavar="{S1,S2}", help="default S1")
+    p.add_argument("--beta", type=float, nargs="+", default=[5.0, 20.0, 50.0])
+    p.add_argument("--kappa", type=float, default=3.0, help="vMF concentration (default 3)")
+    p.add_argument("--atoms", type=int, default=5, help="atoms, or pairs for symmetric (5)")
+    p.add_argument("--seed", type=int, default=0, help="atom positions and weights (0)")
+    p.add_argument("--lmax", type=int, help="largest degree (default: past the breakdown)")
+    p.add_argument("--n", type=int, help="grid: points on S^1, Gauss latitudes on S^2")
+    p.add_argument("--digits", type=int, nargs="*", default=None,
+                   help="S^1 precision study digits (default 32 64; none to skip)")
+    p.add_argument("--perturbation", type=float, default=1e-3, help="injectivity test (1e-3)")
+    p.add_argument("-o", "--output", metavar="OUT.nc", help="default lemma51_<measure>_<sphere>.nc")
+    p.add_argument("--no-plot", action="store_true", help="skip the PNG")
+    p.add_argument("--table", default="short", metavar="{short,full,none}",
+                   help="per-degree rows on stdout (default short: up to l* + 3)")
+    p.set_defaults(func=run_command)
+    return p
+
+
+def _measure_from_args(args: argparse.Namespace) -> Measure:
+    sphere = args.sphere or "S1"
+    _check_sphere(sphere)
+    if args.archive:
+        if sphere != "S1":
+            raise ValueError("--sphere: run archives hold S^1 densities; use --sphere S1")
+        return snapshot_measure(args.archive, args.time)
+    if args.time is not None:
+        raise ValueError("--time: only with --archive RUN.nc")
+    return make_measure(args.measure, sphere, args.kappa, args.atoms, args.seed)
+
+
+def _output_path(args: argparse.Namespace, measure: Measure) -> Path:
+    out = Path(args.output or f"lemma51_{measure.kind}_{measure.sphere}.nc")
+    if out.suffix != ".nc":
+        raise ValueError(f"--output: must end in .nc (got {out}); the PNG takes the same stem")
+    if args.archive and out.resolve() == Path(args.archive).resolve():
+        raise ValueError("--output: would overwrite the input archive; choose another path")
+    return out
+
+
+def run_command(args: argparse.Namespace) -> int:
+    """``meanfield lemma51``: compute, print the table, write OUT.nc and OUT.png.
+
+    User errors print one line ``error: ...`` on stderr and return 2.
+    """
+    try:
+        if args.table not in ("short", "full", "none"):
+            raise ValueError(f"--table: must be short, full or none (got {args.table!r})")
+        measure = _measure_from_args(args)
+        out = _output_path(args, measure)
+        digits = args.digits if args.digits is not None else (
+            (32, 64) if measure.sphere == "S1" else ())
+        ds = run_lemma51(measure, args.beta, digits, args.lmax, args.n, args.perturbation)
+    except FileNotFoundError as err:
+        print(f"error: file not found: {err.filename or err}", file=sys.stderr)
+        return 2
+    except ValueError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    print(format_report(ds, args.table))
+    ds.to_netcdf(out)
+    print(f"wrote {out}")
+    if not args.no_plot:
+        from solvers.lemma51_plot import plot_lemma51
+
+        png = plot_lemma51(ds, out.with_suffix(".png"))
+        print(f"wrote {png}")
+    return 0

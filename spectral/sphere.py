@@ -230,4 +230,7 @@ class SphereBasis:
 
         th = np.atleast_1d(np.asarray(theta, dtype=float))[:, None]
         ph = np.atleast_1d(np.asarray(phi, dtype=float))[:, None]
-        return special.sph_harm_y(self.degrees[None, :], self.orders[None, :], th, ph)
+        l, m = self.degrees[None, :], self.orders[None, :]
+        if hasattr(special, "sph_harm_y"):  # scipy >= 1.15
+            return special.sph_harm_y(l, m, th, ph)
+        return special.sph_harm(m, l, ph, th)  # older scipy: (order, degree, azimuth, polar)

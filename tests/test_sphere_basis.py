@@ -38,7 +38,7 @@ def test_odd_and_larger_grids_mirror_weights(nlat):
     b = SphereBasis(10, nlat=nlat, nphi=30)
     assert b.weights.sum() == pytest.approx(4 * np.pi, rel=1e-14)
     assert np.allclose(b.weights[:, 0], b.weights[::-1, 0])
-    x, w = special.roots_legendre(nlat)
+    _, w = special.roots_legendre(nlat)
     # scipy's Legendre weights are good to ~3e-13 only (shtns' to ~1e-15, checked in mpmath)
     assert np.allclose(b.weights.sum(axis=1)[::-1], 2 * np.pi * w, rtol=1e-12, atol=0)
     z = b.points[..., 2]
