@@ -34,14 +34,14 @@ INITIAL_KINDS = ("uniform", "von_mises", "archive")
 INTEGRATORS = tuple(_INTEGRATOR_TABLE)
 LIMITERS = tuple(_LIMITER_TABLE)
 MIN_RESOLUTION = 16
+S2_MIN_LMAX = 31  # shtns needs a Gauss grid of >= 32 latitudes
 CFL_MAX = {"fv": 0.5, "spectral": 1.0}  # the time schemes, with their largest cfl
 KIND_KEYS = {"uniform": ("modes",), "von_mises": ("centers", "kappas", "weights"),
              "archive": ("path", "time")}
 
-SECTIONS: dict[str, type] = {
-    "domain": DomainParams, "model": ModelParams, "perceptron": PerceptronParams,
-    "initial": InitialParams, "time": TimeParams, "atoms": AtomParams, "output": OutputParams,
-}
+SECTIONS: dict[str, type] = {"domain": DomainParams, "model": ModelParams, "perceptron":
+                             PerceptronParams, "initial": InitialParams, "time": TimeParams,
+                             "atoms": AtomParams, "output": OutputParams}
 
 
 class ConfigError(ValueError):
@@ -65,7 +65,7 @@ def _unknown(section: str, key: str | None = None) -> ConfigError:
     close = difflib.get_close_matches(name, valid, n=1)
     home = [s for s in SECTIONS if name in section_keys(s)]
     if close:
-        hint = f"did you mean [{close[0]}]?" if key is None else f"did you mean {section}.{close[0]}?"
+        hint = "did you mean " + (f"[{close[0]}]?" if key is None else f"{section}.{close[0]}?")
     elif home:
         hint = f"it belongs in [{home[0]}]: {home[0]}.{name}"
     else:
@@ -90,10 +90,8 @@ def show(value: Any, limit: int = 60) -> str:
     """Render a value as TOML (for messages and for :func:`dump_toml`)."""
     if isinstance(value, bool):
         text = "true" if value else "false"
-    elif isinstance(value, float):
-        text = repr(value)  # nan, inf, -inf are TOML too
-    elif isinstance(value, str):
-        text = json.dumps(value)
+    elif isinstance(value, (float, str)):  # repr: nan, inf, -inf are TOML too
+        text = repr(value) if isinstance(value, float) else json.dumps(value)
     elif isinstance(value, (list, tuple)):
         text = "[" + ", ".join(show(v, 0) for v in value) + "]"
     else:
@@ -103,11 +101,9 @@ def show(value: Any, limit: int = 60) -> str:
 
 def dump_toml(doc: dict[str, dict[str, Any]]) -> str:
     """Serialise flat sections ``{section: {key: value}}`` to TOML text."""
-    blocks = []
-    for name, table in doc.items():
-        lines = [f"[{name}]"] + [f"{k} = {show(v, 0)}" for k, v in table.items() if v is not None]
-        blocks.append("\n".join(lines))
-    return "\n\n".join(blocks) + "\n"
+    return "\n\n".join("\n".join([f"[{name}]"] + [f"{k} = {show(v, 0)}" for k, v in table.items()
+                                                  if v is not None])
+                       for name, table in doc.items()) + "\n"
 
 
 def parse_override(item: str) -> tuple[str, str, Any]:
@@ -133,10 +129,8 @@ def apply_overrides(doc: dict[str, Any], overrides: Iterable[str]) -> dict[str, 
     """
     for item in overrides:
         section, key, value = parse_override(item)
-        if section not in SECTIONS:
-            raise _unknown(section)
-        if key not in section_keys(section):
-            raise _unknown(section, key)
+        if section not in SECTIONS or key not in section_keys(section):
+            raise _unknown(section, key if section in SECTIONS else None)
         table = doc.setdefault(section, {})  # a table: check_keys ran before
         default = next(f for f in fields(SECTIONS[section]) if f.name == key).default
         if value == "none" and default is None:
@@ -146,21 +140,21 @@ def apply_overrides(doc: dict[str, Any], overrides: Iterable[str]) -> dict[str, 
     return doc
 
 
-def _bounds_text(lo: float | None, hi: float | None, lo_open: bool) -> str:
-    if hi is not None:
-        return f"in {'(' if lo_open else '['}{lo:g}, {hi:g}]"
-    return "" if lo is None else f"{'>' if lo_open else '>='} {lo:g}"
-
-
 def number(key: str, value: Any, lo: float | None = None, hi: float | None = None,
            lo_open: bool = True, why: str = "") -> float:
     """A finite real number (not a bool) with ``value > lo`` (``>=`` if not lo_open), ``<= hi``."""
     ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
     ok = ok and (lo is None or (value > lo if lo_open else value >= lo))
     if not (ok and (hi is None or value <= hi)):
-        want = f"must be a finite number {_bounds_text(lo, hi, lo_open)} {why}".strip()
+        bounds = f"in {'(' if lo_open else '['}{lo:g}, {hi:g}]" if hi is not None else \
+            "" if lo is None else f"{'>' if lo_open else '>='} {lo:g}"
+        want = f"must be a finite number {bounds} {why}".strip()
         raise ConfigError(key, f"{want} (got {show(value)})")
     return float(value)
+
+
+def _positive(key: str, value: Any) -> float:
+    return number(key, value, lo=0.0)
 
 
 def integer(key: str, value: Any, lo: int) -> int:
@@ -219,9 +213,13 @@ def _scalars(section: str, table: dict[str, Any], rules: dict[str, Callable]) ->
 
 
 def _domain(t: dict[str, Any]) -> DomainParams:
-    return DomainParams(**_scalars("domain", t, {
+    domain = DomainParams(**_scalars("domain", t, {
         "manifold": lambda k, v: choice(k, v, MANIFOLDS),
         "resolution": lambda k, v: integer(k, v, MIN_RESOLUTION)}))
+    if domain.manifold == "S2" and domain.resolution < S2_MIN_LMAX:  # shtns: nlat >= 32
+        raise ConfigError("domain.resolution", f"is lmax on S2: must be >= {S2_MIN_LMAX} "
+                          f"(got {domain.resolution})")
+    return domain
 
 
 def _perceptron(t: dict[str, Any], domain: DomainParams) -> PerceptronParams:
@@ -245,38 +243,46 @@ def _perceptron(t: dict[str, Any], domain: DomainParams) -> PerceptronParams:
 
 def _model(t: dict[str, Any], perceptron: PerceptronParams) -> ModelParams:
     return ModelParams(perceptron=perceptron, **_scalars("model", t, {
-        "beta": lambda k, v: number(k, v, lo=0.0),
-        "direction": lambda k, v: choice(k, v, DIRECTIONS),
+        "beta": _positive, "direction": lambda k, v: choice(k, v, DIRECTIONS),
         "attention": lambda k, v: choice(k, v, ATTENTIONS),
         "kernel": lambda k, v: choice(k, v, KERNELS)}))
 
 
-def _modes(value: Any) -> tuple:
-    """``[[k, amplitude], ...]`` with k a positive integer."""
-    if not isinstance(value, list):
-        value = [value]
-    for i, pair in enumerate(value):
+def _modes(value: Any, domain: DomainParams) -> tuple:
+    """S^1: ``[[k, amplitude], ...]``, k >= 1; S^2: ``[[l, m, amplitude], ...]``, 0 <= m <= l."""
+    s2, lmax = domain.manifold == "S2", domain.resolution
+    form = "a triple [l, m, amplitude] on S2, e.g. [3, 1, 0.01]" if s2 else \
+        "a pair [k, amplitude], e.g. [3, 0.01]"
+    rows = value if isinstance(value, list) else [value]
+    for i, row in enumerate(rows):
         key = f"initial.modes[{i}]"
-        if not isinstance(pair, list) or len(pair) != 2:
-            raise ConfigError(key, f"must be a pair [k, amplitude], e.g. [3, 0.01] (got {show(pair)})")
-        if isinstance(pair[0], bool) or not isinstance(pair[0], int) or pair[0] < 1:
-            raise ConfigError(key, f"k must be a positive integer (got {show(pair[0])})")
-        number(key, pair[1], why="as amplitude")
-    return tuple((int(k), float(amp)) for k, amp in value)
+        if not isinstance(row, list) or len(row) != 2 + s2:
+            raise ConfigError(key, f"must be {form} (got {show(row)})")
+        ints = row[:-1]
+        ok = all(isinstance(x, int) and not isinstance(x, bool) for x in ints) and ints[0] >= 1
+        if not (ok and (not s2 or 0 <= ints[1] <= ints[0] <= lmax)):
+            need = f"[l, m] must be integers, 0 <= m <= l, 1 <= l <= lmax = {lmax}" if s2 else \
+                "k must be a positive integer"
+            raise ConfigError(key, f"{need} (got {show(ints if s2 else ints[0])})")
+        number(key, row[-1], why="as amplitude")
+    return tuple(tuple(int(x) for x in row[:-1]) + (float(row[-1]),) for row in rows)
 
 
 def _centers(value: Any, domain: DomainParams) -> tuple:
-    """S^1: angles (radians); S^2: 3-vectors."""
+    """S^1: angles (radians); S^2: 3-vectors, normalised to unit length."""
     if domain.manifold == "S1":
         return tuple(number_list("initial.centers", value).tolist())
-    return tuple(map(tuple, matrix("initial.centers", value, 3, domain.manifold).tolist()))
+    centers = matrix("initial.centers", value, 3, domain.manifold)
+    norms = np.linalg.norm(centers, axis=1)
+    if not np.all(norms > 0):
+        raise ConfigError(f"initial.centers[{np.argmin(norms)}]", "must be a nonzero 3-vector")
+    return tuple(map(tuple, (centers / norms[:, None]).tolist()))
 
 
 def _von_mises(t: dict[str, Any], domain: DomainParams) -> dict[str, Any]:
-    for k in ("centers", "kappas"):
-        if k not in t or t[k] == []:
-            raise ConfigError(f"initial.{k}", "required (one entry per component) with kind = "
-                                              "\"von_mises\"")
+    for k in (k for k in ("centers", "kappas") if t.get(k, []) == []):
+        raise ConfigError(f"initial.{k}", "required (one entry per component) with kind = "
+                                          "\"von_mises\"")
     centers = _centers(t["centers"], domain)
     n = (len(centers), "one entry per centre in initial.centers")
     kappas = number_list("initial.kappas", t["kappas"], lo=0.0, length=n)
@@ -298,12 +304,12 @@ def _initial(t: dict[str, Any], domain: DomainParams) -> InitialParams:
     if "mass" in t:
         out["mass"] = number("initial.mass", t["mass"], lo=0.0)
     if kind == "uniform":
-        out["modes"] = _modes(t.get("modes", []))
+        out["modes"] = _modes(t.get("modes", []), domain)
     elif kind == "von_mises":
         out.update(_von_mises(t, domain))
+    elif "path" not in t:
+        raise ConfigError("initial.path", "required with kind = \"archive\" (a .nc run file)")
     else:
-        if "path" not in t:
-            raise ConfigError("initial.path", "required with kind = \"archive\" (a .nc run file)")
         out["path"] = string("initial.path", t["path"])
         if "time" in t:
             out["time"] = number("initial.time", t["time"], lo=0.0, lo_open=False)
@@ -312,14 +318,10 @@ def _initial(t: dict[str, Any], domain: DomainParams) -> InitialParams:
 
 def _time(t: dict[str, Any]) -> TimeParams:
     params = TimeParams(**_scalars("time", t, {
-        "t_end": lambda k, v: number(k, v, lo=0.0),
+        "t_end": _positive, "rate_factor": _positive, "dt": _positive, "stationary_tol": _positive,
         "scheme": lambda k, v: choice(k, v, CFL_MAX),
         "integrator": lambda k, v: choice(k, v, INTEGRATORS),
-        "rate_factor": lambda k, v: number(k, v, lo=0.0),
-        "dt": lambda k, v: number(k, v, lo=0.0),
-        "max_steps": lambda k, v: integer(k, v, 1),
-        "stop_when_stationary": boolean,
-        "stationary_tol": lambda k, v: number(k, v, lo=0.0),
+        "max_steps": lambda k, v: integer(k, v, 1), "stop_when_stationary": boolean,
         "stationary_window": lambda k, v: integer(k, v, 1),
         "limiter": lambda k, v: choice(k, v, LIMITERS)}))
     why = "(positivity of the finite-volume scheme needs cfl <= 0.5)" if params.scheme == "fv" \
@@ -330,16 +332,13 @@ def _time(t: dict[str, Any]) -> TimeParams:
 
 def _atoms(t: dict[str, Any]) -> AtomParams:
     return AtomParams(**_scalars("atoms", t, {
-        "radius": lambda k, v: number(k, v, lo=0.0),
-        "contrast": lambda k, v: number(k, v, lo=0.0),
+        "radius": _positive, "contrast": _positive,
         "min_mass": lambda k, v: number(k, v, lo=0.0, lo_open=False)}))
 
 
 def _output(t: dict[str, Any]) -> OutputParams:
     return OutputParams(**_scalars("output", t, {
-        "path": string,
-        "snapshot_interval": lambda k, v: number(k, v, lo=0.0),
-        "progress": boolean}))
+        "path": string, "snapshot_interval": _positive, "progress": boolean}))
 
 
 def build_config(doc: dict[str, Any], text: str = "") -> RunConfig:
@@ -366,8 +365,8 @@ def load_config(path_or_text: str | Path, overrides: Iterable[str] = ()) -> RunC
     Returns
     -------
     RunConfig
-        ``text`` is the given text, or its re-serialisation when there are overrides.
-        Raises :class:`ConfigError` (or FileNotFoundError for a missing file).
+        ``text`` is the given text, or its re-serialisation when there are overrides. Raises
+        :class:`ConfigError` (FileNotFoundError for a missing file).
     """
     text = path_or_text  # a Path, or a string without "=" or a newline, names a file
     if isinstance(text, Path) or ("\n" not in text and "=" not in text and text.strip()):
@@ -386,15 +385,15 @@ def load_config(path_or_text: str | Path, overrides: Iterable[str] = ()) -> RunC
 def check_resolution(config: RunConfig) -> int:
     """Check the grid resolves the kernel bandwidth ``j*`` (MATH.md 2); return ``j*``.
 
-    S^1 (N cells): ``j* <= N // 3`` (2/3 dealiasing rule). S^2 (lmax): ``j* <= lmax``."""
+    S^1 (N cells): ``j* <= N // 3`` (2/3 dealiasing rule). S^2 (lmax): ``j* <= lmax``
+    (``j* = kernel_bandwidth(beta, 3)``)."""
     from spectral import kernel_bandwidth
 
-    dim = 2 if config.domain.manifold == "S1" else 3
-    beta = config.model.beta
-    jstar = int(kernel_bandwidth(beta, dim))
-    n = config.domain.resolution
-    if jstar > (n // 3 if dim == 2 else n):
-        what, need = (f"{n} cells", 3 * jstar) if dim == 2 else (f"lmax = {n}", jstar)
-        raise ConfigError("domain.resolution", f"{what} do not resolve the kernel at beta = "
-                          f"{beta:g} (bandwidth j* = {jstar}); use resolution >= {need}")
+    s1, beta, n = config.domain.manifold == "S1", config.model.beta, config.domain.resolution
+    jstar = int(kernel_bandwidth(beta, 2 if s1 else 3))
+    if jstar > (n // 3 if s1 else n):
+        what, rule = ("{n} cells do", "N // 3") if s1 else ("lmax = {n} does", "lmax on S2")
+        raise ConfigError("domain.resolution", f"{what.format(n=n)} not resolve the kernel at "
+                          f"beta = {beta:g} (bandwidth j* = {jstar}, need j* <= {rule}); use "
+                          f"resolution >= {3 * jstar if s1 else jstar}")
     return jstar

@@ -192,6 +192,28 @@ BAD = [
     ("model = 5", "model", "section"),
 ]
 
+S2 = '[domain]\nmanifold = "S2"\nresolution = 31\n'
+S2_VMF = S2 + '[initial]\nkind = "von_mises"\nkappas = [1.0]\n'
+BAD += [
+    ('[domain]\nmanifold = "S2"\nresolution = 30', "domain.resolution", "lmax on S2: must be >= 31"),
+    (S2 + "[initial]\nmodes = [[2, 0.1]]", "initial.modes[0]", "triple [l, m, amplitude]"),
+    (S2 + "[initial]\nmodes = [[2, 3, 0.1]]", "initial.modes[0]", "0 <= m <= l"),
+    (S2 + "[initial]\nmodes = [[2, -1, 0.1]]", "initial.modes[0]", "(got [2, -1])"),
+    (S2 + "[initial]\nmodes = [[0, 0, 0.1]]", "initial.modes[0]", "1 <= l"),
+    (S2 + "[initial]\nmodes = [[32, 0, 0.1]]", "initial.modes[0]", "lmax = 31"),
+    (S2 + "[initial]\nmodes = [[2.0, 1, 0.1]]", "initial.modes[0]", "integers"),
+    (S2 + "[initial]\nmodes = [[2, true, 0.1]]", "initial.modes[0]", "integers"),
+    (S2 + "[initial]\nmodes = [[2, 1, nan]]", "initial.modes[0]", "finite number as amplitude"),
+    (S2 + "[initial]\nmodes = [[2, 1, 0.1, 4]]", "initial.modes[0]", "triple"),
+    (S2_VMF + "centers = [[0.0, 0.0, 0.0]]", "initial.centers[0]", "nonzero 3-vector"),
+    (S2_VMF + "centers = [[1.0, 0.0]]", "initial.centers", "length 3 on S2"),
+    (S2_VMF + "centers = [1.0]", "initial.centers", "vectors"),
+    (S2_VMF + "centers = [[1.0, 0.0, inf]]", "initial.centers[0][2]", "finite"),
+    (S2 + '[perceptron]\nactivation = "relu"\na = [[1.0, 0.0]]\nomega = [1.0]', "perceptron.a",
+     "length 3 on S2"),
+    (S2 + '[time]\ncfl = 0.55', "time.cfl", "0.5"),
+]
+
 
 @pytest.mark.parametrize("text, key, hint", BAD, ids=[b[1] for b in BAD])
 def test_bad_values_raise_one_line_naming_the_key(text: str, key: str, hint: str) -> None:
@@ -222,3 +244,25 @@ def test_check_resolution_uses_the_bandwidth_table(beta: float, n_min: int) -> N
     bad = load_config(f"[model]\nbeta = {beta}\n[domain]\nresolution = {n_min - 1}\n")
     with pytest.raises(ConfigError, match=rf"^domain\.resolution: .*j\* = {jstar}.*>= {n_min}"):
         check_resolution(bad)
+
+
+def test_s2_initial_modes_and_centres() -> None:
+    c = load_config(S2 + "[initial]\nmodes = [[3, 1, 0.01], [2, 0, -0.02]]\n")
+    assert c.initial.modes == ((3, 1, 0.01), (2, 0, -0.02))
+    assert c.domain.resolution == 31 and load_config(S2).initial.modes == ()
+    c = load_config(S2_VMF.replace("[1.0]", "[1.0, 2.0]") + "centers = [[0, 0, 2], [3, 4, 0]]\n")
+    np.testing.assert_allclose(c.initial.centers, [[0, 0, 1], [0.6, 0.8, 0]], rtol=1e-15)
+    assert c.initial.kappas == (1.0, 2.0) and c.initial.weights == (0.5, 0.5)
+
+
+@pytest.mark.parametrize("beta, lmax", [(1.0, 31), (50.0, 64)])
+def test_check_resolution_on_s2_is_bandwidth_at_most_lmax(beta: float, lmax: int) -> None:
+    # MATH.md 2: S^2 j*(1) = 15, j*(50) = 64; the S^2 rule is j* <= lmax
+    jstar = {1.0: 15, 50.0: 64}[beta]
+    ok = load_config(S2.replace("31", str(lmax)) + f"[model]\nbeta = {beta}\n")
+    assert check_resolution(ok) == jstar
+    if lmax == jstar:
+        bad = load_config(S2.replace("31", str(lmax - 1)) + f"[model]\nbeta = {beta}\n")
+        with pytest.raises(ConfigError, match=rf"^domain\.resolution: lmax = 63 .*j\* = 64.*"
+                                              r"<= lmax on S2.*>= 64$"):
+            check_resolution(bad)
