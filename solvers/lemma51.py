@@ -43,7 +43,7 @@ import numpy as np
 import xarray as xr
 
 from spectral.eigenvalues import kernel_bandwidth, kernel_eigenvalues, log_bessel_i
-from spectral.sphere import SHTNS_MIN_NLAT, SphereBasis, _even_fft_size
+from spectral.sphere import SHTNS_MIN_NLAT, SphereBasis, _even_fft_size, expi
 
 SPHERES = {"S1": 2, "S2": 3}
 MEASURES = ("vmf", "atoms", "symmetric", "uniform")
@@ -99,20 +99,6 @@ class Measure:
     @property
     def atomic(self) -> bool:
         return self.kind in ("atoms", "symmetric", "snapshot")
-
-    def atoms(self) -> tuple[np.ndarray, np.ndarray]:
-        """All atoms ``(angles, weights)``, antipodes included for ``symmetric``."""
-        if self.kind != "symmetric":
-            return self.angles, self.weights
-        return (np.concatenate([self.angles, _antipode(self.sphere, self.angles)]),
-                np.concatenate([self.weights, self.weights]))
-
-
-def _antipode(sphere: str, angles: np.ndarray) -> np.ndarray:
-    """Angles of ``-x``: S^1 ``t + pi``; S^2 ``(pi - theta, phi + pi)``."""
-    if sphere == "S1":
-        return angles + np.pi
-    return np.stack([np.pi - angles[:, 0], angles[:, 1] + np.pi], axis=1)
 
 
 def _check_sphere(sphere: str) -> None:
@@ -194,10 +180,17 @@ def density_l2(measure: Measure) -> float:
 
 # =========================================================================== f = K * mu
 
-def _haversine(sphere: str, a: tuple, b: tuple) -> np.ndarray:
-    """``sin^2(gamma/2) = (1 - x.y)/2`` from angles, accurate to a few ulps (broadcasts)."""
+def _haversine(sphere: str, a: tuple, b: tuple, antipode: bool = False) -> np.ndarray:
+    """``sin^2(gamma/2) = (1 - x.y)/2`` from angles, accurate to a few ulps (broadcasts).
+
+    ``antipode``: the same for ``x`` and ``-y``, ``(1 + x.y)/2``, written with the angles of
+    ``y`` itself (``t + pi`` rounded in double would break the symmetry at the 1e-16 level).
+    """
     if sphere == "S1":
-        return np.sin(0.5 * (a[0] - b[0])) ** 2
+        return (np.cos if antipode else np.sin)(0.5 * (a[0] - b[0])) ** 2
+    if antipode:
+        return (np.cos(0.5 * (a[0] + b[0])) ** 2
+                + np.sin(a[0]) * np.sin(b[0]) * np.cos(0.5 * (a[1] - b[1])) ** 2)
     return (np.sin(0.5 * (a[0] - b[0])) ** 2
             + np.sin(a[0]) * np.sin(b[0]) * np.sin(0.5 * (a[1] - b[1])) ** 2)
 
@@ -268,10 +261,12 @@ def potential(measure: Measure, beta: float, grid: tuple) -> np.ndarray:
                        / SURFACE[measure.sphere])
     if measure.kind == "vmf":
         return _vmf_potential(measure, beta, grid)
-    angles, weights = measure.atoms()
     f = np.zeros(shape)
-    for a, w in zip(angles, weights):  # exp(beta (x.y - 1)) = exp(-2 beta sin^2(gamma/2))
-        f += w * np.exp(-2.0 * beta * _haversine(measure.sphere, grid, np.atleast_1d(a)))
+    sides = (False, True) if measure.kind == "symmetric" else (False,)
+    for a, w in zip(measure.angles, measure.weights):
+        for antipode in sides:  # exp(beta (x.y - 1)) = exp(-2 beta sin^2(gamma/2))
+            hav = _haversine(measure.sphere, grid, np.atleast_1d(a), antipode)
+            f += w * np.exp(-2.0 * beta * hav)
     return f
 
 
@@ -326,8 +321,8 @@ def _exact_circle(measure: Measure, k: np.ndarray) -> np.ndarray:
     if measure.kind == "vmf":  # I_k(kappa) / I_0(kappa) e^{-ik t0}
         lam = scaled_eigenvalues(measure.kappa, np.arange(k.max() + 1), 2)  # 2 pi e^-k I_j(k)
         ratio = lam[k] / lam[0]
-        return measure.mass * ratio * np.exp(-1j * k * measure.angles[0])
-    m = np.exp(-1j * np.outer(k, measure.angles)) @ measure.weights
+        return measure.mass * ratio * expi(-k, measure.angles[0])
+    m = expi(-k[:, None], measure.angles[None, :]) @ measure.weights
     return m * (1 + (-1.0) ** k) if measure.kind == "symmetric" else m
 
 
@@ -518,8 +513,10 @@ def _mp_potential(measure: Measure, beta: float, n: int, dps: int) -> list:
             vals = [c * mp.besseli(0, mp.sqrt(b * b + k * k + 2 * b * k * mp.cos(ti - t0)))
                     for ti in t]
         else:
-            angles, weights = measure.atoms()
-            atoms = [(mp.mpf(float(a)), mp.mpf(float(w))) for a, w in zip(angles, weights)]
+            atoms = [(mp.mpf(float(a)), mp.mpf(float(w))) for a, w in zip(measure.angles,
+                                                                       measure.weights)]
+            if measure.kind == "symmetric":  # exact antipodes
+                atoms += [(a + mp.pi, w) for a, w in atoms]
             vals = [mp.fsum(w * mp.exp(-2 * b * mp.sin((ti - a) / 2) ** 2) for a, w in atoms)
                     for ti in t]
     with mp.workdps(dps):

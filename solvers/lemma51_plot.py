@@ -40,7 +40,9 @@ def _positive(y: np.ndarray) -> np.ndarray:
 
 def _panel_error(ax: Axes, ds: xr.Dataset, colours: list) -> None:
     deg = ds["degree"].values
-    ax.semilogy(deg, _positive(ds["exact_norm"]), "k-", lw=2.2, label="exact $|m_l|$")
+    exact = _positive(ds["exact_norm"])
+    keep = np.isfinite(exact)  # zero coefficients (symmetric, uniform) are skipped, not gaps
+    ax.semilogy(deg[keep], exact[keep], "k.-", lw=2.2, ms=4, label="exact $|m_l|$ (nonzero)")
     top = 1e4 * float(np.nanmax(ds["exact_norm"]))
     for c, b in zip(colours, ds["beta"].values):
         r = ds.sel(beta=b)
@@ -80,7 +82,8 @@ def _panel_precision(ax: Axes, ds: xr.Dataset, colours: list) -> None:
         return
     deg = ds["degree"].values
     for c, b in zip(colours, ds["beta"].values):
-        ax.semilogy(deg, _positive(ds["p_exact_norm"].sel(beta=b)), "k-", lw=0.8)
+        exact = _positive(ds["p_exact_norm"].sel(beta=b))
+        ax.semilogy(deg[np.isfinite(exact)], exact[np.isfinite(exact)], "k-", lw=0.8)
         for p in ds["precision"].values:
             r = ds.sel(beta=b, precision=p, refinement=1)
             ax.semilogy(deg, _positive(r["p_error"]), STYLES.get(int(p), "-."), color=c, lw=1.1,
