@@ -154,8 +154,12 @@ def snapshot_measure(path: str | Path, time: float | None = None) -> Measure:
     from solvers.archive import read_snapshot
 
     t, theta, rho = read_snapshot(path, time)
+    theta, rho = np.asarray(theta, float), np.asarray(rho, float)
+    if theta.ndim != 1 or rho.shape != theta.shape:
+        raise ValueError(f"--archive: {path} is not an S^1 archive (rho has shape {rho.shape}); "
+                         "only S^1 snapshots are supported")
     h = 2.0 * np.pi / theta.size
-    return Measure("snapshot", "S1", np.asarray(theta, float), np.asarray(rho, float) * h, 0.0,
+    return Measure("snapshot", "S1", theta, rho * h, 0.0,
                    f"snapshot t = {t:g} of {Path(path).name} ({theta.size} cells as point masses)")
 
 

@@ -262,6 +262,36 @@ def test_snapshot_as_point_masses(monkeypatch):
     assert abs(r["lstar_measured"] - r["lstar_predicted"]) <= 1
 
 
+def _minimal_archive(path, theta, rhos, times):
+    from solvers.archive import REQUIRED_VARIABLES
+
+    n = theta.size
+    ds = xr.Dataset({"rho": (("time", "theta"), np.array(rhos)),
+                     "cell_weight": (("theta",), np.full(n, 2 * np.pi / n)),
+                     "step": (("time",), np.arange(len(times))),
+                     "dt": (("time",), np.full(len(times), 0.1))},
+                    coords={"time": list(times), "theta": theta})
+    assert set(REQUIRED_VARIABLES) <= set(ds.variables)
+    ds.to_netcdf(path, format="NETCDF4")
+
+
+def test_command_on_an_archive_snapshot(tmp_path, capsys):
+    theta = 2 * np.pi * np.arange(64) / 64
+    rho0 = np.full(64, 1 / (2 * np.pi))
+    rho1 = np.exp(4 * np.cos(theta - 2)) / (2 * np.pi * special.i0(4))
+    path = tmp_path / "run.nc"
+    _minimal_archive(path, theta, [rho0, rho1], [0.0, 7.0])
+    out = tmp_path / "snap.nc"
+    args = _parse(["--archive", str(path), "--time", "6", "--beta", "10", "--digits",
+                   "--no-plot", "--table", "none", "-o", str(out)])
+    assert args.func(args) == 0
+    assert "snapshot t = 7" in capsys.readouterr().out
+    ds = xr.load_dataset(out)
+    assert ds.attrs["measure"] == "snapshot" and int(ds["lstar_measured"][0]) > 5
+    args = _parse(["--archive", str(path), "-o", str(path)])
+    assert args.func(args) == 2 and "input archive" in capsys.readouterr().err
+
+
 def test_dataset_layout_and_netcdf_round_trip(tmp_path):
     ds = L.run_lemma51(L.make_measure("atoms", "S1"), [5.0, 20.0], digits=(32,))
     for name in ("error", "floor", "recovered_norm", "partial_sum_recovered", "injectivity_df"):
