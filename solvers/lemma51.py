@@ -37,13 +37,15 @@ import argparse
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import xarray as xr
 
 from spectral.eigenvalues import kernel_bandwidth, kernel_eigenvalues, log_bessel_i
 from spectral.sphere import SHTNS_MIN_NLAT, SphereBasis, _even_fft_size, expi
+
+if TYPE_CHECKING:  # xarray is imported where datasets are built (keeps `meanfield --help` fast)
+    import xarray as xr
 
 SPHERES = {"S1": 2, "S2": 3}
 MEASURES = ("vmf", "atoms", "symmetric", "uniform")
@@ -619,6 +621,8 @@ def precision_study(measure: Measure, betas: Any, digits: Any = (32, 64), lmax: 
     }
     coords = {"beta": list(betas), "precision": list(precisions), "refinement": [1, 2],
               "degree": np.arange(size)}
+    import xarray as xr
+
     ds = xr.Dataset(data, coords=coords)
     ds["precision"].attrs["long_name"] = ("working precision in decimal digits: 16 = IEEE double "
                                           "(numpy, 53 bits), others mpmath dps")
@@ -709,6 +713,8 @@ def lemma51_dataset(measure: Measure, betas: Any, lmax: int | None = None, n: in
         "floor_ratio": scalar("floor_ratio"), "odd_fraction": scalar("odd_fraction"),
         "max_f": scalar("max_f"),
     })
+    import xarray as xr
+
     ds = xr.Dataset(data, coords={"beta": list(betas), "degree": np.arange(size)})
     ds.attrs.update(_attributes(measure, perturbation))
     return ds
@@ -745,6 +751,8 @@ def run_lemma51(measure: Measure, betas: Any, digits: Any = (32, 64), lmax: int 
     ds = lemma51_dataset(measure, betas, lmax, n, perturbation)
     if digits:
         study = precision_study(measure, betas, digits, lmax, n)
+        import xarray as xr
+
         ds = xr.merge([ds, study], join="outer", combine_attrs="override")
     return ds
 
