@@ -35,7 +35,7 @@ from spectral.sphere import SphereBasis
 
 def _sht(basis: SphereBasis) -> Any:
     """The basis' shtns object (grid (nlat, nphi), ``SHT_PHI_CONTIGUOUS``, orthonormal, CS phase)."""
-    return basis._sht  # noqa: SLF001 -- SphereBasis owns the one shtns instance per grid
+    return basis._sht  # SphereBasis owns the one shtns instance per grid (no public accessor)
 
 
 def _grid_field(basis: SphereBasis, v: ArrayLike, name: str) -> np.ndarray:

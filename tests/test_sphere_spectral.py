@@ -3,8 +3,14 @@
 import numpy as np
 import pytest
 
-from solvers.params import (DomainParams, ModelParams, OutputParams, PerceptronParams, RunConfig,
-                            TimeParams)
+from solvers.params import (
+    DomainParams,
+    ModelParams,
+    OutputParams,
+    PerceptronParams,
+    RunConfig,
+    TimeParams,
+)
 from solvers.simulation import Solver
 from solvers.sphere_discretization import SphereDiscretization
 from solvers.sphere_grid import SphereGrid

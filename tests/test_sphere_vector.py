@@ -5,7 +5,12 @@ import pytest
 from scipy import special
 
 from spectral.sphere import SphereBasis
-from spectral.sphere_vector import divergence, gradient, helmholtz, laplacian_eigenvalues
+from spectral.sphere_vector import (
+    divergence,
+    gradient,
+    helmholtz,
+    laplacian_eigenvalues,
+)
 
 
 @pytest.fixture(scope="module")
