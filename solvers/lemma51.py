@@ -98,10 +98,6 @@ class Measure:
         """Total mass ``mu(S)``."""
         return float(np.sum(self.weights) * (2 if self.kind == "symmetric" else 1))
 
-    @property
-    def atomic(self) -> bool:
-        return self.kind in ("atoms", "symmetric", "snapshot")
-
 
 def _check_sphere(sphere: str) -> None:
     if sphere not in SPHERES:
@@ -844,14 +840,16 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--archive", metavar="RUN.nc", help="use a snapshot of an S^1 run archive")
     p.add_argument("--time", type=float, help="snapshot time (nearest record; default: last)")
     p.add_argument("--sphere", default=None, metavar="{S1,S2}", help="default S1")
-    p.add_argument("--beta", type=float, nargs="+", default=[5.0, 20.0, 50.0])
+    p.add_argument("--beta", type=float, nargs="+", default=[5.0, 20.0, 50.0],
+                   help="one or more inverse temperatures (default 5 20 50)")
     p.add_argument("--kappa", type=float, default=3.0, help="vMF concentration (default 3)")
     p.add_argument("--atoms", type=int, default=5, help="atoms, or pairs for symmetric (5)")
     p.add_argument("--seed", type=int, default=0, help="atom positions and weights (0)")
     p.add_argument("--lmax", type=int, help="largest degree (default: past the breakdown)")
     p.add_argument("--n", type=int, help="grid: points on S^1, Gauss latitudes on S^2")
     p.add_argument("--digits", type=int, nargs="*", default=None,
-                   help="S^1 precision study digits (default 32 64; none to skip)")
+                   help="S^1 precision study at these decimal digits (default 32 64); "
+                        "--digits with no value skips it")
     p.add_argument("--perturbation", type=float, default=1e-3, help="injectivity test (1e-3)")
     p.add_argument("-o", "--output", metavar="OUT.nc", help="default lemma51_<measure>_<sphere>.nc")
     p.add_argument("--no-plot", action="store_true", help="skip the PNG")
