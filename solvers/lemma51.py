@@ -598,6 +598,11 @@ def precision_study(measure: Measure, betas: Any, digits: Any = (32, 64), lmax: 
                          "pass --digits with no values")
     digits = _check_digits(digits)
     betas = _check_betas(betas)
+    try:
+        import mpmath  # noqa: F401
+    except ImportError:
+        raise ValueError("--digits: the precision study needs mpmath (pip install mpmath); or "
+                         "pass --digits with no value to skip it") from None
     precisions = (16,) + digits
     dps_ref = max(digits) + GUARD_DIGITS
     rows = [_precision_rows(measure, b, precisions, lmax, n, dps_ref) for b in betas]
