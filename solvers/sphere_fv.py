@@ -107,7 +107,8 @@ class SphereFV:
         out += np.bincount(ids.ravel(), np.maximum(fm[1:], 0.0).ravel(), n)  # south faces
         out += np.bincount(ids.ravel(), np.maximum(-fm[:-1], 0.0).ravel(), n)  # north faces
         content = rho_c * m.area
-        scale = np.where(dt * out > content, content / np.where(out > 0, dt * out, 1.0), 1.0)
+        sent = dt * out
+        scale = np.where(sent > content, content / np.where(sent > 0, sent, 1.0), 1.0)
         scale = np.clip(scale, 0.0, 1.0)
         fz = np.where(fz > 0, fz * scale, fz * scale[m.right])
         north_cell = np.vstack([ids[:1], ids])  # upwind of a southward flux: the band above

@@ -2,5 +2,6 @@
 
 from spectral.circle import CircleBasis
 from spectral.eigenvalues import kernel_bandwidth, kernel_eigenvalues, log_bessel_i
+from spectral.sphere import SphereBasis
 
-__all__ = ["CircleBasis", "kernel_bandwidth", "kernel_eigenvalues", "log_bessel_i"]
+__all__ = ["CircleBasis", "SphereBasis", "kernel_bandwidth", "kernel_eigenvalues", "log_bessel_i"]
