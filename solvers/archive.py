@@ -1,35 +1,45 @@
 """NetCDF4 run archive: the only module that touches netCDF4 / xarray.
 
-One run is one NetCDF4 file with an unlimited ``time`` dimension. The writer
-appends one record per :class:`~solvers.snapshot.Snapshot` and calls
-``Dataset.sync()`` after each, so a run killed at any moment (``kill -9``,
-Ctrl-C) leaves a file that ``xarray.open_dataset`` reads with every snapshot
-written so far.
+One run is one NetCDF4 file with an unlimited ``time`` dimension. The writer appends one
+record per :class:`~solvers.snapshot.Snapshot` and calls ``Dataset.sync()`` after each, so a
+run killed at any moment (``kill -9``, Ctrl-C) leaves a file that ``xarray.open_dataset``
+reads with every snapshot written so far.
 
-Layout
-------
-Dimensions: ``time`` (unlimited), ``theta`` (N), ``wavenumber`` (N//2 + 1),
-``atom`` (unlimited; rows are NaN-padded up to the largest atom count seen).
-
+Layout on S^1
+-------------
+Dimensions: ``time`` (unlimited), ``theta`` (N), ``wavenumber`` (N//2 + 1), ``atom``
+(unlimited; rows are NaN-padded up to the largest atom count seen).
 Variables: ``theta(theta)``, ``cell_weight(theta)``, ``wavenumber(wavenumber)``,
 ``time(time)``, ``step(time)`` int64, ``dt(time)``, ``rho(time, theta)``,
 ``rho_hat_real/imag(time, wavenumber)`` with ``rho = sum_k c_k e^{i k theta}``,
-``c = numpy.fft.rfft(rho) / N``, every diagnostic of
-:class:`~solvers.snapshot.Diagnostics` as ``(time)``, and
-``atom_mass/atom_position(time, atom)``.
+``c = numpy.fft.rfft(rho) / N``, every diagnostic of :class:`~solvers.snapshot.Diagnostics`
+as ``(time)``, and ``atom_mass/atom_position(time, atom)``.
+
+Layout on S^2 (``lmax = domain.resolution``, the grid of ``SphereGrid(lmax)``)
+-------------------------------------------------------------------------------
+Dimensions: ``time``, ``theta`` (nlat), ``phi`` (nphi), ``lm`` (nlm), ``atom``.
+Variables: ``theta(theta)`` colatitudes of the Gauss nodes and ``phi(phi)`` longitudes
+(radians), auxiliary coordinates ``lat(theta)``, ``lon(phi)`` in degrees,
+``cell_weight(theta, phi)`` (cell areas = quadrature weights, summing to 4 pi: the mass is
+``(rho * cell_weight).sum(("theta", "phi"))``), ``rho(time, theta, phi)``,
+``rho_lm_real/imag(time, lm)`` = :meth:`spectral.SphereBasis.forward` of ``rho`` (orthonormal
+complex ``Y_lm``, Condon-Shortley phase, ``m >= 0`` stored) with coordinates ``degree(lm)``,
+``order(lm)``, the diagnostics as on S^1, and ``atom_mass``, ``atom_x``, ``atom_y``,
+``atom_z`` (unit vectors), ``atom_colatitude``, ``atom_longitude`` (radians), all
+``(time, atom)`` and NaN padded.
 
 Global attributes: every parameter of :func:`solvers.params.flatten` under
-:func:`param_attr_name` (``model.beta`` -> ``model__beta``; lists and None as
-JSON strings, bools as ints), ``config_text``, ``version``, ``scheme``,
-``kernel``, ``manifold``, ``created``, ``history``, ``python``, ``numpy``.
+:func:`param_attr_name` (``model.beta`` -> ``model__beta``; lists and None as JSON strings,
+bools as ints), ``config_text``, ``version``, ``scheme``, ``kernel``, ``manifold``,
+``created``, ``history``, ``python``, ``numpy``.
 
 Concurrent reading
 ------------------
-HDF5 locks a file that a process holds open for writing: from another process a
-plain ``xarray.open_dataset`` of a running archive fails (unless that process was
-started with ``HDF5_USE_FILE_LOCKING=FALSE``; HDF5 reads it once, at import). The
-readers of this module then read a temporary copy of the file (the last synced
-state), and load the data into memory. The lock also keeps a second writer out.
+HDF5 locks a file that a process holds open for writing: from another process a plain
+``xarray.open_dataset`` of a running archive fails (unless that process was started with
+``HDF5_USE_FILE_LOCKING=FALSE``; HDF5 reads it once, at import). The readers of this module
+then read a temporary copy of the file (the last synced state), and load the data into memory.
+The lock also keeps a second writer out.
 """
 
 from __future__ import annotations
@@ -41,6 +51,7 @@ import shutil
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -60,12 +71,13 @@ KERNEL_CONVENTIONS = {
 }
 _ATOM_CHUNK = 32
 _HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
+_DENSITY = "density"  # placeholder unit of density-valued diagnostics (radian-1 or sr-1)
 
 # name -> (netCDF type, units, long_name)
 DIAGNOSTIC_VARIABLES: dict[str, tuple[str, str, str]] = {
     "mass": ("f8", "1", "total mass: sum of rho * cell_weight"),
-    "min_rho": ("f8", "radian-1", "minimum of the grid density"),
-    "max_rho": ("f8", "radian-1", "maximum of the grid density"),
+    "min_rho": ("f8", _DENSITY, "minimum of the grid density"),
+    "max_rho": ("f8", _DENSITY, "maximum of the grid density"),
     "energy": ("f8", "1", "energy E = (1/(2 beta)) iint K drho drho + (1/2) int v drho"),
     "dissipation": ("f8", "1", "dissipation int |g|^2 drho (dE/dt = s * dissipation)"),
     "transport_rate": ("f8", "1", "transport rate ||d rho / dt||_1 of the scheme"),
@@ -74,6 +86,19 @@ DIAGNOSTIC_VARIABLES: dict[str, tuple[str, str, str]] = {
     "n_atoms": ("i4", "1", "number of detected atoms (clusters)"),
     "max_atom_mass": ("f8", "1", "largest atom mass (0 without atoms)"),
     "theorem_3_5_bound": ("f8", "1", "16 / (16 + 3 e^(11/8)), paper Theorem 3.5"),
+}
+# name -> (units, long_name), all (time, atom), NaN padded
+CIRCLE_ATOM_VARIABLES = {
+    "atom_mass": ("1", "atom mass"),
+    "atom_position": ("radian", "atom position: circular centre of mass in [0, 2 pi)"),
+}
+SPHERE_ATOM_VARIABLES = {
+    "atom_mass": ("1", "atom mass"),
+    "atom_x": ("1", "atom position: x of the unit vector (normalised centre of mass)"),
+    "atom_y": ("1", "atom position: y of the unit vector"),
+    "atom_z": ("1", "atom position: z of the unit vector"),
+    "atom_colatitude": ("radian", "atom colatitude arccos(z) in [0, pi]"),
+    "atom_longitude": ("radian", "atom longitude atan2(y, x) in [0, 2 pi)"),
 }
 
 
@@ -90,9 +115,7 @@ def _json_default(obj: Any) -> Any:
 
 def attr_value(value: Any) -> str | int | float:
     """Encode one parameter value as a NetCDF attribute (JSON for lists/None, ints for bools)."""
-    if isinstance(value, bool | np.bool_):
-        return int(value)
-    if isinstance(value, int | np.integer):
+    if isinstance(value, bool | np.bool_ | int | np.integer):
         return int(value)
     if isinstance(value, float | np.floating):
         return float(value)
@@ -128,9 +151,59 @@ def rho_hat(rho: np.ndarray) -> np.ndarray:
     return np.fft.rfft(rho) / rho.shape[-1]
 
 
+def sphere_atom_columns(mass: np.ndarray, position: np.ndarray) -> dict[str, np.ndarray]:
+    """S^2 atom variables from masses (n,) and positions (n, 3): x, y, z, colatitude, longitude."""
+    pos = np.asarray(position, dtype=float).reshape(-1, 3)
+    if pos.shape[0] != np.size(mass):
+        raise ValueError(f"atom_position has shape {np.shape(position)}, expected "
+                         f"({np.size(mass)}, 3)")
+    unit = pos / np.maximum(np.linalg.norm(pos, axis=1, keepdims=True), 1e-300)
+    return {"atom_mass": np.asarray(mass, dtype=float).reshape(-1), "atom_x": pos[:, 0],
+            "atom_y": pos[:, 1], "atom_z": pos[:, 2],
+            "atom_colatitude": np.arccos(np.clip(unit[:, 2], -1.0, 1.0)),
+            "atom_longitude": np.mod(np.arctan2(unit[:, 1], unit[:, 0]), 2.0 * np.pi)}
+
+
+@dataclass(frozen=True)
+class _Grid:
+    """The archive's grid: S^1 (``phi`` None) or S^2 (with its :class:`SphereBasis`)."""
+
+    theta: np.ndarray
+    cell_weight: np.ndarray
+    phi: np.ndarray | None = None
+    basis: Any = None
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.cell_weight.shape
+
+    @property
+    def density_units(self) -> str:
+        return "radian-1" if self.phi is None else "sr-1"
+
+
+def _make_grid(config: RunConfig, theta: np.ndarray, cell_weight: np.ndarray,
+               phi: np.ndarray | None) -> _Grid:
+    theta, weight = np.asarray(theta, dtype=float), np.asarray(cell_weight, dtype=float)
+    if phi is None:
+        if theta.ndim != 1 or weight.shape != theta.shape:
+            raise ValueError("theta and cell_weight must be 1-D arrays of the same length")
+        return _Grid(theta, weight)
+    from spectral.sphere import SphereBasis
+
+    phi = np.asarray(phi, dtype=float)
+    if theta.ndim != 1 or phi.ndim != 1 or weight.shape != (theta.size, phi.size):
+        raise ValueError("S2 archive: theta (nlat,), phi (nphi,), cell_weight (nlat, nphi)")
+    if config.domain.manifold != "S2":
+        raise ValueError(f"phi given but domain.manifold is {config.domain.manifold!r}")
+    basis = SphereBasis(config.domain.resolution, nlat=theta.size, nphi=phi.size)
+    if not np.allclose(theta, basis.theta, rtol=0, atol=1e-12):
+        raise ValueError("S2 archive: theta must be the Gauss colatitudes of SphereBasis(lmax)")
+    return _Grid(theta, weight, phi, basis)
+
+
 def _global_attributes(config: RunConfig) -> dict[str, Any]:
-    version = package_version()
-    created = _utc_now()
+    version, created = package_version(), _utc_now()
     attrs: dict[str, Any] = {
         "Conventions": "CF-1.8",
         "title": "meanfield-spectral run",
@@ -149,31 +222,8 @@ def _global_attributes(config: RunConfig) -> dict[str, Any]:
     return attrs
 
 
-def _define_axes(nc: netCDF4.Dataset, theta: np.ndarray, cell_weight: np.ndarray) -> None:
-    n = theta.shape[0]
-    nc.createDimension("time", None)
-    nc.createDimension("theta", n)
-    nc.createDimension("wavenumber", n // 2 + 1)
-    nc.createDimension("atom", None)
-    _var(nc, "theta", "f8", ("theta",), "radian", "cell centre angle")[:] = theta
-    _var(nc, "cell_weight", "f8", ("theta",), "radian", "cell measure (quadrature weight)")[:] = (
-        cell_weight
-    )
-    _var(nc, "wavenumber", "i8", ("wavenumber",), "1", "Fourier wavenumber k")[:] = np.arange(
-        n // 2 + 1
-    )
-    nc["theta"].setncattr("axis", "X")
-
-
-def _var(
-    nc: netCDF4.Dataset,
-    name: str,
-    dtype: str,
-    dims: tuple[str, ...],
-    units: str,
-    long_name: str,
-    **kwargs: Any,
-) -> netCDF4.Variable:
+def _var(nc: netCDF4.Dataset, name: str, dtype: str, dims: tuple[str, ...], units: str,
+         long_name: str, **kwargs: Any) -> netCDF4.Variable:
     """Create a variable with ``units`` and ``long_name`` (floats with NaN fill on ``time``)."""
     if dtype == "f8" and "time" in dims:
         kwargs.setdefault("fill_value", np.nan)
@@ -182,54 +232,63 @@ def _var(
     return var
 
 
-def _define_records(nc: netCDF4.Dataset, n: int) -> None:
-    k = n // 2 + 1
+def _define_circle_axes(nc: netCDF4.Dataset, grid: _Grid) -> None:
+    n = grid.theta.size
+    nc.createDimension("wavenumber", n // 2 + 1)
+    _var(nc, "theta", "f8", ("theta",), "radian", "cell centre angle")[:] = grid.theta
+    nc["theta"].setncattr("axis", "X")
+    _var(nc, "cell_weight", "f8", ("theta",), "radian",
+         "cell measure (quadrature weight)")[:] = grid.cell_weight
+    _var(nc, "wavenumber", "i8", ("wavenumber",), "1", "Fourier wavenumber k")[:] = \
+        np.arange(n // 2 + 1)
+
+
+def _define_sphere_axes(nc: netCDF4.Dataset, grid: _Grid) -> None:
+    nc.createDimension("phi", grid.phi.size)
+    nc.createDimension("lm", grid.basis.nlm)
+    _var(nc, "theta", "f8", ("theta",), "radian",
+         "colatitude of the cell centre (Gauss node)")[:] = grid.theta
+    _var(nc, "phi", "f8", ("phi",), "radian", "longitude of the cell centre")[:] = grid.phi
+    lat = _var(nc, "lat", "f8", ("theta",), "degrees_north", "latitude = 90 - colatitude")
+    lat[:], lat.standard_name = 90.0 - np.degrees(grid.theta), "latitude"
+    lon = _var(nc, "lon", "f8", ("phi",), "degrees_east", "longitude")
+    lon[:], lon.standard_name = np.degrees(grid.phi), "longitude"
+    _var(nc, "cell_weight", "f8", ("theta", "phi"), "sr",
+         "cell area = quadrature weight (sums to 4 pi)")[:] = grid.cell_weight
+    _var(nc, "degree", "i4", ("lm",), "1", "spherical-harmonic degree l")[:] = grid.basis.degrees
+    _var(nc, "order", "i4", ("lm",), "1", "spherical-harmonic order m >= 0")[:] = grid.basis.orders
+
+
+def _define_spectrum(nc: netCDF4.Dataset, grid: _Grid, comp: dict[str, Any]) -> None:
+    for part in ("real", "imag"):
+        if grid.phi is None:
+            _var(nc, f"rho_hat_{part}", "f8", ("time", "wavenumber"), grid.density_units,
+                 f"{part} part of c_k, rho = sum_k c_k exp(i k theta), c = rfft(rho)/N",
+                 chunksizes=(1, grid.theta.size // 2 + 1), **comp)
+        else:
+            _var(nc, f"rho_lm_{part}", "f8", ("time", "lm"), "1",
+                 f"{part} part of rho_lm = int conj(Y_lm) rho dsigma (orthonormal Y_lm, "
+                 "Condon-Shortley phase, m >= 0)", chunksizes=(1, grid.basis.nlm),
+                 **comp).coordinates = "degree order"
+
+
+def _define_records(nc: netCDF4.Dataset, grid: _Grid) -> None:
     comp = {"zlib": True, "complevel": 4, "shuffle": True}
-    time = _var(nc, "time", "f8", ("time",), "1", "time (dimensionless model time)")
-    time.setncattr("axis", "T")
+    s2, units = grid.phi is not None, grid.density_units
+    _var(nc, "time", "f8", ("time",), "1", "time (dimensionless model time)").axis = "T"
     _var(nc, "step", "i8", ("time",), "1", "accepted steps since t = 0")
     _var(nc, "dt", "f8", ("time",), "1", "last accepted step size")
-    _var(
-        nc,
-        "rho",
-        "f8",
-        ("time", "theta"),
-        "radian-1",
-        "density (cell averages)",
-        chunksizes=(1, n),
-        **comp,
-    )
-    for part in ("real", "imag"):
-        _var(
-            nc,
-            f"rho_hat_{part}",
-            "f8",
-            ("time", "wavenumber"),
-            "radian-1",
-            f"{part} part of c_k, rho = sum_k c_k exp(i k theta), c = rfft(rho)/N",
-            chunksizes=(1, k),
-            **comp,
-        )
-    for name, (dtype, units, long_name) in DIAGNOSTIC_VARIABLES.items():
-        _var(nc, name, dtype, ("time",), units, long_name)
-    _var(
-        nc,
-        "atom_mass",
-        "f8",
-        ("time", "atom"),
-        "1",
-        "atom mass (NaN padded)",
-        chunksizes=(1, _ATOM_CHUNK),
-    )
-    _var(
-        nc,
-        "atom_position",
-        "f8",
-        ("time", "atom"),
-        "radian",
-        "atom position: circular centre of mass in [0, 2 pi) (NaN padded)",
-        chunksizes=(1, _ATOM_CHUNK),
-    )
+    rho = _var(nc, "rho", "f8", ("time", "theta", "phi") if s2 else ("time", "theta"), units,
+               "density (fv: cell averages; spectral: point values)",
+               chunksizes=(1, *grid.shape), **comp)
+    if s2:
+        rho.coordinates = "lat lon"
+    _define_spectrum(nc, grid, comp)
+    for name, (dtype, unit, long_name) in DIAGNOSTIC_VARIABLES.items():
+        _var(nc, name, dtype, ("time",), units if unit == _DENSITY else unit, long_name)
+    for name, (unit, long_name) in (SPHERE_ATOM_VARIABLES if s2 else CIRCLE_ATOM_VARIABLES).items():
+        _var(nc, name, "f8", ("time", "atom"), unit, f"{long_name} (NaN padded)",
+             chunksizes=(1, _ATOM_CHUNK))
 
 
 def _valid_records(nc: netCDF4.Dataset) -> int:
@@ -295,10 +354,8 @@ def _open_append(path: Path) -> netCDF4.Dataset:
     try:
         nc = netCDF4.Dataset(path, "a")
     except OSError as err:
-        raise ValueError(
-            f"cannot open {path} for appending: not a NetCDF4 file, or open elsewhere "
-            f"(another run, or an unclosed reader) ({err})"
-        ) from err
+        raise ValueError(f"cannot open {path} for appending: not a NetCDF4 file, or open "
+                         f"elsewhere (another run, or an unclosed reader) ({err})") from err
     _check_archive(nc, path)
     return nc
 
@@ -312,56 +369,50 @@ class ArchiveWriter:
         The archive file (parent folders are created).
     config : RunConfig
         The run configuration, stored as global attributes.
-    theta : ndarray, shape (N,)
-        Cell centres in radians.
-    cell_weight : ndarray, shape (N,)
-        Cell measures, ``(rho * cell_weight).sum()`` is the mass.
+    theta : ndarray, shape (N,) on S^1, (nlat,) on S^2
+        Cell centres in radians (S^2: the Gauss colatitudes, ``SphereGrid(lmax).theta``).
+    cell_weight : ndarray, shape (N,) on S^1, (nlat, nphi) on S^2
+        Cell measures, ``(rho * cell_weight).sum()`` is the mass (S^2: ``SphereGrid.area``).
     append : bool
-        Resume: open the existing file (which must exist and have the same ``theta``) and
-        append records after its last time; a ``history`` line is added. ``overwrite`` is
-        ignored.
+        Resume: open the existing file (which must exist and have the same grid) and append
+        records after its last time; a ``history`` line is added. ``overwrite`` is ignored.
     overwrite : bool
         Replace an existing file for a new run (otherwise FileExistsError).
+    phi : ndarray, shape (nphi,), optional
+        Longitudes of an S^2 grid (``SphereGrid(lmax).phi``); given = S^2 layout, and then
+        ``config.domain`` must be S2 with ``lmax = domain.resolution``.
 
     Notes
     -----
-    Use as a context manager, or call :meth:`close`. Instances are callable, so they can
-    be handed to ``simulate`` as trackers. Each record is synced to disk when written.
+    Use as a context manager, or call :meth:`close`. Instances are callable, so they can be
+    handed to ``simulate`` as trackers. Each record is synced to disk when written.
     """
 
-    def __init__(
-        self,
-        path: str | os.PathLike,
-        config: RunConfig,
-        theta: np.ndarray,
-        cell_weight: np.ndarray,
-        append: bool = False,
-        overwrite: bool = False,
-    ) -> None:
+    def __init__(self, path: str | os.PathLike, config: RunConfig, theta: np.ndarray,
+                 cell_weight: np.ndarray, append: bool = False, overwrite: bool = False,
+                 phi: np.ndarray | None = None) -> None:
         self.path = Path(path)
-        self.theta = np.asarray(theta, dtype=float)
-        self.cell_weight = np.asarray(cell_weight, dtype=float)
-        if self.theta.ndim != 1 or self.cell_weight.shape != self.theta.shape:
-            raise ValueError("theta and cell_weight must be 1-D arrays of the same length")
-        if append:
-            self._nc = self._open_append(config)
-        else:
-            self._nc = self._create(config, overwrite)
+        self.grid = _make_grid(config, theta, cell_weight, phi)
+        self.theta, self.phi = self.grid.theta, self.grid.phi
+        self.cell_weight = self.grid.cell_weight
+        self._nc = self._open_append(config) if append else self._create(config, overwrite)
         self._n = _valid_records(self._nc)
         self._last_t = float(self._nc["time"][self._n - 1]) if self._n else -np.inf
 
     def _create(self, config: RunConfig, overwrite: bool) -> netCDF4.Dataset:
         if self.path.exists() and not overwrite:
-            raise FileExistsError(
-                f"archive {self.path} already exists: pass --overwrite (overwrite=True) "
-                "to replace it, --resume to continue it, or delete it"
-            )
+            raise FileExistsError(f"archive {self.path} already exists: pass --overwrite "
+                                  "(overwrite=True) to replace it, --resume to continue it, "
+                                  "or delete it")
         self.path.parent.mkdir(parents=True, exist_ok=True)
         nc = netCDF4.Dataset(self.path, "w", format="NETCDF4", clobber=True)
         try:
             nc.setncatts(_global_attributes(config))
-            _define_axes(nc, self.theta, self.cell_weight)
-            _define_records(nc, self.theta.shape[0])
+            nc.createDimension("time", None)
+            nc.createDimension("theta", self.theta.size)
+            nc.createDimension("atom", None)
+            (_define_circle_axes if self.phi is None else _define_sphere_axes)(nc, self.grid)
+            _define_records(nc, self.grid)
             nc.sync()
         except BaseException:
             nc.close()
@@ -385,12 +436,14 @@ class ArchiveWriter:
         return nc
 
     def _check_grid(self, nc: netCDF4.Dataset) -> None:
-        old = np.asarray(nc["theta"][:], dtype=float)
-        if old.shape != self.theta.shape or not np.allclose(old, self.theta, rtol=0, atol=1e-12):
-            raise ValueError(
-                f"cannot append to {self.path}: its theta grid (N = {old.size}) differs "
-                f"from this run's (N = {self.theta.size})"
-            )
+        for name, ours in (("theta", self.theta), ("phi", self.phi)):
+            old = np.asarray(nc[name][:], dtype=float) if name in nc.variables else None
+            if (old is None) != (ours is None) or (old is not None and (
+                    old.shape != ours.shape or not np.allclose(old, ours, rtol=0, atol=1e-12))):
+                size = "none" if old is None else old.size
+                raise ValueError(f"cannot append to {self.path}: its {name} grid (size {size}) "
+                                 f"differs from this run's (size "
+                                 f"{'none' if ours is None else ours.size})")
 
     @property
     def n_records(self) -> int:
@@ -404,8 +457,8 @@ class ArchiveWriter:
         (a repeated final snapshot); raises ValueError when it is earlier.
         """
         rho = np.asarray(snapshot.rho, dtype=float)
-        if rho.shape != self.theta.shape:
-            raise ValueError(f"rho has shape {rho.shape}, archive grid has {self.theta.shape}")
+        if rho.shape != self.grid.shape:
+            raise ValueError(f"rho has shape {rho.shape}, archive grid has {self.grid.shape}")
         t = float(snapshot.t)
         if t <= self._last_t:
             if np.isclose(t, self._last_t, rtol=1e-12, atol=1e-14):
@@ -421,26 +474,35 @@ class ArchiveWriter:
 
     def _write_record(self, i: int, snapshot: Snapshot, rho: np.ndarray) -> None:
         nc, d = self._nc, snapshot.diagnostics
-        nc["rho"][i, :] = rho
-        c = rho_hat(rho)
-        nc["rho_hat_real"][i, :] = c.real
-        nc["rho_hat_imag"][i, :] = c.imag
+        nc["rho"][i, ...] = rho
+        if self.phi is None:
+            c, prefix = rho_hat(rho), "rho_hat"
+            atoms = {"atom_mass": np.asarray(d.atom_mass, float),
+                     "atom_position": np.asarray(d.atom_position, float)}
+        else:
+            c, prefix = self.grid.basis.forward(rho), "rho_lm"
+            atoms = sphere_atom_columns(d.atom_mass, d.atom_position)
+        nc[f"{prefix}_real"][i, :] = c.real
+        nc[f"{prefix}_imag"][i, :] = c.imag
         nc["step"][i] = int(snapshot.step)
         nc["dt"][i] = float(snapshot.dt)
         for name in DIAGNOSTIC_VARIABLES:
             nc[name][i] = getattr(d, name)
-        self._write_atoms(i, np.asarray(d.atom_mass, float), np.asarray(d.atom_position, float))
+        self._write_atoms(i, atoms)
         nc["time"][i] = float(snapshot.t)  # last: a record counts once its time is written
 
-    def _write_atoms(self, i: int, mass: np.ndarray, position: np.ndarray) -> None:
-        if mass.shape != position.shape or mass.ndim != 1:
+    def _write_atoms(self, i: int, columns: dict[str, np.ndarray]) -> None:
+        """Write equal-length 1-D atom columns as NaN-padded rows of the ``atom`` dimension."""
+        sizes = {v.shape for v in columns.values()}
+        if len(sizes) != 1 or len(next(iter(sizes))) != 1:
             raise ValueError("atom_mass and atom_position must be 1-D arrays of equal length")
-        width = max(len(self._nc.dimensions["atom"]), mass.size)
+        n = next(iter(sizes))[0]
+        width = max(len(self._nc.dimensions["atom"]), n)
         if width == 0:
             return
-        for name, values in (("atom_mass", mass), ("atom_position", position)):
+        for name, values in columns.items():
             row = np.full(width, np.nan)
-            row[: values.size] = values
+            row[:n] = values
             self._nc[name][i, 0:width] = row
 
     def close(self) -> None:
@@ -496,27 +558,27 @@ def read_last_state(path: str | os.PathLike) -> tuple[float, int, float, np.ndar
     t : float
     step : int
     dt : float
-    rho : ndarray, shape (N,)
+    rho : ndarray, shape (N,) on S^1, (nlat, nphi) on S^2
     """
     with _reading(path) as nc:
         i = _valid_records(nc) - 1
         if i < 0:
             raise ValueError(f"archive {path} holds no snapshots")
-        rho = np.asarray(nc["rho"][i, :], dtype=float)
+        rho = np.asarray(nc["rho"][i, ...], dtype=float)
         return float(nc["time"][i]), int(nc["step"][i]), float(nc["dt"][i]), rho
 
 
-def read_snapshot(
-    path: str | os.PathLike, time: float | None = None
-) -> tuple[float, np.ndarray, np.ndarray]:
+def read_snapshot(path: str | os.PathLike, time: float | None = None
+                  ) -> tuple[float, np.ndarray | tuple[np.ndarray, np.ndarray], np.ndarray]:
     """The record nearest to ``time`` (the last one if None).
 
     Returns
     -------
     t : float
         The record's time.
-    theta : ndarray, shape (N,)
-    rho : ndarray, shape (N,)
+    grid : ndarray, shape (N,) on S^1; tuple ``(theta, phi)`` of shapes (nlat,), (nphi,) on S^2
+        Cell centres in radians (S^2: colatitudes and longitudes).
+    rho : ndarray, shape (N,) on S^1, (nlat, nphi) on S^2
     """
     with _reading(path) as nc:
         n = _valid_records(nc)
@@ -525,7 +587,9 @@ def read_snapshot(
         times = np.ma.filled(np.ma.asarray(nc["time"][:n], dtype=float), np.inf)
         i = n - 1 if time is None else int(np.argmin(np.abs(times - time)))
         theta = np.asarray(nc["theta"][:], dtype=float)
-        return float(times[i]), theta, np.asarray(nc["rho"][i, :], dtype=float)
+        if "phi" in nc.variables:
+            theta = (theta, np.asarray(nc["phi"][:], dtype=float))
+        return float(times[i]), theta, np.asarray(nc["rho"][i, ...], dtype=float)
 
 
 def read_config_text(path: str | os.PathLike) -> str:

@@ -162,7 +162,9 @@ def test_negative_uniform_density_names_the_modes() -> None:
         initial_density(config)
 
 
-def test_s2_is_not_implemented_yet() -> None:
+def test_s2_gives_cell_averages_on_the_sphere_grid() -> None:
+    # S^2 in detail: tests/test_sphere_io.py
     config = load_config('[domain]\nmanifold = "S2"\nresolution = 32\n')
-    with pytest.raises(ConfigError, match=r"^domain\.manifold: "):
-        initial_density(config)
+    rho = initial_density(config)
+    assert rho.shape == (34, 72)
+    np.testing.assert_allclose(rho, 1 / (4 * np.pi), rtol=1e-14)
