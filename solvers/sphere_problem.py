@@ -70,13 +70,18 @@ class Synthesis:
     p: np.ndarray
     dp: np.ndarray
     nphi: int
+    starts: np.ndarray  # first entry of each order m (shtns stores m-major: orders are contiguous)
+    m_unique: np.ndarray
 
     @classmethod
     def build(cls, degrees: np.ndarray, orders: np.ndarray, L: int, theta: np.ndarray, nphi: int) -> "Synthesis":
         sel = np.nonzero(degrees <= L)[0]
         l, m = degrees[sel], orders[sel]
         vals = special.sph_legendre_p(l[None, :], m[None, :], theta[:, None], diff_n=1)
-        return cls(sel, m, np.asarray(vals[0]), np.asarray(vals[1]), nphi)
+        if np.any(np.diff(m) < 0):
+            raise ValueError("coefficients must be stored with contiguous orders (m-major)")
+        m_unique, starts = np.unique(m, return_index=True)
+        return cls(sel, m, np.asarray(vals[0]), np.asarray(vals[1]), nphi, starts, m_unique)
 
     def __call__(self, coeffs: np.ndarray, which: str = "p", d_phi: bool = False,
                  shift: float = 0.0) -> np.ndarray:
@@ -88,7 +93,7 @@ class Synthesis:
             c = c * np.exp(1j * self.m * shift)
         table = self.p if which == "p" else self.dp
         spec = np.zeros((table.shape[0], self.nphi // 2 + 1), dtype=complex)
-        np.add.at(spec.T, self.m, (table * c[None, :]).T)
+        spec[:, self.m_unique] = np.add.reduceat(table * c[None, :], self.starts, axis=1)
         return np.fft.irfft(spec, n=self.nphi, axis=1) * self.nphi
 
 

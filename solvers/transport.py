@@ -33,7 +33,9 @@ def _minmod(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def _mc(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    return _minmod(_minmod(2.0 * a, 2.0 * b), 0.5 * (a + b))
+    """minmod(2a, 2b, (a+b)/2), written out (it is on the hot path)."""
+    mag = np.minimum(np.minimum(np.abs(a), np.abs(b)) * 2.0, 0.5 * np.abs(a + b))
+    return np.where(a * b > 0.0, np.copysign(mag, a), 0.0)
 
 
 def _vanleer(a: np.ndarray, b: np.ndarray) -> np.ndarray:

@@ -1,0 +1,85 @@
+"""S^2 benchmarks: cost per step against one scalar transform pair, and steps to a fixed time.
+
+Run: ``.venv/bin/python benchmarks/bench_s2.py [--quick] [--t T]``
+
+For lmax in {63, 127, 255, 511} (fv, and spectral up to 255): seconds per step, its ratio to one
+scalar shtns forward + backward transform pair on the same grid (measured side by side), and the
+number of steps the adaptive controller needs to reach ``t = T`` from a perturbed uniform density
+(beta = 1, descent, the particle code's 3-unit ReLU perceptron, kernel exp_shifted). With merged
+polar cells the step count grows like lmax (the equatorial cell width), not like lmax^2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from solvers.params import (DomainParams, ModelParams, OutputParams, PerceptronParams,  # noqa: E402
+                            RunConfig, TimeParams)
+from solvers.simulation import Solver  # noqa: E402
+from solvers.sphere_grid import SphereGrid  # noqa: E402
+
+A = np.array([(-0.5603236705120601, 0.0453159888005312, -0.8270331585994134),
+              (-0.8953385535255107, 0.3575716967547427, -0.2655397451433223),
+              (0.4791171509290202, 0.151262291683874, -0.8646192658044355)])
+OMEGA = np.array([-0.422016341580297, -1.1095875272656244, -0.3624772545416152])
+
+
+def config(lmax: int, scheme: str, t_end: float) -> RunConfig:
+    model = ModelParams(1.0, "descent", "unnormalized", "exp_shifted", PerceptronParams("relu", A, OMEGA, np.zeros(3)))
+    return RunConfig(domain=DomainParams("S2", lmax), model=model, time=TimeParams(t_end=t_end, scheme=scheme),
+                     output=OutputParams(snapshot_interval=t_end, progress=False))
+
+
+def initial(lmax: int) -> np.ndarray:
+    g = SphereGrid(lmax)
+    x = g.points(g.theta, g.phi)
+    return (1 + 0.3 * x[..., 0] * x[..., 2]) / (4 * np.pi)
+
+
+def transform_pair_seconds(lmax: int, field: np.ndarray, repeats: int = 5) -> float:
+    basis = SphereGrid(lmax).basis
+    best = np.inf
+    for _ in range(repeats):
+        start = time.perf_counter()
+        basis.backward(basis.forward(field))
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def measure(lmax: int, scheme: str, t_end: float) -> tuple[float, float, int]:
+    """(seconds per step, seconds per transform pair, steps to t_end)."""
+    solver = Solver(config(lmax, scheme, t_end), initial(lmax))
+    pair = transform_pair_seconds(lmax, solver.rho)
+    start = time.perf_counter()
+    while solver.t < t_end:
+        solver.step(t_end)
+    return (time.perf_counter() - start) / solver.n_steps, pair, solver.n_steps
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="lmax 63 and 127 only")
+    parser.add_argument("--t", type=float, default=0.5, help="fixed time to reach (default 0.5)")
+    args = parser.parse_args()
+    sizes = [63, 127] if args.quick else [63, 127, 255, 511]
+    print(f"# beta = 1 descent, ReLU (3 units), exp_shifted; adaptive steps to t = {args.t}")
+    print(f"{'scheme':>9} {'lmax':>5} {'grid':>10} {'s/step':>10} {'pair s':>10} {'ratio':>6} {'steps':>6}")
+    for scheme in ("fv", "spectral"):
+        for lmax in sizes:
+            if scheme == "spectral" and lmax > 255:
+                continue
+            per_step, pair, steps = measure(lmax, scheme, args.t)
+            grid = "x".join(map(str, SphereGrid(lmax).shape))
+            print(f"{scheme:>9} {lmax:>5} {grid:>10} {per_step:10.3e} {pair:10.3e} {per_step / pair:6.1f} {steps:>6}")
+
+
+if __name__ == "__main__":
+    main()
