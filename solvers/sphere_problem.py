@@ -185,10 +185,12 @@ class SphereProblem:
         return {"f": f, "grad_theta": gu_t, "grad_phi": gu_p, "vel_theta": v_t, "vel_phi": v_p}
 
     def lipschitz_bound(self, mass: float) -> float:
-        """``M max|K''| / beta`` (softmax: 1) plus the perceptron's constant (MATH.md 3.2, 5, 6)."""
+        """Attention relaxation-rate bound ``M max|K''| / beta`` (softmax: 1), MATH.md 3.2, 6.
+
+        The static perceptron field is left to the CFL condition (as on S^1).
+        """
         beta, shift = self.model.beta, kernel_log_shift(self.model)
-        att = 1.0 if self._softmax else mass * max_kernel_second_derivative(beta, shift) / beta
-        return att + perceptron_lipschitz(self.model.perceptron)
+        return 1.0 if self._softmax else mass * max_kernel_second_derivative(beta, shift) / beta
 
     # -- energy ------------------------------------------------------------------------
     def energy(self, rho: np.ndarray, fields: dict | None = None) -> float:
