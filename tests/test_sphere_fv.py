@@ -186,3 +186,22 @@ def test_merged_polar_cells_keep_the_step_from_shrinking():
         steps.append(simulate(cfg, np.full(grid.shape, 1 / (4 * np.pi))).n_steps)
     assert steps[1] / steps[0] < 2.6
     assert dataclasses.is_dataclass(cfg)
+
+
+@pytest.mark.parametrize("kernel", ["exp", "exp_shifted"])
+def test_kernel_application_against_direct_quadrature(kernel):
+    """f = K*rho through the Funk-Hecke eigenvalues equals sum_j K(x_i, x_j) rho_j area_j (the
+    grid density read as point masses), to round-off, and the energy is its quadrature."""
+    beta, grid = 3.0, SphereGrid(31)
+    cfg = s2_config(beta=beta, kernel=kernel)
+    prob = SphereProblem(cfg.model, grid)
+    rng = np.random.default_rng(3)
+    rho = rng.random(grid.shape) ** 3
+    x = grid.points(grid.theta, grid.phi).reshape(-1, 3)
+    shift = beta if kernel == "exp_shifted" else 0.0
+    kmat = np.exp(beta * (x @ x.T) - shift)
+    direct = kmat @ (rho * grid.area).ravel()
+    f = prob.centre_fields(rho)["f"].ravel()
+    np.testing.assert_allclose(f, direct, rtol=1e-12)
+    w = (rho * grid.area).ravel()
+    assert prob.energy(rho) == pytest.approx(w @ kmat @ w / (2 * beta), rel=1e-12)
