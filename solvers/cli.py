@@ -1,4 +1,4 @@
-"""Command line: ``meanfield run | plot | info``.
+"""Command line: ``meanfield run | plot | animate | info`` (S^1 and S^2 runs).
 
 Every user error (bad config key or value, missing file) prints one line ``error: ...`` on
 stderr and exits with status 2; Ctrl-C during a run exits with 130 and says how to resume.
@@ -117,9 +117,10 @@ def _resume_state(args: argparse.Namespace) -> tuple[RunConfig, dict[str, Any]]:
     if t >= config.time.t_end:
         raise ConfigError("time.t_end", f"the archive already reached t = {t:g} >= t_end = "
                           f"{config.time.t_end:g}; extend it with --set time.t_end=...")
-    if np.size(rho) != config.domain.resolution:
-        raise CliError(f"{path}: state has {np.size(rho)} cells, config says "
-                       f"{config.domain.resolution}")
+    shape = grid_arrays(config)[1].shape
+    if np.shape(rho) != shape:
+        raise CliError(f"{path}: state has shape {np.shape(rho)}, the config's grid "
+                       f"{shape} ({config.domain.manifold}, resolution {config.domain.resolution})")
     return config, {"rho": np.asarray(rho, dtype=float), "t0": float(t), "step0": int(step),
                     "dt0": float(dt)}
 
@@ -131,6 +132,21 @@ def _fresh_state(args: argparse.Namespace) -> tuple[RunConfig, dict[str, Any]]:
     config = load_config(Path(args.config), overrides)
     check_resolution(config)
     return config, {"rho": initial_density(config), "t0": 0.0, "step0": 0, "dt0": None}
+
+
+def grid_arrays(config: RunConfig) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """``(theta, cell_weight, phi)`` of the run's grid for the archive writer.
+
+    S^1: cell centres (N,), widths (N,), None. S^2: ``SphereGrid(lmax)``'s colatitudes (nlat,),
+    areas (nlat, nphi) and longitudes (nphi,).
+    """
+    n = config.domain.resolution
+    if config.domain.manifold == "S2":
+        from solvers.sphere_grid import SphereGrid
+
+        grid = SphereGrid(n)
+        return grid.theta, grid.area, grid.phi
+    return cell_centers(n), np.full(n, cell_width(n)), None
 
 
 def _toml_string(text: str) -> str:
@@ -154,15 +170,16 @@ def cmd_run(args: argparse.Namespace) -> int:
     from solvers.archive import ArchiveWriter
     from solvers.simulation import simulate
 
-    n, path = config.domain.resolution, Path(config.output.path)
+    path = Path(config.output.path)
+    theta, weight, phi = grid_arrays(config)
     mode = {"append": True} if args.resume else {"overwrite": args.overwrite}
     try:
-        writer = ArchiveWriter(path, config, cell_centers(n), np.full(n, cell_width(n)), **mode)
+        writer = ArchiveWriter(path, config, theta, weight, phi=phi, **mode)
     except FileExistsError:
         raise ConfigError("output.path", f"{path} exists: pass --overwrite to replace it, "
                           f"--resume {path} to continue it, or -o to write elsewhere") from None
     bar = ProgressBar(state["t0"], config.time.t_end, config.output.progress and not args.no_progress)
-    mass0 = float(np.sum(state["rho"]) * cell_width(n))
+    mass0 = float(np.sum(state["rho"] * weight))
     try:
         with writer, warnings.catch_warnings():
             warnings.showwarning = bar.show_warning
@@ -194,10 +211,28 @@ def summary(result: Any, mass0: float, path: Path) -> str:
 
 
 def _atom_rows(masses: np.ndarray, positions: np.ndarray) -> list[str]:
+    """Table rows: S^1 positions (n,) as angles; S^2 positions (n, 3) as colatitude/longitude."""
+    positions = np.asarray(positions, dtype=float)
+    if positions.ndim == 2:
+        from solvers.archive import sphere_atom_columns
+
+        cols = sphere_atom_columns(masses, positions)
+        return _sphere_atom_rows(masses, cols["atom_colatitude"], cols["atom_longitude"])
     rows = [f"  {'mass':>10}  {'position (deg)':>14}"] if len(masses) else []
     for m, p in zip(masses, positions):
         if np.isfinite(m):
             rows.append(f"  {m:10.6f}  {np.degrees(p) % 360.0:14.3f}")
+    return rows
+
+
+def _sphere_atom_rows(masses: np.ndarray, colatitude: np.ndarray,
+                      longitude: np.ndarray) -> list[str]:
+    """Table rows of S^2 atoms: mass, colatitude and longitude in degrees (radians given)."""
+    rows = [f"  {'mass':>10}  {'colatitude (deg)':>16}  {'longitude (deg)':>15}"] \
+        if len(masses) else []
+    for m, c, lon in zip(masses, colatitude, longitude):
+        if np.isfinite(m):
+            rows.append(f"  {m:10.6f}  {np.degrees(c):16.3f}  {np.degrees(lon) % 360.0:15.3f}")
     return rows
 
 
@@ -212,6 +247,22 @@ def cmd_plot(args: argparse.Namespace) -> int:
     try:
         plot_run(path, out)
     except ValueError as err:  # not a run archive, or an empty one
+        raise CliError(str(err)) from None
+    print(f"wrote {out}")
+    return 0
+
+
+def cmd_animate(args: argparse.Namespace) -> int:
+    """``meanfield animate``: one frame per snapshot (see :func:`solvers.plotting.animate_run`)."""
+    path = _existing(args.run, "run archive")
+    if args.fps <= 0:
+        raise CliError(f"--fps must be a positive integer (got {args.fps})")
+    out = Path(args.output) if args.output else path.with_suffix(".gif")
+    from solvers.plotting import animate_run
+
+    try:
+        animate_run(path, out, fps=args.fps, view=args.view)
+    except ValueError as err:  # bad format, no ffmpeg, not a run archive, an empty one
         raise CliError(str(err)) from None
     print(f"wrote {out}")
     return 0
@@ -249,11 +300,16 @@ def info_lines(ds: Any, path: Path) -> list[str]:
     names = ("mass", "energy", "dissipation", "min_rho", "max_rho", "n_atoms", "max_atom_mass")
     lines.append("final:")
     lines += [f"  {v:14s} {float(ds[v].values[-1]):.10g}" for v in names if v in ds]
-    if "atom_mass" in ds and "atom_position" in ds and ds["atom_mass"].ndim == 2:
-        masses, positions = ds["atom_mass"].values[-1], ds["atom_position"].values[-1]
+    if "atom_mass" in ds and ds["atom_mass"].ndim == 2:
+        masses = ds["atom_mass"].values[-1]
         keep = np.isfinite(masses) & (masses > 0)
-        lines.append(f"atoms: {int(keep.sum())}")
-        lines += _atom_rows(masses[keep], positions[keep])
+        if "atom_position" in ds:
+            lines.append(f"atoms: {int(keep.sum())}")
+            lines += _atom_rows(masses[keep], ds["atom_position"].values[-1][keep])
+        elif "atom_colatitude" in ds and "atom_longitude" in ds:
+            lines.append(f"atoms: {int(keep.sum())}")
+            lines += _sphere_atom_rows(masses[keep], ds["atom_colatitude"].values[-1][keep],
+                                       ds["atom_longitude"].values[-1][keep])
     return lines
 
 
@@ -261,7 +317,7 @@ def info_lines(ds: Any, path: Path) -> list[str]:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="meanfield", description="Mean-field attention + "
-                                     "perceptron dynamics on the circle.")
+                                     "perceptron dynamics on the circle and the sphere.")
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="run a simulation from a TOML config")
     run.add_argument("config", nargs="?", help="CONFIG.toml (optional with --resume)")
@@ -276,6 +332,15 @@ def build_parser() -> argparse.ArgumentParser:
     plot.add_argument("run", metavar="RUN.nc")
     plot.add_argument("-o", "--output", metavar="OUT.png", help="figure path (default RUN.png)")
     plot.set_defaults(func=cmd_plot)
+    anim = sub.add_parser("animate", help="animate a run archive (GIF; MP4 with ffmpeg)")
+    anim.add_argument("run", metavar="RUN.nc")
+    anim.add_argument("-o", "--output", metavar="OUT.gif|OUT.mp4",
+                      help="animation path (default RUN.gif; .mp4 needs ffmpeg)")
+    anim.add_argument("--fps", type=int, default=10, help="frames per second (default 10)")
+    anim.add_argument("--view", choices=("orthographic", "mollweide"), default="orthographic",
+                      help="S2 runs: two opposite orthographic hemispheres (default) or a "
+                           "Mollweide map")
+    anim.set_defaults(func=cmd_animate)
     info = sub.add_parser("info", help="summarise a run archive")
     info.add_argument("run", metavar="RUN.nc")
     info.set_defaults(func=cmd_info)

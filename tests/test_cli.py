@@ -162,6 +162,79 @@ def test_run_info_plot_resume(tmp_path, capsys) -> None:
     assert np.all(np.diff(t) > 0) and np.all(np.diff(step) > 0)
 
 
+S2_TINY = """
+[domain]
+manifold = "S2"
+resolution = 31
+
+[model]
+beta = 1.0
+kernel = "exp_shifted"
+
+[perceptron]
+activation = "relu"
+a = [[-0.5603236705120601, 0.0453159888005312, -0.8270331585994134],
+     [-0.8953385535255107, 0.3575716967547427, -0.2655397451433223],
+     [0.4791171509290202, 0.151262291683874, -0.8646192658044355]]
+omega = [-0.422016341580297, -1.1095875272656244, -0.3624772545416152]
+
+[initial]
+modes = [[1, 1, 0.01]]
+
+[time]
+t_end = 2.0
+
+[output]
+snapshot_interval = 1.0
+progress = false
+"""
+
+
+def test_s2_run_info_plot_animate_resume(tmp_path, capsys) -> None:
+    from PIL import Image
+
+    from solvers.sphere_grid import SphereGrid
+
+    cfg, out = write(tmp_path, S2_TINY), str(tmp_path / "s2.nc")
+    rc, stdout, err = cli(capsys, "run", cfg, "-o", out)
+    assert rc == 0, err
+    assert "finished (t_end) at t = 2 " in stdout and "mass error" in stdout
+    ds = open_run(out)
+    grid = SphereGrid(31)
+    assert ds["rho"].shape == (3, *grid.shape) and ds.attrs["manifold"] == "S2"
+    np.testing.assert_allclose(ds["cell_weight"], grid.area, rtol=0, atol=0)
+    np.testing.assert_allclose(ds["phi"], grid.phi, rtol=0, atol=0)
+    np.testing.assert_allclose(ds["mass"], 1.0, rtol=1e-13)
+
+    rc, stdout, _ = cli(capsys, "info", out)
+    assert rc == 0 and "manifold: S2" in stdout and "snapshots: 3" in stdout
+    n_atoms = int(ds["n_atoms"].values[-1])
+    assert f"atoms: {n_atoms}" in stdout
+    if n_atoms:
+        assert "colatitude (deg)" in stdout and "longitude (deg)" in stdout
+
+    rc, stdout, err = cli(capsys, "plot", out, "-o", str(tmp_path / "s2.png"))
+    assert rc == 0 and (tmp_path / "s2.png").stat().st_size > 0, err
+    rc, stdout, err = cli(capsys, "animate", out, "--fps", "3", "--view", "mollweide")
+    assert rc == 0, err
+    with Image.open(tmp_path / "s2.gif") as image:
+        assert image.n_frames == 3
+
+    rc, stdout, err = cli(capsys, "run", "--resume", out, "--set", "time.t_end=3")
+    assert rc == 0, err
+    np.testing.assert_allclose(open_run(out)["time"].values, [0.0, 1.0, 2.0, 3.0])
+
+
+def test_s2_bad_config_exits_2(tmp_path, capsys) -> None:
+    text = S2_TINY.replace("modes = [[1, 1, 0.01]]", "modes = [[1, 2, 0.01]]")
+    rc, _, err = cli(capsys, "run", write(tmp_path, text), "-o", str(tmp_path / "o.nc"))
+    assert_user_error(rc, err, "initial.modes[0]")
+    text = S2_TINY.replace("modes = [[1, 1, 0.01]]", "modes = [[1, 1, 0.5]]")  # negative
+    rc, _, err = cli(capsys, "run", write(tmp_path, text), "-o", str(tmp_path / "o.nc"))
+    assert_user_error(rc, err, "initial.modes")
+    assert not (tmp_path / "o.nc").exists()
+
+
 @pytest.fixture
 def finished_run(tmp_path, capsys) -> tuple[str, str]:
     cfg, out = write(tmp_path, TINY), str(tmp_path / "run.nc")
@@ -246,3 +319,26 @@ def test_progress_bar_writes_to_stderr(capsys) -> None:
     silent(1.0, 1, 0.1, None)
     silent.close()
     assert silent.t == 1.0 and capsys.readouterr() == ("", "")
+
+
+def test_animate_s1(finished_run, tmp_path, capsys, monkeypatch) -> None:
+    import matplotlib.animation
+    from PIL import Image
+
+    _, out = finished_run
+    gif = tmp_path / "movie" / "run.gif"
+    rc, stdout, err = cli(capsys, "animate", out, "-o", str(gif), "--fps", "2")
+    assert rc == 0, err
+    assert stdout == f"wrote {gif}\n"
+    with Image.open(gif) as image:
+        assert image.n_frames == 3
+    monkeypatch.setattr(matplotlib.animation.FFMpegWriter, "isAvailable",
+                        classmethod(lambda cls: False))
+    rc, _, err = cli(capsys, "animate", out, "-o", str(tmp_path / "run.mp4"))
+    assert_user_error(rc, err, "")
+    assert "apt-get install ffmpeg" in err and ".gif" in err
+    for argv in (["-o", str(tmp_path / "run.avi")], ["--fps", "0"]):
+        rc, _, err = cli(capsys, "animate", out, *argv)
+        assert_user_error(rc, err, "")
+    rc, _, err = cli(capsys, "animate", str(tmp_path / "missing.nc"))
+    assert_user_error(rc, err, "run archive not found")

@@ -10,7 +10,7 @@ import pytest
 
 from solvers.archive import ArchiveWriter, open_run
 from solvers.params import ModelParams, RunConfig
-from solvers.plotting import plot_run, run_figure, run_title
+from solvers.plotting import animate_run, plot_run, run_figure, run_title
 from solvers.snapshot import Diagnostics, Snapshot
 
 N = 32
@@ -87,3 +87,14 @@ def test_plot_empty_archive_fails(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="no snapshots"):
         plot_run(path)
     assert "N = 32" in run_title(open_run(path))
+
+
+def test_animate_s1_gif_has_one_frame_per_snapshot(archive: Path, tmp_path: Path) -> None:
+    from PIL import Image
+
+    out = animate_run(archive, fps=4, dpi=40)
+    assert out == archive.with_suffix(".gif")
+    with Image.open(out) as image:
+        assert image.format == "GIF" and image.n_frames == 9
+    with pytest.raises(ValueError, match="use .gif or .mp4"):
+        animate_run(archive, tmp_path / "x.png")

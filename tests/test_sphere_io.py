@@ -280,3 +280,67 @@ def test_archive_kind_wrong_manifold(tmp_path: Path) -> None:
         initial_density(load_config(S2 + f'[initial]\nkind = "archive"\npath = "{s1_run}"\n'))
     with pytest.raises(ConfigError, match=r"^initial\.path: .*S1 run"):
         initial_density(load_config(f'[initial]\nkind = "archive"\npath = "{s2_run}"\n'))
+
+
+# --------------------------------------------------------------------------- plots, animation
+
+
+def test_sphere_summary_figure(tmp_path: Path) -> None:
+    from solvers.plotting import plot_run
+    from solvers.sphere_plotting import sphere_run_figure
+
+    path = write_s2_run(tmp_path / "run.nc", atoms=(0, 3, 3))
+    fig, panels = sphere_run_figure(open_run(path))
+    assert list(panels) == ["map", "energy", "atoms"] and panels["map"].name == "mollweide"
+    title = panels["map"].get_title()
+    assert "3 atoms" in title and "max atom mass 0.3000" in title and "0.5742" in title
+    assert sorted(t.get_text() for t in panels["map"].texts) == ["0.100", "0.200", "0.300"]
+    labels = panels["atoms"].get_legend().get_texts()
+    assert "Thm 3.5 constant 0.5742" in [t.get_text() for t in labels]
+    assert "S2" in fig.get_suptitle() and "lmax = 31" in fig.get_suptitle()
+    out = plot_run(path, dpi=50)
+    assert out == path.with_suffix(".png") and out.stat().st_size > 10_000
+
+
+@pytest.mark.parametrize("view", ["orthographic", "mollweide"])
+def test_animate_gif_has_one_frame_per_snapshot(tmp_path: Path, view: str) -> None:
+    from PIL import Image
+
+    from solvers.plotting import animate_run
+
+    path = write_s2_run(tmp_path / "run.nc", atoms=(0, 3, 1))
+    out = animate_run(path, tmp_path / "anim" / f"{view}.gif", fps=5, view=view, dpi=40)
+    with Image.open(out) as image:
+        assert image.format == "GIF" and image.n_frames == 3
+
+
+def test_orthographic_views_show_each_atom_once(tmp_path: Path) -> None:
+    from solvers.sphere_plotting import sphere_animation
+
+    fig, update = sphere_animation(open_run(write_s2_run(tmp_path / "run.nc", atoms=(3,))))
+    update(0)
+    texts = sorted(t.get_text() for ax in fig.axes for t in ax.texts)
+    assert texts == ["0.100", "0.200", "0.300"]  # front and back hemispheres cover the sphere
+
+
+def test_animate_errors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import matplotlib.animation
+
+    from solvers.plotting import animate_run
+
+    path = write_s2_run(tmp_path / "run.nc", atoms=(0,))
+    monkeypatch.setattr(matplotlib.animation.FFMpegWriter, "isAvailable",
+                        classmethod(lambda cls: False))
+    with pytest.raises(ValueError, match=r"\.mp4 needs ffmpeg on PATH.*apt-get install ffmpeg"):
+        animate_run(path, tmp_path / "a.mp4")
+    with pytest.raises(ValueError, match="use .gif or .mp4"):
+        animate_run(path, tmp_path / "a.avi")
+    with pytest.raises(ValueError, match="view"):
+        animate_run(path, view="globe")
+    with pytest.raises(ValueError, match="fps"):
+        animate_run(path, fps=0)
+    g = grid()
+    ArchiveWriter(tmp_path / "empty.nc", CONFIG, g.theta, g.area, phi=g.phi).close()
+    with pytest.raises(ValueError, match="no snapshots"):
+        animate_run(tmp_path / "empty.nc")
+    assert not list(tmp_path.glob("*.gif")) and not list(tmp_path.glob("a.*"))
