@@ -1,0 +1,400 @@
+"""Refinement ladders: ``meanfield converge CONFIG --resolutions 64,128,256 [--dts ...]``.
+
+The space ladder runs the config at each ``domain.resolution`` with its own time settings
+(adaptive, or ``--set time.dt=...``); the time ladder runs it at the finest resolution with each
+fixed ``time.dt``. All runs go to ``T`` (``stop_when_stationary = false``, one snapshot at T).
+Errors are against the finest run of the ladder (MATH.md 3.4: never the sup norm):
+
+- S^1: Wasserstein-1, ``min_c int |F_a - F_b - c|``, CDFs sampled at common points (the grids
+  ``theta_i = 2 pi i / N`` are not nested). fv cell averages: CDF piecewise linear through the
+  exact face values. Spectral point values: the trigonometric polynomial integrated mode by mode
+  (at the faces: the cell averages, mode k times ``sinc(k/N)``), keeping spectral accuracy.
+- S^2: ``||mu - nu||_K = sqrt(sum_l lambda_l sum_m |mu_lm - nu_lm|^2)`` (MATH.md 2, the run's
+  kernel convention) from the moments ``SphereBasis(lmax).forward(rho)`` of each grid measure
+  (cell mass at the cell centre, area = quadrature weight), ``l <= min(lmax_a, lmax_b, j*)``.
+- ``|E - E_ref|`` and the atom masses, matched to the reference atoms by position.
+
+Orders: ``log(e_k / e_{k+1}) / log(r)``. Against the finest run the last pair over-estimates an
+order p by ``log_r(1 + r^-p)`` (0.32 for p = 2, r = 2); column ``succ`` uses the successive
+distances ``d(u_k, u_{k+1})``, unbiased for a clean power law.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import time as wallclock
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from itertools import pairwise
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from solvers.atoms import default_radius as circle_radius
+from solvers.circle_problem import kernel_log_shift
+from solvers.config import ConfigError, check_resolution, load_config
+from solvers.initial import initial_density
+from solvers.integrators import get_integrator
+from solvers.params import RunConfig
+from solvers.simulation import simulate
+from solvers.sphere_atoms import default_radius as sphere_radius
+from spectral import SphereBasis, kernel_bandwidth, kernel_eigenvalues
+
+TWO_PI = 2.0 * np.pi
+DEFAULT_INTEGRATOR = {"fv": "ssprk3", "spectral": "rk4"}  # README: Schemes
+SPACE_SLOPES = {"fv": (1, 2), "spectral": (2, 4)}  # reference slopes drawn on the space panel
+
+
+def s1_cdf(rho: np.ndarray, scheme: str, samples: int) -> np.ndarray:
+    """``F(x) = int_0^x rho`` at ``x_j = 2 pi j / samples`` (``samples >= 2 N``, even): fv piecewise
+    linear through the face values; spectral the exact integral of the trigonometric polynomial."""
+    n = rho.size
+    x = TWO_PI * np.arange(samples) / samples
+    if scheme == "fv":
+        m = rho * (TWO_PI / n)
+        xp = np.concatenate([[0.0], (np.arange(n) + 0.5) * (TWO_PI / n), [TWO_PI]])
+        fp = np.concatenate([[0.0], np.cumsum(m) - 0.5 * m[0], [m.sum()]])
+        return np.interp(x, xp, fp)
+    c = np.fft.rfft(rho) / n
+    coef = c[1:] / (1j * np.arange(1, c.size))
+    if n % 2 == 0:
+        coef[-1] *= 0.5  # the Nyquist mode appears once in rho
+    padded = np.concatenate([[0.0], coef, np.zeros(samples // 2 - coef.size)])
+    g = np.fft.irfft(padded, n=samples) * samples
+    return c[0].real * x + g - g[0]
+
+
+def w1_s1(rho_a: np.ndarray, rho_b: np.ndarray, scheme: str) -> float:
+    """Wasserstein-1 distance of two S^1 states (any N, same mass): ``min_c int |F_a - F_b - c|``."""
+    samples = 1 << max(16, math.ceil(math.log2(16 * max(rho_a.size, rho_b.size))))
+    d = s1_cdf(rho_a, scheme, samples) - s1_cdf(rho_b, scheme, samples)
+    return float(np.mean(np.abs(d - np.median(d))) * TWO_PI)
+
+
+_basis = lru_cache(maxsize=8)(SphereBasis)  # one shtns plan per lmax
+
+
+def sphere_moments(rho: np.ndarray, lmax: int, degree: int) -> np.ndarray:
+    """Moments ``m_lm = sum rho area conj(Y_lm)`` for ``0 <= m <= l <= degree``, in the order
+    ``l (l + 1) / 2 + m`` (grid of ``SphereBasis(lmax)``, ``degree <= lmax``)."""
+    basis = _basis(lmax)
+    keep = basis.degrees <= degree
+    l, m = basis.degrees[keep], basis.orders[keep]
+    return basis.forward(rho)[keep][np.argsort(l * (l + 1) // 2 + m)]
+
+
+def kernel_distance_s2(rho_a: np.ndarray, lmax_a: int, rho_b: np.ndarray, lmax_b: int,
+                       beta: float, log_shift: float = 0.0) -> float:
+    """``||mu_a - mu_b||_K`` of two S^2 grid measures (MATH.md 2; Funk-Hecke, Lemma 5.1);
+    ``log_shift``: 0 for ``exp(beta x.y)``, ``-beta`` for the shifted kernel."""
+    degree = min(lmax_a, lmax_b, kernel_bandwidth(beta, 3))
+    diff = sphere_moments(rho_a, lmax_a, degree) - sphere_moments(rho_b, lmax_b, degree)
+    l = np.repeat(np.arange(degree + 1), np.arange(1, degree + 2))
+    m = np.arange(l.size) - l * (l + 1) // 2
+    lam = np.exp(kernel_eigenvalues(beta, l, 3, log=True) + log_shift)
+    return float(np.sqrt(np.sum(lam * np.where(m > 0, 2.0, 1.0) * np.abs(diff) ** 2)))
+
+
+def match_atoms(ref_mass: np.ndarray, ref_pos: np.ndarray, mass: np.ndarray, pos: np.ndarray,
+                radius: float) -> tuple[np.ndarray, float]:
+    """Masses of the atoms nearest to each reference atom (0 if none within ``radius``), and the
+    largest mass difference (unmatched atoms count in full; NaN when neither has atoms).
+    Positions: S^1 angles (n,), S^2 unit vectors (n, 3)."""
+    matched, used = np.zeros(ref_mass.size), np.zeros(mass.size, dtype=bool)
+    if ref_mass.size == 0 and mass.size == 0:
+        return matched, float("nan")
+    for i in np.argsort(-ref_mass):
+        if mass.size == 0:
+            break
+        if np.ndim(pos) == 1:
+            gap = np.abs(np.angle(np.exp(1j * (pos - ref_pos[i]))))
+        else:
+            gap = np.arccos(np.clip(pos @ ref_pos[i], -1.0, 1.0))
+        gap[used] = np.inf
+        j = int(np.argmin(gap))
+        if gap[j] <= radius:
+            matched[i], used[j] = mass[j], True
+    errors = np.concatenate([np.abs(matched - ref_mass), mass[~used]])
+    return matched, float(errors.max(initial=0.0))
+
+
+def observed_orders(errors: Sequence[float], ratio: float) -> np.ndarray:
+    """``log(e_{k-1} / e_k) / log(ratio)`` at index k (NaN where undefined)."""
+    e = np.asarray(errors, dtype=float)
+    out = np.full(e.shape, np.nan)
+    with np.errstate(all="ignore"):
+        r = np.log(e[:-1] / e[1:]) / math.log(ratio)
+    ok = np.isfinite(r) & (e[:-1] > 0) & (e[1:] > 0)
+    out[1:][ok] = r[ok]
+    return out
+
+
+def parse_ladder(text: str | Sequence[float], option: str, integer: bool, offset: int = 0) -> list[float]:
+    """Values of ``--resolutions`` / ``--dts`` (text or sequence), coarse to fine, checked for a
+    constant factor of ``value + offset`` (S^2: ``offset = 1``, the grid has lmax + 1 latitudes)."""
+    example = "64,128,256" if integer else "0.02,0.01,0.005"
+    items = text.split(",") if isinstance(text, str) else list(text)
+    try:
+        values = [(int if integer else float)(v) for v in items if str(v).strip()]
+    except ValueError:
+        raise ConfigError(option, f"expected comma-separated {'integers' if integer else 'numbers'}"
+                          f", e.g. {option} {example} (got {text!r})") from None
+    if len(values) < 3:
+        raise ConfigError(option, f"needs at least 3 values (errors are against the finest, an "
+                          f"order needs two errors), e.g. {option} {example} (got {text!r})")
+    if not all(math.isfinite(v) and v > 0 for v in values):
+        raise ConfigError(option, f"values must be positive, e.g. {option} {example} (got {text!r})")
+    values = sorted(values, reverse=not integer)
+    ratios = [(a + offset) / (b + offset) if not integer else (b + offset) / (a + offset)
+              for a, b in pairwise(values)]
+    if min(ratios) <= 1.0 or max(ratios) > min(ratios) * (1 + 1e-9):
+        raise ConfigError(option, "must refine by a constant factor > 1 (got ratios "
+                          f"{', '.join(f'{r:.4g}' for r in ratios)}), e.g. {option} {example}")
+    return values
+
+
+@dataclass(frozen=True)
+class Run:
+    """One finished run of a ladder: its config, final state and diagnostics."""
+
+    value: float
+    config: RunConfig
+    rho: np.ndarray
+    diagnostics: Any
+    steps: int
+    wall: float
+
+
+@dataclass(frozen=True)
+class Ladder:
+    """A refinement ladder, coarse to fine; the last run is the reference."""
+
+    name: str  # "space" or "time"
+    dim: str  # "resolution" or "dt"
+    runs: tuple[Run, ...]
+    offset: int = 0  # S^2 space ladder: the factor is that of lmax + 1
+
+    @property
+    def values(self) -> np.ndarray:
+        return np.array([r.value for r in self.runs])
+
+    @property
+    def ratio(self) -> float:
+        return float(np.exp(abs(np.log((self.values[1] + self.offset) / (self.values[0] + self.offset)))))
+
+    @property
+    def design_order(self) -> int | None:
+        """2 for fv in space, None (exponential) for spectral in space, else the integrator's."""
+        tp = self.runs[-1].config.time
+        if self.dim == "resolution":
+            return 2 if tp.scheme == "fv" else None
+        return get_integrator(tp.integrator or DEFAULT_INTEGRATOR[tp.scheme]).order
+
+    @property
+    def slopes(self) -> tuple[int, ...]:
+        """Reference slopes of the plot."""
+        scheme = self.runs[-1].config.time.scheme
+        return SPACE_SLOPES[scheme] if self.dim == "resolution" else (self.design_order,)
+
+    def distance(self, a: Run, b: Run) -> float:
+        """W1 (S^1) or the kernel norm (S^2) between two runs' final states."""
+        cfg = b.config
+        if cfg.domain.manifold == "S1":
+            return w1_s1(a.rho, b.rho, cfg.time.scheme)
+        return kernel_distance_s2(a.rho, a.config.domain.resolution, b.rho,
+                                  cfg.domain.resolution, cfg.model.beta, kernel_log_shift(cfg.model))
+
+    def metric(self) -> str:
+        return "W1" if self.runs[-1].config.domain.manifold == "S1" else "kernel_norm"
+
+    def table(self) -> dict[str, np.ndarray]:
+        """Errors against the reference, successive distances, energies, atoms, orders."""
+        ref, n = self.runs[-1], len(self.runs)
+        out: dict[str, Any] = {"distance": np.full(n, np.nan), "successive": np.full(n, np.nan)}
+        for k, run in enumerate(self.runs[:-1]):
+            out["distance"][k] = self.distance(run, ref)
+            out["successive"][k] = self.distance(run, self.runs[k + 1])
+        out["energy"] = np.array([r.diagnostics.energy for r in self.runs])
+        out["energy_error"] = np.abs(out["energy"] - out["energy"][-1])
+        out["energy_error"][-1] = np.nan
+        out.update(self._atoms())
+        out["order"] = observed_orders(out["distance"], self.ratio)
+        out["successive_order"] = observed_orders(out["successive"], self.ratio)
+        out["energy_order"] = observed_orders(out["energy_error"], self.ratio)
+        out.update(steps=np.array([r.steps for r in self.runs]),
+                   wall_time=np.array([r.wall for r in self.runs]))
+        return out
+
+    def _atoms(self) -> dict[str, np.ndarray]:
+        ref, cfg = self.runs[-1].diagnostics, self.runs[-1].config
+        radius = cfg.atoms.radius or (circle_radius if cfg.domain.manifold == "S1"  # MATH.md 5
+                                      else sphere_radius)(cfg.model.beta)
+        pairs = [match_atoms(ref.atom_mass, ref.atom_position, r.diagnostics.atom_mass,
+                             r.diagnostics.atom_position, radius) for r in self.runs]
+        masses, errors = [p[0] for p in pairs], [p[1] for p in pairs[:-1]] + [np.nan]
+        return {"n_atoms": np.array([r.diagnostics.n_atoms for r in self.runs]),
+                "atom_mass": np.array(masses).reshape(len(self.runs), ref.atom_mass.size),
+                "atom_mass_error": np.array(errors)}
+
+
+def _configs(path: str | Path, overrides: Sequence[str], t_end: float, option: str,
+             ladder: Sequence[tuple[float, list[str]]]) -> list[tuple[float, RunConfig]]:
+    """Every run's config (validated before anything runs); errors name ``option``."""
+    fixed = [f"time.t_end={t_end!r}", "time.stop_when_stationary=false",
+             f"output.snapshot_interval={t_end!r}", "output.progress=false"]
+    out = []
+    for value, extra in ladder:
+        try:
+            config = load_config(path, list(overrides) + fixed + extra)
+            check_resolution(config)
+        except ConfigError as err:
+            raise ConfigError(option, f"{value:g}: {err}") from None
+        out.append((value, config))
+    return out
+
+
+def _run(value: float, config: RunConfig) -> Run:
+    start = wallclock.perf_counter()
+    result = simulate(config, initial_density(config))
+    return Run(value, config, result.final.rho, result.final.diagnostics, result.n_steps,
+               wallclock.perf_counter() - start)
+
+
+def converge(path: str | Path, resolutions: str | Sequence[int] = (), dts: str | Sequence[float] = (),
+             t_end: float | None = None, overrides: Sequence[str] = ()) -> list[Ladder]:
+    """Run the space ladder (``resolutions``) and the time ladder (``dts``) of a config to T.
+
+    ``resolutions``, ``dts``: strings ``"64,128,256"`` or sequences (see :func:`parse_ladder`),
+    either may be empty. ``t_end``: T (default ``time.t_end``). ``overrides``: ``--set`` items,
+    applied before the ladder's own. Returns the requested ladders (space, then time).
+    """
+    base = load_config(path, overrides)
+    t_end = base.time.t_end if t_end is None else t_end
+    if not (isinstance(t_end, (int, float)) and math.isfinite(t_end) and t_end > 0):
+        raise ConfigError("--t", f"must be a positive number, e.g. --t 1.0 (got {t_end!r})")
+    if len(resolutions) == 0 and len(dts) == 0:
+        raise ConfigError("--resolutions", "give --resolutions 64,128,256 and/or --dts 0.02,0.01,0.005")
+    offset = int(base.domain.manifold == "S2")
+    resolutions = parse_ladder(resolutions, "--resolutions", True, offset) if len(resolutions) else []
+    dts = parse_ladder(dts, "--dts", False) if len(dts) else []
+    _check_dts(dts, t_end)
+    finest = max(resolutions, default=base.domain.resolution)
+    plans = [("space", "resolution", "--resolutions",
+              [(n, [f"domain.resolution={int(n)}"]) for n in resolutions]),
+             ("time", "dt", "--dts",
+              [(dt, [f"domain.resolution={finest}", f"time.dt={dt!r}"]) for dt in dts])]
+    configs = [(name, dim, _configs(path, overrides, t_end, opt, plan))
+               for name, dim, opt, plan in plans if plan]
+    return [Ladder(name, dim, tuple(_run(v, c) for v, c in runs), offset * (dim == "resolution"))
+            for name, dim, runs in configs]
+
+
+def _check_dts(dts: Sequence[float], t_end: float) -> None:
+    for dt in dts:
+        steps = t_end / dt
+        if dt > t_end or abs(steps - round(steps)) > 1e-9 * steps:
+            raise ConfigError("--dts", f"T / dt must be a whole number of steps (T = {t_end:g}, "
+                              f"dt = {dt:g}); e.g. --dts {t_end / 10:g},{t_end / 20:g},{t_end / 40:g}")
+
+
+def _cell(value: float, width: int, spec: str) -> str:
+    return f"{value:{width}{spec}}" if np.isfinite(value) else f"{'-':>{width}}"
+
+
+def format_table(ladder: Ladder, data: dict[str, np.ndarray]) -> str:
+    """The ladder's table as text (one line per run; the last is the reference)."""
+    ref = ladder.runs[-1].config
+    head = (f"{ladder.name} ladder ({ref.domain.manifold} {ref.time.scheme}, T = {ref.time.t_end:g}"
+            f", factor {ladder.ratio:g}): {ladder.metric()} and energy error against "
+            f"{ladder.dim} = {ladder.values[-1]:g}; design order "
+            f"{ladder.design_order or 'exponential'}")
+    cols = (f"{ladder.dim:>10} {ladder.metric():>11} {'order':>6} {'succ':>6} {'energy err':>11}"
+            f" {'order':>6} {'atoms':>5} {'atom mass err':>13} {'steps':>7} {'wall s':>7}")
+    rows, spec = [head, cols], (("distance", 11, ".3e"), ("order", 6, ".2f"), ("successive_order", 6, ".2f"),
+                                ("energy_error", 11, ".3e"), ("energy_order", 6, ".2f"))
+    for k, value in enumerate(ladder.values):
+        cells = " ".join(_cell(data[key][k], w, f) for key, w, f in spec)
+        rows.append(f"{value:>10g} {cells} {data['n_atoms'][k]:>5d} "
+                    f"{_cell(data['atom_mass_error'][k], 13, '.3e')} {data['steps'][k]:>7d} "
+                    f"{data['wall_time'][k]:>7.2f}")
+    return "\n".join(rows)
+
+
+def to_dataset(ladders: Sequence[Ladder], tables: Sequence[dict[str, np.ndarray]]) -> Any:
+    """xarray Dataset: variables ``<space|time>_<quantity>`` on dims ``resolution`` / ``dt``
+    (``successive[k] = d(run k, run k + 1)``; atom masses matched to the reference atoms)."""
+    import xarray as xr
+
+    ds = xr.Dataset()
+    for lad, data in zip(ladders, tables):
+        ds = ds.assign_coords({lad.dim: lad.values.astype(int if lad.dim == "resolution" else float)})
+        for key, value in data.items():
+            dims = (lad.dim, f"{lad.name}_atom") if key == "atom_mass" else (lad.dim,)
+            ds[f"{lad.name}_{key}"] = (dims, value)
+        pos = lad.runs[-1].diagnostics.atom_position
+        ds[f"{lad.name}_reference_atom_position"] = ((f"{lad.name}_atom", "xyz")[:pos.ndim], pos)
+        ds.attrs[f"{lad.name}_metric"] = lad.metric()
+        ds.attrs[f"{lad.name}_ratio"] = lad.ratio
+        ds.attrs[f"{lad.name}_design_order"] = lad.design_order or "exponential"
+        ds.attrs[f"{lad.name}_config_text"] = lad.runs[-1].config.text
+    ds.attrs["description"] = "errors against the finest run of each ladder (solvers/converge.py)"
+    return ds
+
+
+def plot_ladders(ladders: Sequence[Ladder], tables: Sequence[dict[str, np.ndarray]]) -> Any:
+    """Log-log error plots (one panel per ladder) with reference slopes; a matplotlib Figure."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(5.5 * len(ladders), 4.2), layout="constrained")
+    for ax, lad, data in zip(fig.subplots(1, len(ladders), squeeze=False)[0], ladders, tables):
+        x = lad.values
+        for key, style, label in (("distance", "o-", lad.metric()), ("energy_error", "s--", "|E - E_ref|"),
+                                  ("atom_mass_error", "^:", "atom mass error")):
+            ok = np.isfinite(data[key]) & (data[key] > 0)
+            if ok.any():
+                ax.loglog(x[ok], data[key][ok], style, label=label)
+        ok = np.isfinite(data["distance"]) & (data["distance"] > 0)
+        sign = 1 - 2 * (lad.dim == "resolution")
+        for p in lad.slopes if ok.any() else ():  # through the coarsest error
+            h = (x[:-1] + lad.offset) / (x[ok][0] + lad.offset)
+            ax.loglog(x[:-1], data["distance"][ok][0] * h ** (sign * p), "k:", lw=0.8,
+                      alpha=0.4 + 0.15 * p, label=f"slope {sign * p:+g}")
+        ax.set(xlabel=lad.dim, ylabel="error against the finest run",
+               title=f"{lad.name}: {lad.runs[-1].config.time.scheme}, T = {lad.runs[-1].config.time.t_end:g}")
+        ax.legend(fontsize=8)
+    return fig
+
+
+def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Add ``converge`` to the ``meanfield`` subcommands."""
+    p = subparsers.add_parser("converge", help="refinement ladders in space and time: errors "
+                              "against the finest run and observed orders")
+    p.add_argument("config", metavar="CONFIG.toml")
+    p.add_argument("--resolutions", help="space ladder, e.g. 64,128,256 (constant factor)")
+    p.add_argument("--dts", help="time ladder at the finest resolution, e.g. 0.02,0.01,0.005")
+    p.add_argument("--t", type=float, dest="t_end", help="final time T (default time.t_end)")
+    p.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
+                   help="override a config value (TOML syntax), repeatable")
+    p.add_argument("-o", "--output", metavar="OUT_PREFIX",
+                   help="writes OUT_PREFIX.nc and OUT_PREFIX.png (default output/converge_<config>)")
+    p.set_defaults(func=run_command)
+    return p
+
+
+def run_command(args: argparse.Namespace) -> int:
+    """``meanfield converge``: run the ladders, print the tables, write the NetCDF and PNG."""
+    if not Path(args.config).is_file():  # one-line error, as the other commands
+        raise ConfigError("config", f"file not found: {args.config}")
+    ladders = converge(Path(args.config), args.resolutions or (), args.dts or (), args.t_end, args.set)
+    tables = [lad.table() for lad in ladders]
+    print("\n\n".join(format_table(lad, data) for lad, data in zip(ladders, tables)))
+    prefix = Path(args.output or f"output/converge_{Path(args.config).stem}")
+    prefix.parent.mkdir(parents=True, exist_ok=True)
+    nc, png = prefix.with_name(prefix.name + ".nc"), prefix.with_name(prefix.name + ".png")
+    to_dataset(ladders, tables).to_netcdf(nc)
+    plot_ladders(ladders, tables).savefig(png, dpi=120)
+    print(f"wrote {nc} and {png}")
+    return 0
