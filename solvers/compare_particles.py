@@ -1,0 +1,329 @@
+"""``meanfield compare-particles``: the PDE density against the particle model, as n grows.
+
+The PDE (:func:`solvers.simulation.simulate`) runs once; the particle model
+(:mod:`solvers.particles`) runs for every n from particles placed on the PDE's initial density.
+At each time we report
+
+- S^1: the exact Wasserstein-1 distance (:mod:`solvers.wasserstein`) between the PDE's
+  piecewise-constant density and the particle measure;
+- S^1 and S^2: the kernel distance ``sqrt(<K(mu - nu), mu - nu>)``, from the moments of both
+  measures (paper Lemma 5.1, MATH.md 2): S^1 ``sum_k I_k(beta) |mu_k - nu_k|^2`` with
+  ``mu_k = int e^{-ik theta} dmu``; S^2 ``sum_lm lambda_l |mu_lm - nu_lm|^2`` with
+  ``mu_lm = int conj(Y_lm) dmu``; both times ``exp(-beta)`` for ``exp_shifted``. Degrees stop at
+  the kernel bandwidth j* (S^1) or lmax (S^2): the dropped terms are below 1e-16 of lambda_0.
+
+and the observed rate: the least-squares slope of ``log distance`` against ``log n``
+(quantile placement: O(1/n) initially, ``pi M / (2 n)`` in W1; sampling: O(n^{-1/2})).
+
+Default times: the PDE advances along ``t_k = 2^{k/2} / 64`` until its atom detector first
+finds an atom (``t_c``; or ``time.t_end``); the times are ``t_c / 4, t_c / 2, t_c``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+import time as wallclock
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from solvers.config import ConfigError, check_resolution, load_config
+from solvers.params import RunConfig
+from solvers.particles import PLACEMENTS, ParticleRun, circle_angles, run_particles
+
+TWO_PI = 2.0 * np.pi
+
+
+# --------------------------------------------------------------------------- PDE
+
+
+@dataclasses.dataclass
+class PdeStates:
+    """PDE states at ``times`` (S^1: cell averages (N,); S^2: grid values) and the cost."""
+
+    times: list[float]
+    rho: list[np.ndarray]
+    wall_time: float = 0.0
+    steps: int = 0
+
+
+class PdeRunner:
+    """Advances one PDE run piecewise (the resume path of :func:`simulate`)."""
+
+    def __init__(self, config: RunConfig) -> None:
+        from solvers.initial import initial_density
+
+        time = dataclasses.replace(config.time, stop_when_stationary=False)
+        out = dataclasses.replace(config.output, progress=False)
+        self.config = dataclasses.replace(config, time=time, output=out)
+        self.rho, self.t, self.steps, self.dt = initial_density(config), 0.0, 0, None
+        self.wall, self.n_atoms = 0.0, 0
+
+    def advance(self, t1: float) -> np.ndarray:
+        """Advance to ``t1 >= t``; return a copy of the state (:func:`cell_averages` on S^1)."""
+        from solvers.simulation import simulate
+
+        if t1 > self.t:
+            cfg = dataclasses.replace(self.config, time=dataclasses.replace(
+                self.config.time, t_end=t1), output=dataclasses.replace(
+                self.config.output, snapshot_interval=t1 - self.t))
+            res = simulate(cfg, self.rho, t0=self.t, step0=self.steps, dt0=self.dt)
+            self.rho, self.t, self.steps = res.final.rho, res.final.t, res.n_steps
+            self.dt, self.wall = res.final.dt, self.wall + res.wall_time
+            self.n_atoms = int(res.final.diagnostics.n_atoms)
+        fresh = self.steps == 0  # initial cell averages, not yet the scheme's own state
+        return self.rho.copy() if fresh else cell_averages(self.config, self.rho)
+
+
+def pde_states(config: RunConfig, times: list[float] | None = None) -> PdeStates:
+    """PDE states at ``times`` (sorted), or at the default times (module docstring)."""
+    runner = PdeRunner(config)
+    if times is not None:
+        rho = [runner.advance(t) for t in times]
+        return PdeStates(list(times), rho, runner.wall, runner.steps)
+    grid, states, k = [], [], 0
+    while True:
+        t = min(2.0 ** (k / 2.0) / 64.0, config.time.t_end)
+        grid.append(t)
+        states.append(runner.advance(t))
+        if runner.n_atoms >= 1 or t >= config.time.t_end:
+            break
+        k += 1
+    pick = sorted({max(len(grid) - 1 - j, 0) for j in (4, 2, 0)})
+    return PdeStates([grid[i] for i in pick], [states[i] for i in pick], runner.wall, runner.steps)
+
+
+def cell_averages(config: RunConfig, rho: np.ndarray) -> np.ndarray:
+    """A scheme state as non-negative cell averages on S^1 (spectral: point values -> averages).
+
+    S^2 states and fv states are returned as they are (a copy).
+    """
+    if config.time.scheme != "spectral" or config.domain.manifold != "S1":
+        return rho.copy()
+    n = rho.size
+    avg = np.fft.irfft(np.fft.rfft(rho) * np.sinc(np.arange(n // 2 + 1) / n), n=n)
+    clipped = np.maximum(avg, 0.0)  # spectral overshoots: W1 needs a non-negative density
+    return clipped * (avg.sum() / clipped.sum())
+
+
+# --------------------------------------------------------------------------- distances
+
+
+def log_kernel_factor(config: RunConfig, degrees: np.ndarray, dim: int) -> np.ndarray:
+    """``log`` of the per-degree weights of ``<K nu, nu>`` (S^1: ``I_k``; S^2: ``lambda_l``)."""
+    from spectral import kernel_eigenvalues
+
+    shift = -config.model.beta if config.model.kernel == "exp_shifted" else 0.0
+    log_lam = kernel_eigenvalues(config.model.beta, degrees, dim, log=True)
+    return log_lam + shift - (np.log(TWO_PI) if dim == 2 else 0.0)
+
+
+def circle_kernel_distance(config: RunConfig, rho: np.ndarray, theta: np.ndarray,
+                           w: np.ndarray) -> float:
+    """``sqrt(<K(mu - nu), mu - nu>)``: grid density ``rho`` (N,) against atoms ``(theta, w)`` (n,).
+
+    ``K = sum_k I_k(beta) e^{ik(x - y)}``, so the form is ``sum_k I_k |mu_k - nu_k|^2``
+    (``k`` from -j* to j*; ``mu_k`` of the piecewise-constant density: cell mass times
+    ``e^{-ik theta_i} sinc(k / N)``).
+    """
+    from spectral import kernel_bandwidth
+
+    n = rho.size
+    k = np.arange(kernel_bandwidth(config.model.beta, 2) + 1)
+    cells = TWO_PI * np.arange(n) / n
+    mu = np.exp(-1j * np.outer(k, cells)) @ (rho * TWO_PI / n) * np.sinc(k / n)
+    nu = np.exp(-1j * np.outer(k, theta)) @ w
+    mult = np.where(k == 0, 1.0, 2.0) * np.exp(log_kernel_factor(config, k, 2))
+    return float(np.sqrt(max(mult @ np.abs(mu - nu) ** 2, 0.0)))
+
+
+def sphere_kernel_distance(config: RunConfig, rho: np.ndarray, x: np.ndarray,
+                           w: np.ndarray, chunk: int = 2048) -> float:
+    """``sqrt(sum_lm lambda_l |mu_lm - nu_lm|^2)`` on S^2 (``m < 0`` by symmetry: factor 2).
+
+    ``mu_lm``: Gauss analysis of the grid state (exact moments of the cell masses placed at
+    the cell centres, :mod:`solvers.sphere_grid`); ``nu_lm = sum_i w_i conj(Y_lm(x_i))``.
+    """
+    from spectral.sphere import SphereBasis
+
+    basis = SphereBasis(config.domain.resolution)
+    mu = basis.forward(rho)
+    theta = np.arccos(np.clip(x[:, 2], -1.0, 1.0))
+    phi = np.arctan2(x[:, 1], x[:, 0])
+    nu = np.zeros(basis.nlm, dtype=complex)
+    for i in range(0, x.shape[0], chunk):
+        nu += np.conj(basis.harmonics(theta[i:i + chunk], phi[i:i + chunk])).T @ w[i:i + chunk]
+    lam = np.exp(log_kernel_factor(config, np.arange(basis.lmax + 1), 3))
+    mult = np.where(basis.orders == 0, 1.0, 2.0) * lam[basis.degrees]
+    return float(np.sqrt(max(mult @ np.abs(mu - nu) ** 2, 0.0)))
+
+
+def distances(config: RunConfig, rho: np.ndarray, x: np.ndarray,
+              w: np.ndarray) -> tuple[float, float]:
+    """``(W1, kernel distance)`` between a PDE state and particles ``x`` (n, d), ``w`` (n,).
+
+    ``rho``: S^1 cell averages (N,) (see :func:`cell_averages`) or the S^2 grid state. W1 is
+    NaN on S^2.
+    """
+    if config.domain.manifold == "S2":
+        return float("nan"), sphere_kernel_distance(config, rho, x, w)
+    from solvers.wasserstein import grid_density, particles, w1
+
+    theta = circle_angles(x)
+    mass = float(np.sum(rho)) * TWO_PI / rho.size
+    nu = particles(theta, w * (mass / w.sum()))  # identical masses up to the PDE's round-off
+    return w1(grid_density(rho), nu), circle_kernel_distance(config, rho, theta, w)
+
+
+def fit_rate(sizes: np.ndarray, values: np.ndarray) -> float:
+    """Least-squares slope of ``log value`` against ``log n`` (NaN with < 2 positive values)."""
+    ok = np.isfinite(values) & (values > 0)
+    if ok.sum() < 2:
+        return float("nan")
+    return float(np.polyfit(np.log(sizes[ok]), np.log(values[ok]), 1)[0])
+
+
+# --------------------------------------------------------------------------- comparison
+
+
+def compare(config: RunConfig, sizes: list[int], times: list[float] | None = None, *,
+            placement: str = "quantiles", seed: int = 0, dt: float | None = None,
+            cfl: float = 0.2, log=None) -> Any:
+    """Run the PDE once and the particles for every n; return the report as an xarray Dataset.
+
+    Returns
+    -------
+    xarray.Dataset
+        Dims ``(n, time)``: ``w1``, ``kernel_distance``, ``particle_energy``; ``(n,)``:
+        ``wall_time``, ``n_steps``, ``dt``; ``(time,)``: ``w1_rate``, ``kernel_rate``.
+        Attributes: the PDE's wall time, steps and scheme, the placement, the config text.
+    """
+    pde = pde_states(config, sorted(times) if times else None)
+    if log:
+        log(f"PDE ({config.time.scheme}, resolution {config.domain.resolution}) to "
+            f"t = {pde.times[-1]:g}: {pde.wall_time:.2f} s, {pde.steps} steps")
+    rows = []
+    for n in sizes:
+        run = run_particles(config, n, pde.times, placement=placement, seed=seed, dt=dt, cfl=cfl)
+        dist = np.array([distances(config, rho, run.x[j], run.weights)
+                         for j, rho in enumerate(pde.rho)])  # (time, 2)
+        rows.append((dist, run))
+        if log:
+            log(f"particles n = {n}: {run.wall_time:.2f} s, {run.n_steps} steps")
+    ds = report_dataset(sizes, pde.times, rows)
+    ds.attrs.update(manifold=config.domain.manifold, resolution=config.domain.resolution,
+                    scheme=config.time.scheme, pde_wall_time=pde.wall_time, pde_steps=pde.steps,
+                    placement=placement, seed=seed, cfl=cfl, config_text=config.text,
+                    integrator="RK4 on y' = V(y/|y|), retraction x/|x| after each step")
+    return ds
+
+
+def report_dataset(sizes: list[int], times: list[float],
+                   rows: list[tuple[np.ndarray, ParticleRun]]) -> Any:
+    """Dataset with dims (n, time) from per-n ``(distances (time, 2), run)`` pairs."""
+    import xarray as xr
+
+    dist = np.stack([d for d, _ in rows])  # (n, time, 2)
+    n_arr = np.asarray(sizes, dtype=float)
+
+    def rate(v: np.ndarray) -> list[float]:
+        return [fit_rate(n_arr, v[:, j]) for j in range(len(times))]
+
+    return xr.Dataset(
+        {"w1": (("n", "time"), dist[..., 0]), "kernel_distance": (("n", "time"), dist[..., 1]),
+         "particle_energy": (("n", "time"), np.stack([r.energy for _, r in rows])),
+         "wall_time": ("n", [r.wall_time for _, r in rows]),
+         "n_steps": ("n", [r.n_steps for _, r in rows]), "dt": ("n", [r.dt for _, r in rows]),
+         "w1_rate": ("time", rate(dist[..., 0])), "kernel_rate": ("time", rate(dist[..., 1]))},
+        coords={"n": np.asarray(sizes), "time": np.asarray(times, dtype=float)})
+
+
+def format_table(ds: Any) -> str:
+    """The report as text: one row per n (wall time, steps, distance per time), then the rates."""
+    times = ds["time"].values
+    heads = [f"t={t:.4g}" for t in times]
+    lines = [(f"PDE: {ds.attrs['scheme']} resolution {ds.attrs['resolution']} "
+              f"({ds.attrs['manifold']}), {ds.attrs['pde_wall_time']:.2f} s; particles: "
+              f"{ds.attrs['placement']} placement, RK4")]
+    names = (("w1", "W1(PDE, particles)", "w1_rate"),
+             ("kernel_distance", "sqrt(<K(mu-nu), mu-nu>)", "kernel_rate"))
+    for var, title, rate in names:
+        if not np.any(np.isfinite(ds[var].values)):
+            continue
+        lines += ["", title, f"{'n':>8} {'wall (s)':>9} {'steps':>6} "
+                  + " ".join(f"{h:>11}" for h in heads)]
+        for i, n in enumerate(ds["n"].values):
+            vals = " ".join(f"{v:11.3e}" for v in ds[var].values[i])
+            lines.append(f"{n:8d} {ds['wall_time'].values[i]:9.2f} "
+                         f"{ds['n_steps'].values[i]:6d} {vals}")
+        lines.append(f"{'slope':>8} {'':>9} {'':>6} "
+                     + " ".join(f"{v:11.2f}" for v in ds[rate].values))
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------- command line
+
+
+def parse_list(text: str, kind: type, name: str) -> list:
+    """``"1,2,3"`` -> ``[1, 2, 3]`` (positive values); ValueError naming the option."""
+    try:
+        values = [kind(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise ValueError(f"{name}: expected comma-separated numbers, e.g. 100,1000 "
+                         f"(got {text!r})") from None
+    if not values or any(not np.isfinite(v) or v < (1 if kind is int else 0) for v in values):
+        raise ValueError(f"{name}: values must be {'>= 1' if kind is int else '>= 0'} (got {text!r})")
+    return values
+
+
+def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Register ``meanfield compare-particles`` on an ``argparse`` subparsers object."""
+    p = subparsers.add_parser(
+        "compare-particles", help="compare the PDE with the particle model as n grows",
+        description="Run the PDE once and the particle model for each n; report W1 (S^1) and "
+                    "the kernel distance at the given times, the rate in n and wall times.")
+    p.add_argument("config", metavar="CONFIG.toml")
+    p.add_argument("--n", default="100,1000,10000", help="particle counts (default 100,1000,10000)")
+    p.add_argument("--times", help="comma-separated times (default: t_c/4, t_c/2, t_c with t_c "
+                                   "the first atom of the PDE)")
+    p.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
+                   help="override a config value (TOML syntax), repeatable")
+    p.add_argument("--placement", choices=PLACEMENTS, default="quantiles",
+                   help="initial particles: CDF quantiles (default) or random draws")
+    p.add_argument("--seed", type=int, default=0, help="seed for --placement sample (0)")
+    p.add_argument("--dt", type=float, help="fixed particle step (default cfl / Lipschitz bound)")
+    p.add_argument("--cfl", type=float, default=0.2, help="particle step factor (0.2)")
+    p.add_argument("-o", "--output", metavar="OUT.nc", help="write the report as NetCDF")
+    p.set_defaults(func=run_command)
+    return p
+
+
+def run_command(args: argparse.Namespace) -> int:
+    """``meanfield compare-particles``: user errors print one line ``error: ...`` and return 2."""
+    try:
+        sizes = parse_list(args.n, int, "--n")
+        times = parse_list(args.times, float, "--times") if args.times else None
+        if args.output and not str(args.output).endswith(".nc"):
+            raise ValueError(f"--output: must end in .nc (got {args.output})")
+        if (args.dt is not None and not args.dt > 0) or not args.cfl > 0:
+            raise ValueError("--dt and --cfl: must be positive")
+        config = load_config(Path(args.config), args.set)
+        check_resolution(config)
+        start = wallclock.perf_counter()
+        ds = compare(config, sizes, times, placement=args.placement, seed=args.seed, dt=args.dt,
+                     cfl=args.cfl, log=lambda s: print(s, file=sys.stderr))
+    except FileNotFoundError as err:
+        print(f"error: file not found: {err.filename or err}", file=sys.stderr)
+        return 2
+    except (ConfigError, ValueError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    print(format_table(ds))
+    print(f"total {wallclock.perf_counter() - start:.1f} s")
+    if args.output:
+        ds.to_netcdf(args.output)
+        print(f"wrote {args.output}")
+    return 0
