@@ -1,0 +1,374 @@
+"""Parameter sweeps: the cartesian product of parameter values, run in parallel on dask.
+
+``meanfield sweep CONFIG --param model.beta=0.5,1,5 [--param ...] [-o DIR]`` runs every
+combination in its own archive ``DIR/<name>.nc`` (``name`` from the values, e.g.
+``beta-0.5`` or ``beta-5_activation-gelu``) on a ``dask.distributed`` cluster: a
+``LocalCluster`` of ``--workers`` single-threaded processes (default: one per core), or an
+existing scheduler (``--scheduler ADDRESS``; its workers must import ``solvers`` and see DIR).
+
+- Values: ``--param key=v1,v2,...`` (TOML values, bare words as strings; commas inside
+  ``[...]`` or quotes do not split; ``a..b`` is the integer range a, a+1, ..., b).
+- ``initial.seed=S`` (sweep only, not a config key): the uniform initial density becomes
+  ``(1 - eps) / |S| + eps * (8 von Mises (S^2: von Mises-Fisher) bumps, kappa = 20, random
+  centres and weights from numpy's ``default_rng(S)``)``, ``eps = --perturbation`` (default
+  0.05). A seeded ``initial.modes`` list would do for S^2 harmonics, but on S^1 the modes are
+  cosines only: every such perturbation is even in theta and its atoms mirror-symmetric.
+- ``perceptron.activation=none`` drops the perceptron weights of the base config.
+- Failures (bad value, a grid too coarse for the kernel, a diverging run) are reported per run
+  with their one-line message; the others go on. ``--auto-resolution`` raises N (S^2: lmax)
+  to the smallest value :func:`solvers.config.check_resolution` accepts instead of failing.
+- A finished run (stopped at ``t_end`` or as stationary) leaves ``DIR/<name>.done.json`` (the
+  stop reason, time, wall time, atoms sorted by mass, and a digest of its configuration).
+  Re-running the sweep skips runs whose sidecar matches their configuration; every other run
+  (no sidecar: killed or failed; ``max_steps``; changed configuration) restarts from scratch.
+- ``DIR/summary.nc``: one dimension per swept parameter (named by its key, ``beta``, or
+  ``model__beta`` when two keys share a name) plus ``atom``: ``n_atoms``, ``atom_mass``
+  (sorted descending, NaN padded), ``atom_position``, ``max_atom_mass``, ``energy``,
+  ``mass``, ``t_final``, ``n_steps``, ``wall_time``, ``reason`` (``t_end``, ``stationary``,
+  ``max_steps``, ``failed``, ``not run``), ``error``, ``name``. NaN where a run has no result.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import dataclasses
+import hashlib
+import itertools
+import json
+import logging
+import os
+import re
+import sys
+import warnings
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from solvers.config import (ConfigError, apply_overrides, build_config, check_keys,
+                            check_resolution, dump_toml, parse_override, show, tomllib)
+from solvers.params import RunConfig, flatten
+from solvers.sweep_summary import (FINISHED, build_summary, describe, done_path, failure,
+                                   finished_record, result_record, write_dataset, write_done)
+
+SEED_KEY = "initial.seed"
+DEFAULT_PERTURBATION = 0.05
+PERTURBATION_BUMPS, PERTURBATION_KAPPA = 8, 20.0
+EXIT_USAGE, EXIT_FAILED, EXIT_INTERRUPTED = 2, 1, 130
+
+
+class SweepError(ValueError):
+    """A user error in the sweep's arguments (one line)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class SweepParam:
+    """One swept key: ``raw`` the value texts as given, ``values`` parsed (TOML or bare)."""
+
+    key: str
+    raw: tuple[str, ...]
+    values: tuple[Any, ...]
+
+
+@dataclasses.dataclass(frozen=True)
+class SweepPoint:
+    """One run of the grid: its name, grid index and ``key=value`` items."""
+
+    name: str
+    index: tuple[int, ...]
+    items: tuple[str, ...]
+
+
+def split_values(text: str) -> list[str]:
+    """Split at commas outside brackets and quotes; expand integer ranges ``a..b``."""
+    parts, depth, quote, start = [], 0, "", 0
+    for i, ch in enumerate(text + ","):
+        if quote:
+            quote = "" if ch == quote else quote
+        elif ch in "\"'":
+            quote = ch
+        elif ch in "[]":
+            depth += 1 if ch == "[" else -1
+        elif ch == "," and depth == 0:
+            parts.append(text[start:i].strip())
+            start = i + 1
+    out: list[str] = []
+    for part in parts:
+        span = re.fullmatch(r"(-?\d+)\.\.(-?\d+)", part)
+        out += [str(v) for v in range(int(span[1]), int(span[2]) + 1)] if span else [part]
+    return out
+
+
+def parse_param(item: str) -> SweepParam:
+    """Parse ``section.key=v1,v2,...`` (the ``--param`` syntax) into a :class:`SweepParam`."""
+    key, sep, text = item.partition("=")
+    raw = tuple(split_values(text)) if sep else ()
+    if not raw or "" in raw:
+        raise SweepError(f"--param {item!r}: expected section.key=v1,v2,... (no empty values)")
+    values = tuple(parse_override(f"{key.strip()}={r}")[2] for r in raw)
+    if len({json.dumps(v) for v in values}) != len(values):
+        raise SweepError(f"--param {key.strip()}: repeated value in {text}")
+    if key.strip() == SEED_KEY and not all(isinstance(v, int) and v >= 0 for v in values):
+        raise SweepError(f"--param {SEED_KEY}: seeds must be integers >= 0 (got {text})")
+    return SweepParam(key.strip(), raw, values)
+
+
+def dim_names(params: Sequence[SweepParam]) -> list[str]:
+    """Summary dimension per parameter: the key's last part, ``section__key`` if shared."""
+    short = [p.key.rsplit(".", 1)[-1] for p in params]
+    names = [s if short.count(s) == 1 else p.key.replace(".", "__") for s, p in zip(short, params)]
+    if len(set(names)) != len(names) or "atom" in names:
+        raise SweepError(f"--param: each key may be swept once (got {[p.key for p in params]})")
+    return names
+
+
+def _safe(value: Any, raw: str) -> str:
+    text = value if isinstance(value, str) else raw
+    return re.sub(r"[^A-Za-z0-9.+-]+", "_", text).strip("_.") or "_"
+
+
+def sweep_points(params: Sequence[SweepParam]) -> list[SweepPoint]:
+    """The cartesian product of the parameters, with filesystem-safe unique names."""
+    dims = dim_names(params)
+    grids = [range(len(p.raw)) for p in params]
+    points = [SweepPoint("_".join(f"{d}-{_safe(p.values[i], p.raw[i])}"
+                                  for d, p, i in zip(dims, params, index)),
+                         index, tuple(f"{p.key}={p.raw[i]}" for p, i in zip(params, index)))
+              for index in itertools.product(*grids)]
+    if len({p.name for p in points}) != len(points):
+        raise SweepError("two parameter values give the same run name: use distinct values")
+    return points
+
+
+def perturbation(seed: int, manifold: str, eps: float) -> dict[str, Any]:
+    """``[initial]`` table of the seeded perturbation of the uniform density (module doc)."""
+    if not 0.0 <= eps < 1.0:
+        raise SweepError(f"--perturbation must be in [0, 1) (got {eps:g})")
+    rng = np.random.default_rng(seed)
+    k = PERTURBATION_BUMPS
+    if manifold == "S1":
+        centers = [0.0] + (2.0 * np.pi * rng.random(k)).tolist()
+    else:
+        vectors = rng.normal(size=(k, 3))
+        centers = [[0.0, 0.0, 1.0]] + (vectors / np.linalg.norm(vectors, axis=1)[:, None]).tolist()
+    weights = rng.random(k)
+    return {"kind": "von_mises", "centers": centers, "kappas": [0.0] + [PERTURBATION_KAPPA] * k,
+            "weights": [1.0 - eps] + (eps * weights / weights.sum()).tolist()}
+
+
+def minimum_resolution(config: RunConfig) -> int:
+    """Smallest resolution :func:`check_resolution` accepts (S^1: a multiple of 32)."""
+    from spectral import kernel_bandwidth
+
+    s1 = config.domain.manifold == "S1"
+    jstar = int(kernel_bandwidth(config.model.beta, 2 if s1 else 3))
+    return 32 * -(-3 * jstar // 32) if s1 else jstar
+
+
+def point_config(base: dict[str, Any], items: Sequence[str], archive: Path,
+                 auto_resolution: bool = False, eps: float = DEFAULT_PERTURBATION) -> RunConfig:
+    """The validated configuration of one run: ``base`` (parsed TOML) with ``items`` applied.
+
+    Raises ConfigError (bad value; resolution too coarse without ``auto_resolution``).
+    """
+    doc = copy.deepcopy(base)
+    check_keys(doc)
+    seeds = [parse_override(i)[2] for i in items if i.partition("=")[0] == SEED_KEY]
+    apply_overrides(doc, [i for i in items if i.partition("=")[0] != SEED_KEY]
+                    + [f"output.path={show(str(archive), 0)}", "output.progress=false"])
+    if seeds:
+        if doc.get("initial", {}).get("kind", "uniform") != "uniform":
+            raise ConfigError(SEED_KEY, "perturbs a uniform start: use initial.kind = \"uniform\"")
+        doc["initial"] = {"mass": doc["initial"]["mass"]} if "mass" in doc.get("initial", {}) else {}
+        doc["initial"].update(perturbation(seeds[0], doc.get("domain", {}).get("manifold", "S1"),
+                                           eps))
+    if doc.get("perceptron", {}).get("activation") == "none":
+        doc["perceptron"] = {"activation": "none"}
+    config = build_config(doc, "# sweep: " + " ".join(items) + "\n" + dump_toml(doc))
+    try:
+        check_resolution(config)
+    except ConfigError:
+        if not auto_resolution:
+            raise
+        doc.setdefault("domain", {})["resolution"] = minimum_resolution(config)
+        config = build_config(doc, "# sweep: " + " ".join(items) + " (auto resolution)\n"
+                              + dump_toml(doc))
+    return config
+
+
+def config_digest(config: RunConfig) -> str:
+    """Digest of everything but ``output.*`` and the text: equal digests, equal runs."""
+    flat = {k: v for k, v in flatten(config).items() if k != "text" and not k.startswith("output.")}
+    return hashlib.sha256(json.dumps(flat, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def run_point(config: RunConfig, archive: str, name: str, digest: str) -> dict[str, Any]:
+    """Run one configuration into ``archive`` (on a worker); return its summary record.
+
+    Never raises for a failing run: the record then has ``reason = "failed"`` and ``error``
+    the last line of the traceback. The sidecar is written only for finished runs.
+    """
+    from solvers.archive import ArchiveWriter
+    from solvers.cli import grid_arrays
+    from solvers.initial import initial_density
+    from solvers.simulation import simulate
+
+    path = Path(archive)
+    done_path(path).unlink(missing_ok=True)
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            rho0 = initial_density(config)
+            theta, weight, phi = grid_arrays(config)
+            with ArchiveWriter(path, config, theta, weight, phi=phi, overwrite=True) as writer:
+                result = simulate(config, rho0, trackers=[writer.write_snapshot])
+    except Exception as err:  # noqa: BLE001 (reported per run, never lost)
+        return failure(name, err, archive)
+    record = result_record(result, name, archive, digest)
+    record["warnings"] = sorted({str(w.message) for w in caught})
+    if record["reason"] in FINISHED:
+        write_done(path, record)
+    return record
+
+
+@contextmanager
+def dask_client(scheduler: str | None = None, workers: int | None = None,
+                processes: bool = True) -> Iterator[Any]:
+    """A ``dask.distributed.Client``: of ``scheduler``, or of a new ``LocalCluster``."""
+    from dask.distributed import Client, LocalCluster
+
+    if scheduler:
+        with Client(scheduler) as client:
+            yield client
+        return
+    with LocalCluster(n_workers=workers or os.cpu_count() or 1, threads_per_worker=1,
+                      processes=processes, dashboard_address=None,
+                      silence_logs=logging.ERROR) as cluster, Client(cluster) as client:
+        yield client
+
+
+def run_sweep(config: str | Path, params: Sequence[SweepParam], outdir: str | Path, *,
+              overrides: Sequence[str] = (), client: Any = None, scheduler: str | None = None,
+              workers: int | None = None, processes: bool = True, auto_resolution: bool = False,
+              eps: float = DEFAULT_PERTURBATION, echo: Callable[[str], None] = print) -> Any:
+    """Run the sweep; write and return the summary (an :class:`xarray.Dataset`).
+
+    ``client``: an existing dask client (else one of :func:`dask_client`). Progress lines go
+    to ``echo``. The summary is written even when interrupted (unfinished runs: "not run").
+    """
+    outdir = Path(outdir)
+    outdir.mkdir(parents=True, exist_ok=True)
+    try:
+        base = tomllib.loads(Path(config).read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as err:
+        raise ConfigError("config", f"invalid TOML: {err}") from None
+    check_keys(base)  # unknown keys are usage errors, not failed runs
+    apply_overrides(copy.deepcopy(base), list(overrides) + [
+        f"{p.key}={p.raw[0]}" for p in params if p.key != SEED_KEY])
+    points = sweep_points(params)
+    records: dict[str, dict[str, Any]] = {}
+    todo: dict[str, tuple[RunConfig, str, str]] = {}
+    for point in points:
+        archive = (outdir / f"{point.name}.nc").resolve()
+        try:
+            cfg = point_config(base, list(overrides) + list(point.items), archive,
+                               auto_resolution, eps)
+        except ConfigError as err:
+            records[point.name] = failure(point.name, err)
+            echo(f"[{len(records)}/{len(points)}] {point.name}: {describe(records[point.name])}")
+            continue
+        digest = config_digest(cfg)
+        if (done := finished_record(archive, digest)) is not None:
+            records[point.name] = done
+            echo(f"[{len(records)}/{len(points)}] {point.name}: skipped (finished: "
+                 f"{done['reason']} at t={done['t_final']:.6g})")
+        else:
+            todo[point.name] = (cfg, str(archive), digest)
+    try:
+        if todo:
+            _execute(todo, records, len(points), client, scheduler, workers, processes, echo)
+    finally:
+        summary = build_summary(params, dim_names(params), points, records,
+                                base_text=Path(config).read_text(encoding="utf-8"))
+        write_dataset(summary, outdir / "summary.nc")
+    return summary
+
+
+def _execute(todo: dict[str, tuple[RunConfig, str, str]], records: dict[str, dict[str, Any]],
+             total: int, client: Any, scheduler: str | None, workers: int | None,
+             processes: bool, echo: Callable[[str], None]) -> None:
+    """Submit the runs of ``todo`` and collect their records as they finish."""
+    from dask.distributed import as_completed
+
+    with (dask_client(scheduler, workers, processes) if client is None else _same(client)) as c:
+        futures = {c.submit(run_point, cfg, archive, name, digest, pure=False): name
+                   for name, (cfg, archive, digest) in todo.items()}
+        try:
+            for future in as_completed(futures):
+                name = futures[future]
+                try:
+                    records[name] = future.result()
+                except Exception as err:  # noqa: BLE001 (the worker died, or the task failed)
+                    records[name] = failure(name, err, todo[name][1])
+                echo(f"[{len(records)}/{total}] {name}: {describe(records[name])}")
+        finally:
+            c.cancel(list(futures))
+
+
+@contextmanager
+def _same(client: Any) -> Iterator[Any]:
+    yield client
+
+
+def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Add ``meanfield sweep`` to the CLI's subparsers (sets ``func=run_command``)."""
+    p = subparsers.add_parser("sweep", help="run a parameter sweep in parallel (dask)",
+                              description="Run the cartesian product of --param values, one "
+                              "archive per run, and write DIR/summary.nc.")
+    p.add_argument("config", metavar="CONFIG.toml")
+    p.add_argument("--param", action="append", default=[], metavar="SECTION.KEY=V1,V2,...",
+                   help="values to sweep (repeatable: the cartesian product); initial.seed=0..9 "
+                        "perturbs a uniform start")
+    p.add_argument("-o", "--output", metavar="DIR",
+                   help="output folder (default output/sweeps/<config name>)")
+    p.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
+                   help="override a config value for every run (TOML syntax), repeatable")
+    p.add_argument("--scheduler", metavar="ADDRESS", help="use a running dask scheduler")
+    p.add_argument("--workers", type=int, help="LocalCluster processes (default: number of cores)")
+    p.add_argument("--auto-resolution", action="store_true",
+                   help="raise domain.resolution to the smallest accepted for each beta")
+    p.add_argument("--perturbation", type=float, default=DEFAULT_PERTURBATION, metavar="EPS",
+                   help=f"initial.seed: mass in the random bumps (default {DEFAULT_PERTURBATION})")
+    p.set_defaults(func=run_command)
+    return p
+
+
+def run_command(args: argparse.Namespace) -> int:
+    """``meanfield sweep``: 0 if every run finished, 1 if some failed, 2 on bad arguments."""
+    try:
+        if not args.param:
+            raise SweepError("sweep needs at least one --param section.key=v1,v2,...")
+        if args.workers is not None and args.workers < 1:
+            raise SweepError(f"--workers must be >= 1 (got {args.workers})")
+        if not Path(args.config).is_file():
+            raise SweepError(f"config not found: {args.config}")
+        params = [parse_param(item) for item in args.param]
+        outdir = Path(args.output or Path("output/sweeps") / Path(args.config).stem)
+        summary = run_sweep(args.config, params, outdir, overrides=args.set,
+                            scheduler=args.scheduler, workers=args.workers,
+                            auto_resolution=args.auto_resolution, eps=args.perturbation,
+                            echo=lambda line: print(line, flush=True))
+    except (SweepError, ConfigError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("interrupted: finished runs are kept; re-run the same command to go on",
+              file=sys.stderr)
+        return EXIT_INTERRUPTED
+    failed = int((summary["reason"] == "failed").sum())
+    print(f"{summary['reason'].size - failed} of {summary['reason'].size} runs finished; "
+          f"summary: {outdir / 'summary.nc'}")
+    return EXIT_FAILED if failed else 0
