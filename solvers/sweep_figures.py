@@ -1,0 +1,208 @@
+"""Paper-style summary figures of parameter sweeps (``DIR/summary.nc`` of ``meanfield sweep``).
+
+- :func:`figure_atom_counts`: atom count at convergence against beta, several setups
+  overlaid and labelled (paper Fig. 4.7: ascent with and without ReLU, descent ReLU, GeLU).
+- :func:`figure_atom_masses`: every atom mass against sqrt(beta), with the Theorem 3.5
+  constant ``16/(16 + 3 e^{11/8}) = 0.5742`` as a horizontal line (paper Fig. 2).
+- :func:`figure_sensitivity`: final atoms of perturbed initial densities (a sweep over
+  ``initial.seed``), overlaid per setup (paper Fig. 4.8): S^1 one stem per atom at its
+  position with its mass as height, S^2 atoms on a longitude/colatitude map sized by mass.
+
+Each takes ``{label: summary dataset}``; a summary swept over further parameters gives one
+curve (or panel) per value of those, labelled ``label, key=value``. The functions build
+:class:`matplotlib.figure.Figure` objects without pyplot state.
+
+    meanfield sweep-figures DIR [DIR ...] [--label LABEL ...] [-o OUTDIR]
+
+writes ``sweep_atom_counts.png`` and ``sweep_atom_masses.png`` when a summary has a ``beta``
+dimension and ``sweep_sensitivity.png`` when one has a ``seed`` dimension.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import sys
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from matplotlib.figure import Figure
+
+from solvers.sweep_summary import THEOREM_3_5, open_summary
+
+RUN_DIMS = ("atom", "xyz")
+FIGURES = {"beta": ("sweep_atom_counts.png", "sweep_atom_masses.png"),
+           "seed": ("sweep_sensitivity.png",)}
+
+
+def load_summaries(sources: Sequence[str | Path | Any],
+                   labels: Sequence[str] | None = None) -> dict[str, Any]:
+    """``{label: dataset}`` from sweep folders, ``summary.nc`` paths or datasets.
+
+    Labels default to the folder names (``setup i`` for datasets).
+    """
+    if labels is not None and len(labels) != len(sources):
+        raise ValueError(f"{len(labels)} labels for {len(sources)} sweeps: give one per sweep")
+    out: dict[str, Any] = {}
+    for i, src in enumerate(sources):
+        is_path = isinstance(src, (str, Path))
+        path = Path(src) if is_path else None
+        default = (path if path.is_dir() else path.parent).name if path else f"setup {i + 1}"
+        label = labels[i] if labels is not None else default
+        if label in out:
+            label = f"{label} ({i + 1})"
+        out[label] = open_summary(src) if is_path else src
+    return out
+
+
+def slices(ds: Any, dim: str) -> Iterator[tuple[str, Any]]:
+    """``(suffix, sub-dataset)`` for each combination of the dimensions other than ``dim``."""
+    if dim not in ds.dims:
+        raise ValueError(f"summary has no {dim!r} dimension (dimensions: {list(ds.dims)})")
+    others = [d for d in ds["n_atoms"].dims if d != dim]
+    for values in itertools.product(*(ds[d].values for d in others)):
+        sel = dict(zip(others, values))
+        yield ", ".join(f"{k}={_text(v)}" for k, v in sel.items()), ds.sel(sel)
+
+
+def _text(value: Any) -> str:
+    return f"{value:g}" if isinstance(value, (float, np.floating)) else str(value)
+
+
+def _curves(summaries: Mapping[str, Any], dim: str) -> Iterator[tuple[str, Any]]:
+    for label, ds in summaries.items():
+        for suffix, sub in slices(ds, dim):
+            yield (f"{label}, {suffix}" if suffix else label), sub
+
+
+def figure_atom_counts(summaries: Mapping[str, Any], dim: str = "beta") -> Figure:
+    """Atom count at the end of each run against ``dim`` (log axis), one curve per setup."""
+    fig = Figure(figsize=(6.4, 4.2), layout="constrained")
+    ax = fig.add_subplot()
+    markers = itertools.cycle("osD^v<>p*")
+    for label, sub in _curves(summaries, dim):
+        ax.plot(sub[dim].values, sub["n_atoms"].values, marker=next(markers), label=label)
+    ax.set_xscale("log")
+    ax.set_xlabel(rf"$\{dim}$" if dim == "beta" else dim)
+    ax.set_ylabel("number of atoms at convergence")
+    ax.yaxis.get_major_locator().set_params(integer=True)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize="small")
+    ax.set_title("Atoms at convergence")
+    return fig
+
+
+def figure_atom_masses(summaries: Mapping[str, Any], dim: str = "beta") -> Figure:
+    """Every atom mass against ``sqrt(dim)``; the largest joined by a line; Theorem 3.5."""
+    fig = Figure(figsize=(6.4, 4.2), layout="constrained")
+    ax = fig.add_subplot()
+    colors = itertools.cycle([f"C{i}" for i in range(10)])
+    for label, sub in _curves(summaries, dim):
+        color, x = next(colors), np.sqrt(np.asarray(sub[dim].values, dtype=float))
+        masses = sub["atom_mass"].transpose(dim, "atom").values
+        xs = np.repeat(x[:, None], masses.shape[1], axis=1)
+        ax.scatter(xs.ravel(), masses.ravel(), s=14, color=color, alpha=0.7, label=label)
+        ax.plot(x, sub["max_atom_mass"].values, color=color, lw=1, alpha=0.8)
+    ax.axhline(THEOREM_3_5, color="k", ls="--", lw=1,
+               label=r"Theorem 3.5: $16/(16 + 3e^{11/8}) = 0.5742$")
+    ax.set_xlabel(rf"$\sqrt{{\{dim}}}$" if dim == "beta" else f"sqrt({dim})")
+    ax.set_ylabel("atom mass")
+    ax.set_ylim(0.0, 1.02)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize="small")
+    ax.set_title("Atom masses at convergence")
+    return fig
+
+
+def figure_sensitivity(summaries: Mapping[str, Any], dim: str = "seed") -> Figure:
+    """Final atoms of each perturbed start overlaid, one panel per setup (colour = seed)."""
+    curves = list(_curves(summaries, dim))
+    fig = Figure(figsize=(4.2 * len(curves), 3.8), layout="constrained")
+    axes = fig.subplots(1, len(curves), squeeze=False)[0]
+    for ax, (label, sub) in zip(axes, curves):
+        for i, seed in enumerate(sub[dim].values):
+            run = sub.sel({dim: seed})
+            mass = run["atom_mass"].values
+            keep = np.isfinite(mass)
+            pos = run["atom_position"].values[keep]
+            _draw_atoms(ax, mass[keep], pos, f"C{i % 10}", f"{dim} {_text(seed)}")
+        ax.set_title(label, fontsize="medium")
+    s2 = any("xyz" in ds.dims for ds in summaries.values())
+    for ax in axes:
+        ax.set_xlabel("longitude (deg)" if s2 else "atom position (deg)")
+        ax.set_ylabel("colatitude (deg)" if s2 else "atom mass")
+        ax.set_xlim(0.0, 360.0)
+        ax.set_ylim((180.0, 0.0) if s2 else (0.0, 1.02))
+        ax.grid(alpha=0.3)
+    axes[-1].legend(fontsize="x-small", loc="upper right")
+    fig.suptitle("Sensitivity to the initial state: final atoms of perturbed starts")
+    return fig
+
+
+def _draw_atoms(ax: Any, mass: np.ndarray, pos: np.ndarray, color: str, label: str) -> None:
+    """S^1 (positions (n,)): stems at the angle, height = mass; S^2 ((n, 3)): map dots."""
+    if pos.ndim == 1:
+        deg = np.degrees(pos) % 360.0
+        ax.vlines(deg, 0.0, mass, color=color, alpha=0.6, lw=1.5)
+        ax.scatter(deg, mass, color=color, s=16, label=label, zorder=3)
+        return
+    unit = pos / np.linalg.norm(pos, axis=1, keepdims=True)
+    lon = np.degrees(np.arctan2(unit[:, 1], unit[:, 0])) % 360.0
+    colat = np.degrees(np.arccos(np.clip(unit[:, 2], -1.0, 1.0)))
+    ax.scatter(lon, colat, s=400.0 * mass, color=color, alpha=0.5, label=label)
+
+
+def write_figures(sources: Sequence[str | Path], labels: Sequence[str] | None = None,
+                  outdir: str | Path | None = None) -> list[Path]:
+    """Write every figure the summaries allow (module doc) into ``outdir``; return the paths.
+
+    ``outdir`` defaults to the first sweep folder.
+    """
+    summaries = load_summaries(sources, labels)
+    first = Path(sources[0])
+    out = Path(outdir) if outdir else (first if first.is_dir() else first.parent)
+    out.mkdir(parents=True, exist_ok=True)
+    written: list[Path] = []
+    for dim, names in FIGURES.items():
+        chosen = {k: ds for k, ds in summaries.items() if dim in ds.dims}
+        if not chosen:
+            continue
+        makers = (figure_atom_counts, figure_atom_masses) if dim == "beta" else \
+            (figure_sensitivity,)
+        for name, make in zip(names, makers):
+            make(chosen, dim).savefig(out / name, dpi=150)
+            written.append(out / name)
+    if not written:
+        raise ValueError("no summary has a 'beta' or 'seed' dimension: nothing to draw")
+    return written
+
+
+def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Add ``meanfield sweep-figures`` to the CLI's subparsers (sets ``func=run_command``)."""
+    p = subparsers.add_parser("sweep-figures", help="summary figures of one or more sweeps",
+                              description="Atoms against beta, atom masses against sqrt(beta) "
+                              "(Theorem 3.5), sensitivity to the initial state (initial.seed).")
+    p.add_argument("sweeps", nargs="+", metavar="DIR", help="sweep folders (or summary.nc files)")
+    p.add_argument("--label", action="append", metavar="LABEL",
+                   help="legend label per sweep, in order (default: the folder names)")
+    p.add_argument("-o", "--output", metavar="OUTDIR", help="figure folder (default: first DIR)")
+    p.set_defaults(func=run_command)
+    return p
+
+
+def run_command(args: argparse.Namespace) -> int:
+    """``meanfield sweep-figures``: 0 on success, 2 on a bad folder or argument."""
+    try:
+        paths = write_figures(args.sweeps, args.label, args.output)
+    except FileNotFoundError as err:
+        print(f"error: no sweep summary at {err.args[0] if err.args else err} (run "
+              "meanfield sweep first)", file=sys.stderr)
+        return 2
+    except (OSError, ValueError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    for path in paths:
+        print(f"wrote {path}")
+    return 0

@@ -1,0 +1,122 @@
+"""Summary figures of sweeps (solvers.sweep_figures), from a tiny real sweep and an S^2 summary."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import numpy as np
+import pytest
+from matplotlib.figure import Figure
+
+from solvers import sweep, sweep_figures
+from solvers.sweep_summary import THEOREM_3_5, build_summary
+
+TINY = """
+[domain]
+manifold = "S1"
+resolution = 64
+
+[model]
+beta = 1.0
+direction = "descent"
+kernel = "exp_shifted"
+
+[perceptron]
+activation = "gelu"
+a = [[-0.9967456002240224, 0.0806114658969388], [-0.6198538201675943, -0.784717300448792]]
+omega = [0.6324575844117477, -0.4696753890279187]
+
+[time]
+t_end = 4.0
+
+[output]
+snapshot_interval = 2.0
+"""
+
+
+@pytest.fixture(scope="module")
+def tiny_sweeps(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Two tiny sweeps (beta x seed): descent and ascent, on one in-process worker."""
+    root = tmp_path_factory.mktemp("sweeps")
+    (root / "tiny.toml").write_text(TINY)
+    params = [sweep.parse_param("model.beta=1,3"), sweep.parse_param("initial.seed=0..2")]
+    out = {}
+    with sweep.dask_client(workers=1, processes=False) as client:
+        for direction in ("descent", "ascent"):
+            out[direction] = root / direction
+            summary = sweep.run_sweep(root / "tiny.toml", params, out[direction], client=client,
+                                      overrides=[f'model.direction="{direction}"'],
+                                      echo=lambda line: None)
+            assert set(summary["reason"].values.ravel()) == {"t_end"}
+    return out
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="meanfield")
+    sweep_figures.add_parser(parser.add_subparsers(dest="command"))
+    return parser
+
+
+def test_atom_counts_overlay_setups(tiny_sweeps: dict[str, Path]) -> None:
+    summaries = sweep_figures.load_summaries(list(tiny_sweeps.values()), ["descent", "ascent"])
+    fig = sweep_figures.figure_atom_counts(summaries)
+    assert isinstance(fig, Figure)
+    ax = fig.axes[0]
+    assert len(ax.lines) == 6 and ax.get_xscale() == "log"  # 2 setups x 3 seeds
+    assert {t.get_text() for t in ax.get_legend().get_texts()} >= {"descent, seed=0",
+                                                                   "ascent, seed=2"}
+    line = ax.lines[0]
+    expected = summaries["descent"]["n_atoms"].sel(seed=0).values
+    assert np.array_equal(line.get_xdata(), [1, 3]) and np.array_equal(line.get_ydata(), expected)
+
+
+def test_atom_masses_against_sqrt_beta_with_theorem_line(tiny_sweeps: dict[str, Path]) -> None:
+    ds = sweep_figures.load_summaries([tiny_sweeps["descent"]])["descent"]
+    fig = sweep_figures.figure_atom_masses({"descent": ds})
+    ax = fig.axes[0]
+    bound = [ln for ln in ax.lines if np.allclose(ln.get_ydata(), THEOREM_3_5)]
+    assert len(bound) == 1 and abs(THEOREM_3_5 - 0.5742) < 1e-4
+    points = np.concatenate([c.get_offsets() for c in ax.collections])
+    finite = points[np.isfinite(points[:, 1])]
+    assert set(np.round(finite[:, 0] ** 2, 9)) == {1.0, 3.0}
+    assert finite.shape[0] == int(ds["n_atoms"].sum())
+
+
+def test_sensitivity_panels_per_setup(tiny_sweeps: dict[str, Path]) -> None:
+    summaries = sweep_figures.load_summaries(list(tiny_sweeps.values()))
+    fig = sweep_figures.figure_sensitivity(summaries)
+    assert len(fig.axes) == 4  # (descent, ascent) x beta in {1, 3}
+    assert fig.axes[0].get_title() == "descent, beta=1"
+    seeds = [t.get_text() for t in fig.axes[-1].get_legend().get_texts()]
+    assert seeds == ["seed 0", "seed 1", "seed 2"]
+
+
+def test_sphere_summary_is_drawn_on_a_map() -> None:
+    params = [sweep.parse_param("initial.seed=0,1")]
+    points = sweep.sweep_points(params)
+    records = {p.name: {"reason": "stationary", "t_final": 5.0, "n_steps": 3, "wall_time": 1.0,
+                        "n_atoms": 2, "max_atom_mass": 0.6, "energy": 0.1, "mass": 1.0,
+                        "atom_mass": [0.6, 0.4], "atom_position": [[0, 0, 1], [1, 0, 0]]}
+               for p in points}
+    ds = build_summary(params, ["seed"], points, records)
+    assert ds["atom_position"].dims == ("seed", "atom", "xyz")
+    fig = sweep_figures.figure_sensitivity({"S2": ds})
+    offsets = fig.axes[0].collections[0].get_offsets()
+    assert np.allclose(offsets, [[0.0, 0.0], [0.0, 90.0]])  # (longitude, colatitude)
+
+
+def test_command_line_writes_the_figures(tiny_sweeps: dict[str, Path], tmp_path: Path,
+                                         capsys: pytest.CaptureFixture) -> None:
+    dirs = [str(p) for p in tiny_sweeps.values()]
+    args = _parser().parse_args(["sweep-figures", *dirs, "--label", "descent ReLU",
+                                 "--label", "ascent", "-o", str(tmp_path)])
+    assert args.func(args) == 0
+    names = ("sweep_atom_counts.png", "sweep_atom_masses.png", "sweep_sensitivity.png")
+    assert all((tmp_path / n).stat().st_size > 10_000 for n in names)
+    assert capsys.readouterr().out.count("wrote ") == 3
+    for argv in (["sweep-figures", str(tmp_path / "missing")],
+                 ["sweep-figures", dirs[0], "--label", "one", "--label", "two"]):
+        args = _parser().parse_args(argv)
+        assert args.func(args) == 2
+        assert capsys.readouterr().err.startswith("error: ")
