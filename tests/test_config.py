@@ -263,6 +263,6 @@ def test_check_resolution_on_s2_is_bandwidth_at_most_lmax(beta: float, lmax: int
     assert check_resolution(ok) == jstar
     if lmax == jstar:
         bad = load_config(S2.replace("31", str(lmax - 1)) + f"[model]\nbeta = {beta}\n")
-        with pytest.raises(ConfigError, match=rf"^domain\.resolution: lmax = 63 .*j\* = 64.*"
+        with pytest.raises(ConfigError, match=r"^domain\.resolution: lmax = 63 .*j\* = 64.*"
                                               r"<= lmax on S2.*>= 64$"):
             check_resolution(bad)
