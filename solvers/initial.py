@@ -58,7 +58,11 @@ def initial_density(config: RunConfig) -> np.ndarray:
         For a negative or non-finite density, zero mass, or a missing or unsuitable archive.
     """
     if config.domain.manifold == "S2":
-        return sphere_initial_density(config.initial, SphereGrid(config.domain.resolution))
+        # the spectral scheme's state is point values at the Gauss nodes (on S^1 the scheme
+        # converts cell averages itself, exactly, mode by mode; on S^2 cells are not
+        # rotation-invariant, so the point values are sampled here)
+        return sphere_initial_density(config.initial, SphereGrid(config.domain.resolution),
+                                      point_values=config.time.scheme == "spectral")
     init, n = config.initial, config.domain.resolution
     if init.kind == "uniform":
         rho, key = uniform_density(n, init.modes), "initial.modes"
@@ -184,8 +188,9 @@ def _fix(key: str, grid: SphereGrid | None) -> str:
 # --------------------------------------------------------------------------- S^2
 
 
-def sphere_initial_density(init: InitialParams, grid: SphereGrid) -> np.ndarray:
-    """Cell averages of ``init`` on the S^2 cells of ``grid``, scaled to mass ``init.mass``.
+def sphere_initial_density(init: InitialParams, grid: SphereGrid, point_values: bool = False) -> np.ndarray:
+    """Cell averages (or, with ``point_values``, values at the Gauss nodes) of ``init`` on ``grid``,
+    scaled to mass ``init.mass``.
 
     Returns
     -------
@@ -193,14 +198,23 @@ def sphere_initial_density(init: InitialParams, grid: SphereGrid) -> np.ndarray:
         ``sum(rho * grid.area) == init.mass`` (to round-off).
     """
     if init.kind == "uniform":
-        rho, key = sphere_uniform_density(grid, init.modes), "initial.modes"
+        rho, key = sphere_uniform_density(grid, init.modes, point_values), "initial.modes"
     elif init.kind == "von_mises":
-        rho, key = vmf_density(grid, init.centers, init.kappas, init.weights), "initial.kappas"
+        rho = vmf_density(grid, init.centers, init.kappas, init.weights, point_values)
+        key = "initial.kappas"
     elif init.kind == "archive":
         rho, key = sphere_archive_density(grid, init.path, init.time), "initial.path"
     else:
         raise ConfigError("initial.kind", f"unknown kind {init.kind!r}")
     return normalise(rho, init.mass, key, grid)
+
+
+def sphere_sample(grid: SphereGrid, f: Callable[[np.ndarray, np.ndarray], np.ndarray],
+                  point_values: bool, sub: int = 1) -> np.ndarray:
+    """``f`` at the Gauss nodes (``point_values``) or its cell averages, shape (nlat, nphi)."""
+    if point_values:
+        return np.asarray(f(grid.theta[:, None], grid.phi[None, :]), dtype=float)
+    return sphere_cell_averages(grid, f, sub=sub)
 
 
 def sphere_cell_averages(grid: SphereGrid, f: Callable[[np.ndarray, np.ndarray], np.ndarray],
@@ -245,15 +259,15 @@ def _real_harmonic(l: int, m: int, theta: np.ndarray, phi: np.ndarray) -> np.nda
     return np.real(y) * np.cos(m * phi)
 
 
-def sphere_uniform_density(grid: SphereGrid, modes: tuple = ()) -> np.ndarray:
-    """Cell averages of ``1/(4 pi) + sum amp Re Y_lm`` for ``modes = ((l, m, amp), ...)``."""
+def sphere_uniform_density(grid: SphereGrid, modes: tuple = (), point_values: bool = False) -> np.ndarray:
+    """Cell averages (or node values) of ``1/(4 pi) + sum amp Re Y_lm``, ``modes = ((l, m, amp), ...)``."""
     def f(theta: np.ndarray, phi: np.ndarray) -> np.ndarray:
         total = np.full(np.broadcast_shapes(theta.shape, phi.shape), 1.0 / FOUR_PI)
         for l, m, amp in modes:
             total = total + amp * _real_harmonic(l, m, theta, phi)
         return total
 
-    return sphere_cell_averages(grid, f) if modes else np.full(grid.shape, 1.0 / FOUR_PI)
+    return sphere_sample(grid, f, point_values) if modes else np.full(grid.shape, 1.0 / FOUR_PI)
 
 
 def vmf_pdf(x: np.ndarray, center: np.ndarray, kappa: float) -> np.ndarray:
@@ -267,8 +281,9 @@ def vmf_pdf(x: np.ndarray, center: np.ndarray, kappa: float) -> np.ndarray:
     return kappa / (TWO_PI * -np.expm1(-2.0 * kappa)) * np.exp(kappa * (x @ center - 1.0))
 
 
-def vmf_density(grid: SphereGrid, centers: tuple, kappas: tuple, weights: tuple) -> np.ndarray:
-    """Cell averages of the mixture ``sum_i w_i vMF(e_i, kappa_i)`` (weights as given).
+def vmf_density(grid: SphereGrid, centers: tuple, kappas: tuple, weights: tuple,
+                point_values: bool = False) -> np.ndarray:
+    """Cell averages (or node values) of the mixture ``sum_i w_i vMF(e_i, kappa_i)``.
 
     Cells are split into pieces narrower than about half the width ``1/sqrt(kappa)``.
     """
@@ -281,7 +296,7 @@ def vmf_density(grid: SphereGrid, centers: tuple, kappas: tuple, weights: tuple)
         return sum(w * vmf_pdf(x, np.asarray(c, float), k)
                    for c, k, w in zip(centers, kappas, weights))
 
-    return sphere_cell_averages(grid, f, sub=sub)
+    return sphere_sample(grid, f, point_values, sub=sub)
 
 
 def resample_sphere(rho: np.ndarray, lmax: int) -> np.ndarray:

@@ -205,3 +205,18 @@ def test_kernel_application_against_direct_quadrature(kernel):
     np.testing.assert_allclose(f, direct, rtol=1e-12)
     w = (rho * grid.area).ravel()
     assert prob.energy(rho) == pytest.approx(w @ kmat @ w / (2 * beta), rel=1e-12)
+
+
+def test_spectral_scheme_starts_from_point_values():
+    """On S^2 the spectral state is node values: the configured Y_lm amplitude is exact."""
+    from solvers.config import load_config
+    from solvers.initial import initial_density
+
+    text = ('[domain]\nmanifold = "S2"\nresolution = 31\n[initial]\nkind = "uniform"\n'
+            'modes = [[3, 2, 0.01]]\n[time]\nscheme = "{}"\n')
+    grid = SphereGrid(31)
+    for scheme, tol in (("spectral", 1e-13), ("fv", 2e-2)):
+        rho = initial_density(load_config(text.format(scheme)))
+        c = grid.basis.forward(rho)[grid.basis.index(3, 2)]
+        # Re Y_32 = (Y_32 + conj Y_32)/2 -> coefficient amp/2 at (3, 2)
+        assert abs(c) == pytest.approx(0.005, rel=tol)
