@@ -1,0 +1,249 @@
+"""Layout of the NetCDF4 run archive: variable tables, attributes, and the definitions the writer
+uses (see :mod:`solvers.archive` for the layout and the file-level guarantees)."""
+
+from __future__ import annotations
+
+import json
+import platform
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import netCDF4
+import numpy as np
+
+from solvers.params import RunConfig, flatten
+
+ARCHIVE_FORMAT = "meanfield-spectral-archive 1"
+REQUIRED_VARIABLES = ("time", "theta", "cell_weight", "rho", "step", "dt")
+KERNEL_CONVENTIONS = {
+    "exp": "exp: K(x, y) = exp(beta <x, y>)",
+    "exp_shifted": "exp_shifted: K(x, y) = exp(beta (<x, y> - 1))",
+}
+_ATOM_CHUNK = 32
+_HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
+_DENSITY = "density"  # placeholder unit of density-valued diagnostics (radian-1 or sr-1)
+
+# name -> (netCDF type, units, long_name)
+DIAGNOSTIC_VARIABLES: dict[str, tuple[str, str, str]] = {
+    "mass": ("f8", "1", "total mass: sum of rho * cell_weight"),
+    "min_rho": ("f8", _DENSITY, "minimum of the grid density"),
+    "max_rho": ("f8", _DENSITY, "maximum of the grid density"),
+    "energy": ("f8", "1", "energy E = (1/(2 beta)) iint K drho drho + (1/2) int v drho"),
+    "dissipation": ("f8", "1", "dissipation int |g|^2 drho (dE/dt = s * dissipation)"),
+    "transport_rate": ("f8", "1", "transport rate ||d rho / dt||_1 of the scheme"),
+    "max_support_velocity": ("f8", "radian", "max |velocity| over cells holding mass"),
+    "tail_energy": ("f8", "1", "fraction of sum |rho_k|^2 in the top third of resolved modes"),
+    "n_atoms": ("i4", "1", "number of detected atoms (clusters)"),
+    "max_atom_mass": ("f8", "1", "largest atom mass (0 without atoms)"),
+    "theorem_3_5_bound": ("f8", "1", "16 / (16 + 3 e^(11/8)), paper Theorem 3.5"),
+}
+# name -> (units, long_name), all (time, atom), NaN padded
+CIRCLE_ATOM_VARIABLES = {
+    "atom_mass": ("1", "atom mass"),
+    "atom_position": ("radian", "atom position: circular centre of mass in [0, 2 pi)"),
+}
+SPHERE_ATOM_VARIABLES = {
+    "atom_mass": ("1", "atom mass"),
+    "atom_x": ("1", "atom position: x of the unit vector (normalised centre of mass)"),
+    "atom_y": ("1", "atom position: y of the unit vector"),
+    "atom_z": ("1", "atom position: z of the unit vector"),
+    "atom_colatitude": ("radian", "atom colatitude arccos(z) in [0, pi]"),
+    "atom_longitude": ("radian", "atom longitude atan2(y, x) in [0, 2 pi)"),
+}
+
+
+def param_attr_name(key: str) -> str:
+    """Global attribute name of a flattened parameter key (``model.beta`` -> ``model__beta``)."""
+    return key.replace(".", "__")
+
+
+def _json_default(obj: Any) -> Any:
+    if isinstance(obj, np.ndarray | np.generic):
+        return obj.tolist()
+    raise TypeError(f"cannot encode {type(obj).__name__} as JSON")
+
+
+def attr_value(value: Any) -> str | int | float:
+    """Encode one parameter value as a NetCDF attribute (JSON for lists/None, ints for bools)."""
+    if isinstance(value, bool | np.bool_ | int | np.integer):
+        return int(value)
+    if isinstance(value, float | np.floating):
+        return float(value)
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, default=_json_default)
+
+
+def config_attributes(config: RunConfig) -> dict[str, str | int | float]:
+    """Flattened parameters of ``config`` as ``{attribute name: attribute value}``."""
+    flat = flatten(config)
+    flat.pop("text", None)  # stored whole as ``config_text``
+    return {param_attr_name(k): attr_value(v) for k, v in flat.items()}
+
+
+def package_version() -> str:
+    """Installed version of ``meanfield-spectral`` ("unknown" when not installed)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("meanfield-spectral")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def _utc_now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def rho_hat(rho: np.ndarray) -> np.ndarray:
+    """Fourier coefficients ``c_k``, k = 0..N/2, with ``rho(theta) = sum_k c_k e^{i k theta}``."""
+    rho = np.asarray(rho, dtype=float)
+    return np.fft.rfft(rho) / rho.shape[-1]
+
+
+def sphere_atom_columns(mass: np.ndarray, position: np.ndarray) -> dict[str, np.ndarray]:
+    """S^2 atom variables from masses (n,) and positions (n, 3): x, y, z, colatitude, longitude."""
+    pos = np.asarray(position, dtype=float).reshape(-1, 3)
+    if pos.shape[0] != np.size(mass):
+        raise ValueError(f"atom_position has shape {np.shape(position)}, expected "
+                         f"({np.size(mass)}, 3)")
+    unit = pos / np.maximum(np.linalg.norm(pos, axis=1, keepdims=True), 1e-300)
+    return {"atom_mass": np.asarray(mass, dtype=float).reshape(-1), "atom_x": pos[:, 0],
+            "atom_y": pos[:, 1], "atom_z": pos[:, 2],
+            "atom_colatitude": np.arccos(np.clip(unit[:, 2], -1.0, 1.0)),
+            "atom_longitude": np.mod(np.arctan2(unit[:, 1], unit[:, 0]), 2.0 * np.pi)}
+
+
+@dataclass(frozen=True)
+class _Grid:
+    """The archive's grid: S^1 (``phi`` None) or S^2 (with its :class:`SphereBasis`)."""
+
+    theta: np.ndarray
+    cell_weight: np.ndarray
+    phi: np.ndarray | None = None
+    basis: Any = None
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.cell_weight.shape
+
+    @property
+    def density_units(self) -> str:
+        return "radian-1" if self.phi is None else "sr-1"
+
+
+def _make_grid(config: RunConfig, theta: np.ndarray, cell_weight: np.ndarray,
+               phi: np.ndarray | None) -> _Grid:
+    theta, weight = np.asarray(theta, dtype=float), np.asarray(cell_weight, dtype=float)
+    if phi is None:
+        if theta.ndim != 1 or weight.shape != theta.shape:
+            raise ValueError("theta and cell_weight must be 1-D arrays of the same length")
+        return _Grid(theta, weight)
+    from spectral.sphere import SphereBasis
+
+    phi = np.asarray(phi, dtype=float)
+    if theta.ndim != 1 or phi.ndim != 1 or weight.shape != (theta.size, phi.size):
+        raise ValueError("S2 archive: theta (nlat,), phi (nphi,), cell_weight (nlat, nphi)")
+    if config.domain.manifold != "S2":
+        raise ValueError(f"phi given but domain.manifold is {config.domain.manifold!r}")
+    basis = SphereBasis(config.domain.resolution, nlat=theta.size, nphi=phi.size)
+    if not np.allclose(theta, basis.theta, rtol=0, atol=1e-12):
+        raise ValueError("S2 archive: theta must be the Gauss colatitudes of SphereBasis(lmax)")
+    return _Grid(theta, weight, phi, basis)
+
+
+def _global_attributes(config: RunConfig) -> dict[str, Any]:
+    version, created = package_version(), _utc_now()
+    attrs: dict[str, Any] = {
+        "Conventions": "CF-1.8",
+        "title": "meanfield-spectral run",
+        "archive_format": ARCHIVE_FORMAT,
+        "version": version,
+        "scheme": config.time.scheme,
+        "kernel": KERNEL_CONVENTIONS.get(config.model.kernel, config.model.kernel),
+        "manifold": config.domain.manifold,
+        "created": created,
+        "history": f"{created} created by meanfield-spectral {version}",
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "config_text": config.text,
+    }
+    attrs.update(config_attributes(config))
+    return attrs
+
+
+def _var(nc: netCDF4.Dataset, name: str, dtype: str, dims: tuple[str, ...], units: str,
+         long_name: str, **kwargs: Any) -> netCDF4.Variable:
+    """Create a variable with ``units`` and ``long_name`` (floats with NaN fill on ``time``)."""
+    if dtype == "f8" and "time" in dims:
+        kwargs.setdefault("fill_value", np.nan)
+    var = nc.createVariable(name, dtype, dims, **kwargs)
+    var.setncatts({"units": units, "long_name": long_name})
+    return var
+
+
+def _define_circle_axes(nc: netCDF4.Dataset, grid: _Grid) -> None:
+    n = grid.theta.size
+    nc.createDimension("wavenumber", n // 2 + 1)
+    _var(nc, "theta", "f8", ("theta",), "radian", "cell centre angle")[:] = grid.theta
+    nc["theta"].setncattr("axis", "X")
+    _var(nc, "cell_weight", "f8", ("theta",), "radian",
+         "cell measure (quadrature weight)")[:] = grid.cell_weight
+    _var(nc, "wavenumber", "i8", ("wavenumber",), "1", "Fourier wavenumber k")[:] = \
+        np.arange(n // 2 + 1)
+
+
+def _define_sphere_axes(nc: netCDF4.Dataset, grid: _Grid) -> None:
+    nc.createDimension("phi", grid.phi.size)
+    nc.createDimension("lm", grid.basis.nlm)
+    _var(nc, "theta", "f8", ("theta",), "radian",
+         "colatitude of the cell centre (Gauss node)")[:] = grid.theta
+    _var(nc, "phi", "f8", ("phi",), "radian", "longitude of the cell centre")[:] = grid.phi
+    lat = _var(nc, "lat", "f8", ("theta",), "degrees_north", "latitude = 90 - colatitude")
+    lat[:], lat.standard_name = 90.0 - np.degrees(grid.theta), "latitude"
+    lon = _var(nc, "lon", "f8", ("phi",), "degrees_east", "longitude")
+    lon[:], lon.standard_name = np.degrees(grid.phi), "longitude"
+    _var(nc, "cell_weight", "f8", ("theta", "phi"), "sr",
+         "cell area = quadrature weight (sums to 4 pi)")[:] = grid.cell_weight
+    _var(nc, "degree", "i4", ("lm",), "1", "spherical-harmonic degree l")[:] = grid.basis.degrees
+    _var(nc, "order", "i4", ("lm",), "1", "spherical-harmonic order m >= 0")[:] = grid.basis.orders
+
+
+def _define_spectrum(nc: netCDF4.Dataset, grid: _Grid, comp: dict[str, Any]) -> None:
+    for part in ("real", "imag"):
+        if grid.phi is None:
+            _var(nc, f"rho_hat_{part}", "f8", ("time", "wavenumber"), grid.density_units,
+                 f"{part} part of c_k, rho = sum_k c_k exp(i k theta), c = rfft(rho)/N",
+                 chunksizes=(1, grid.theta.size // 2 + 1), **comp)
+        else:
+            _var(nc, f"rho_lm_{part}", "f8", ("time", "lm"), "1",
+                 f"{part} part of rho_lm = int conj(Y_lm) rho dsigma (orthonormal Y_lm, "
+                 "Condon-Shortley phase, m >= 0)", chunksizes=(1, grid.basis.nlm),
+                 **comp).coordinates = "degree order"
+
+
+def _define_records(nc: netCDF4.Dataset, grid: _Grid) -> None:
+    comp = {"zlib": True, "complevel": 4, "shuffle": True}
+    s2, units = grid.phi is not None, grid.density_units
+    _var(nc, "time", "f8", ("time",), "1", "time (dimensionless model time)").axis = "T"
+    _var(nc, "step", "i8", ("time",), "1", "accepted steps since t = 0")
+    _var(nc, "dt", "f8", ("time",), "1", "last accepted step size")
+    rho = _var(nc, "rho", "f8", ("time", "theta", "phi") if s2 else ("time", "theta"), units,
+               "density (fv: cell averages; spectral: point values)",
+               chunksizes=(1, *grid.shape), **comp)
+    if s2:
+        rho.coordinates = "lat lon"
+    _define_spectrum(nc, grid, comp)
+    for name, (dtype, unit, long_name) in DIAGNOSTIC_VARIABLES.items():
+        _var(nc, name, dtype, ("time",), units if unit == _DENSITY else unit, long_name)
+    for name, (unit, long_name) in (SPHERE_ATOM_VARIABLES if s2 else CIRCLE_ATOM_VARIABLES).items():
+        _var(nc, name, "f8", ("time", "atom"), unit, f"{long_name} (NaN padded)",
+             chunksizes=(1, _ATOM_CHUNK))
+
+
+def _valid_records(nc: netCDF4.Dataset) -> int:
+    """Number of complete records: up to the last finite ``time`` (written last in a record)."""
+    t = np.ma.filled(np.ma.asarray(nc["time"][:], dtype=float), np.nan)
+    finite = np.flatnonzero(np.isfinite(t))
+    return int(finite[-1]) + 1 if finite.size else 0
