@@ -260,7 +260,6 @@ def run_sweep(config: str | Path, params: Sequence[SweepParam], outdir: str | Pa
     to ``echo``. The summary is written even when interrupted (unfinished runs: "not run").
     """
     outdir = Path(outdir)
-    outdir.mkdir(parents=True, exist_ok=True)
     try:
         base = tomllib.loads(Path(config).read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as err:
@@ -269,6 +268,22 @@ def run_sweep(config: str | Path, params: Sequence[SweepParam], outdir: str | Pa
     apply_overrides(copy.deepcopy(base), list(overrides) + [
         f"{p.key}={p.raw[0]}" for p in params if p.key != SEED_KEY])
     points = sweep_points(params)
+    outdir.mkdir(parents=True, exist_ok=True)
+    records, todo = _plan(base, points, overrides, outdir, auto_resolution, eps, echo)
+    try:
+        if todo:
+            _execute(todo, records, len(points), client, scheduler, workers, processes, echo)
+    finally:
+        summary = build_summary(params, dim_names(params), points, records,
+                                base_text=Path(config).read_text(encoding="utf-8"))
+        write_dataset(summary, outdir / "summary.nc")
+    return summary
+
+
+def _plan(base: dict[str, Any], points: Sequence[SweepPoint], overrides: Sequence[str],
+          outdir: Path, auto_resolution: bool, eps: float, echo: Callable[[str], None]
+          ) -> tuple[dict[str, dict[str, Any]], dict[str, tuple[RunConfig, str, str]]]:
+    """Records of the runs that fail validation or are already finished; the runs to do."""
     records: dict[str, dict[str, Any]] = {}
     todo: dict[str, tuple[RunConfig, str, str]] = {}
     for point in points:
@@ -287,14 +302,7 @@ def run_sweep(config: str | Path, params: Sequence[SweepParam], outdir: str | Pa
                  f"{done['reason']} at t={done['t_final']:.6g})")
         else:
             todo[point.name] = (cfg, str(archive), digest)
-    try:
-        if todo:
-            _execute(todo, records, len(points), client, scheduler, workers, processes, echo)
-    finally:
-        summary = build_summary(params, dim_names(params), points, records,
-                                base_text=Path(config).read_text(encoding="utf-8"))
-        write_dataset(summary, outdir / "summary.nc")
-    return summary
+    return records, todo
 
 
 def _execute(todo: dict[str, tuple[RunConfig, str, str]], records: dict[str, dict[str, Any]],
