@@ -344,7 +344,16 @@ def build_parser() -> argparse.ArgumentParser:
     info = sub.add_parser("info", help="summarise a run archive")
     info.add_argument("run", metavar="RUN.nc")
     info.set_defaults(func=cmd_info)
+    _add_companion_commands(sub)
     return parser
+
+
+def _add_companion_commands(sub: Any) -> None:
+    """Commands that live in their own modules (each provides ``add_parser``)."""
+    from solvers import converge, lemma51
+
+    for module in (lemma51, converge):
+        module.add_parser(sub)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
