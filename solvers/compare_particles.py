@@ -71,6 +71,9 @@ class PdeRunner:
                 self.config.time, t_end=t1), output=dataclasses.replace(
                 self.config.output, snapshot_interval=t1 - self.t))
             res = simulate(cfg, self.rho, t0=self.t, step0=self.steps, dt0=self.dt)
+            if res.reason != "t_end":
+                raise ConfigError("time.max_steps", f"the PDE stopped ({res.reason}) at t = "
+                                  f"{res.final.t:.6g} before t = {t1:g}; raise time.max_steps")
             self.rho, self.t, self.steps = res.final.rho, res.final.t, res.n_steps
             self.dt, self.wall = res.final.dt, self.wall + res.wall_time
             self.n_atoms = int(res.final.diagnostics.n_atoms)

@@ -53,14 +53,14 @@ class ParticleSystem:
         ``perceptron.a`` has shape (n_units, d) with the particles' dimension d.
     chunk_bytes : int
         Memory for one block of pair terms (rows x n float64; at least one row). Blocks that
-        stay in cache are fastest: 512 KiB took 0.22 s per velocity at n = 10^4, d = 2, against
-        1-5 s for 4-64 MiB blocks (2-core machine; large thin BLAS products are slow).
+        stay in cache are fastest: 256 KiB took 0.3 s per velocity at n = 10^4, d = 2, against
+        1-5 s for 4-64 MiB blocks (shared 2-core machine; timings varied by 2-3x with load).
     workers : int
         Threads for the row blocks (1: no pool; more did not help on 2 cores).
     """
 
     model: ModelParams
-    chunk_bytes: int = 1 << 19
+    chunk_bytes: int = 1 << 18
     workers: int = 1
 
     def _blocks(self, n: int) -> list[slice]:
@@ -221,7 +221,7 @@ def integrate(system: ParticleSystem, x0: np.ndarray, w: np.ndarray, times, *,
     x, t, steps = normalise(np.asarray(x0, dtype=float)), 0.0, 0
     out, energies = [], []
     for target in times:
-        m = int(np.ceil((target - t) / h - 1e-9)) if target > t else 0
+        m = max(1, int(np.ceil((target - t) / h - 1e-9))) if target > t else 0
         for _ in range(m):
             x = system.step(x, w, (target - t) / m)
         steps, t = steps + m, float(target)

@@ -209,3 +209,51 @@ def test_command_writes_netcdf(tmp_path, capsys):
     bad = parser.parse_args(["compare-particles", str(cfg), "--n", "0,x"])
     assert run_command(bad) == 2
     assert "error: --n" in capsys.readouterr().err
+
+
+def direct_kernel_form(beta: float, xa: np.ndarray, ma: np.ndarray) -> float:
+    """``sum_ab m_a m_b exp(beta x_a.x_b)`` for a signed discrete measure (independent of moments)."""
+    return float(ma @ np.exp(beta * (xa @ xa.T)) @ ma)
+
+
+def test_circle_kernel_distance_against_quadrature():
+    from solvers.compare_particles import circle_kernel_distance
+
+    config = make_config(64, beta=3.0)
+    t = TWO_PI * np.arange(64) / 64
+    rho = (1 + 0.7 * np.cos(2 * t - 0.4)) / TWO_PI
+    theta, w = np.array([0.3, 2.0, 4.0]), np.array([0.2, 0.5, 0.3])
+    g, gw = np.polynomial.legendre.leggauss(8)  # 8 Gauss points per cell: the density exactly
+    pts = (t[:, None] + 0.5 * (TWO_PI / 64) * g[None, :]).ravel()
+    mass = (rho[:, None] * 0.5 * (TWO_PI / 64) * gw[None, :]).ravel()
+    angles = np.concatenate([pts, theta])
+    signed = np.concatenate([mass, -w])
+    x = np.stack([np.cos(angles), np.sin(angles)], axis=1)
+    expected = np.sqrt(direct_kernel_form(3.0, x, signed))
+    assert circle_kernel_distance(config, rho, theta, w) == pytest.approx(expected, rel=1e-9)
+
+
+def test_sphere_kernel_distance_against_direct_sum():
+    from solvers.compare_particles import sphere_kernel_distance
+    from solvers.sphere_grid import SphereGrid
+
+    config = dataclasses.replace(make_config(31, beta=1.5), domain=dataclasses.replace(
+        make_config().domain, manifold="S2", resolution=31))
+    grid = SphereGrid(31)
+    pts = grid.basis.points.reshape(-1, 3)
+    rho = 1 / (4 * np.pi) + 0.05 * pts[:, 2].reshape(grid.shape)
+    x, w = random_particles(7, 3, seed=9)
+    signed = np.concatenate([(rho * grid.area).ravel(), -w * (np.sum(rho * grid.area))])
+    expected = np.sqrt(direct_kernel_form(1.5, np.vstack([pts, x]), signed))
+    got = sphere_kernel_distance(config, rho, x, w * np.sum(rho * grid.area))
+    assert got == pytest.approx(expected, rel=1e-9)
+
+
+def test_s2_comparison_reports_kernel_distance():
+    config = dataclasses.replace(make_config(31, beta=1.0, t_end=0.1), domain=dataclasses.replace(
+        make_config().domain, manifold="S2", resolution=31))
+    config = dataclasses.replace(config, initial=InitialParams(kind="uniform", modes=((1, 0, 0.1),)))
+    ds = compare(config, [50, 800], [0.0, 0.1])
+    assert np.all(np.isnan(ds["w1"].values))
+    kd = ds["kernel_distance"].values
+    assert np.all(kd[1] < kd[0])
