@@ -1,0 +1,305 @@
+"""Lemma 5.1 test measures: exact coefficients and point-by-point samples of ``f = K * mu``.
+
+Part of the Lemma 5.1 checker (:mod:`solvers.lemma51`, whose docstring states the conventions):
+the built-in measures and run-archive snapshots, ``int rho^2``, the scaled eigenvalues
+``e^{-beta} lambda_l``, samples of the scaled ``e^{-beta} (K * mu)`` (closed forms for the von
+Mises-Fisher and uniform densities, sums over atoms, never a truncated expansion), the exact
+coefficients ``m_l`` and the per-degree norms.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from spectral.eigenvalues import kernel_eigenvalues, log_bessel_i
+from spectral.sphere import SphereBasis, expi
+
+SPHERES = {"S1": 2, "S2": 3}
+MEASURES = ("vmf", "atoms", "symmetric", "uniform")
+EPS = float(np.finfo(float).eps)
+DEFAULT_CENTRE = {"S1": (0.7,), "S2": (1.0, 2.0)}  # vMF mean direction (angles)
+SURFACE = {"S1": 2.0 * np.pi, "S2": 4.0 * np.pi}
+
+
+# =========================================================================== measures
+
+@dataclass(frozen=True)
+class Measure:
+    """A finite measure on S^1 or S^2 whose coefficients are known exactly.
+
+    Attributes
+    ----------
+    kind : str
+        ``vmf`` (density ``prop. exp(kappa e.x)``), ``atoms``, ``symmetric`` (atoms and their
+        antipodes, equal weights), ``uniform``, or ``snapshot`` (atoms from a run archive).
+    sphere : str
+        ``"S1"`` or ``"S2"``.
+    angles : ndarray, shape (n,) on S^1 (t) or (n, 2) on S^2 (theta, phi)
+        Atom positions (for ``symmetric``: one of each antipodal pair); the mean direction of
+        ``vmf``; empty for ``uniform``.
+    weights : ndarray, shape (n,)
+        Atom weights (``symmetric``: each atom of a pair); ``[mass]`` for ``vmf`` / ``uniform``.
+    kappa : float
+        vMF concentration.
+    label : str
+        Human-readable description.
+    """
+
+    kind: str
+    sphere: str
+    angles: np.ndarray
+    weights: np.ndarray
+    kappa: float = 0.0
+    label: str = ""
+
+    @property
+    def dim(self) -> int:
+        """Ambient dimension d (2: circle, 3: sphere)."""
+        return SPHERES[self.sphere]
+
+    @property
+    def mass(self) -> float:
+        """Total mass ``mu(S)``."""
+        return float(np.sum(self.weights) * (2 if self.kind == "symmetric" else 1))
+
+
+def _check_sphere(sphere: str) -> None:
+    if sphere not in SPHERES:
+        raise ValueError(f"--sphere: must be S1 or S2 (got {sphere!r})")
+
+
+def make_measure(kind: str, sphere: str, kappa: float = 3.0, n_atoms: int = 5,
+                 seed: int = 0) -> Measure:
+    """Built-in test measure of total mass 1.
+
+    Parameters
+    ----------
+    kind : {"vmf", "atoms", "symmetric", "uniform"}
+    sphere : {"S1", "S2"}
+    kappa : float
+        vMF concentration (> 0); mean direction ``DEFAULT_CENTRE``.
+    n_atoms : int
+        Atoms (``atoms``) or antipodal pairs (``symmetric``); positions uniform on the sphere
+        and weights uniform in [0.5, 1.5] (then normalised), from ``numpy`` ``seed``.
+    """
+    _check_sphere(sphere)
+    if kind == "vmf":
+        if not np.isfinite(kappa) or kappa <= 0:
+            raise ValueError(f"--kappa: must be > 0 (got {kappa}); use --measure uniform for 0")
+        centre = np.array([DEFAULT_CENTRE[sphere]])
+        return Measure(kind, sphere, centre.ravel() if sphere == "S1" else centre,
+                       np.ones(1), float(kappa), f"von Mises-Fisher density, kappa = {kappa:g}")
+    if kind == "uniform":
+        shape = (0,) if sphere == "S1" else (0, 2)
+        return Measure(kind, sphere, np.zeros(shape), np.ones(1), 0.0, "uniform density")
+    if kind not in ("atoms", "symmetric"):
+        raise ValueError(f"--measure: must be one of {', '.join(MEASURES)} (got {kind!r})")
+    if int(n_atoms) != n_atoms or n_atoms < 1:
+        raise ValueError(f"--atoms: must be an integer >= 1 (got {n_atoms})")
+    rng = np.random.default_rng(seed)
+    n = int(n_atoms)
+    if sphere == "S1":
+        angles = rng.uniform(0.0, 2.0 * np.pi, n)
+    else:
+        angles = np.stack([np.arccos(rng.uniform(-1.0, 1.0, n)), rng.uniform(0, 2 * np.pi, n)], 1)
+    w = rng.uniform(0.5, 1.5, n)
+    w /= w.sum() * (2 if kind == "symmetric" else 1)
+    what = f"{n} atoms" if kind == "atoms" else f"{n} antipodal pairs of atoms"
+    return Measure(kind, sphere, angles, w, 0.0, f"{what} (seed {seed})")
+
+
+def snapshot_measure(path: str | Path, time: float | None = None) -> Measure:
+    """S^1 run-archive snapshot as point masses ``rho_i h`` at ``theta_i`` (cell averages).
+
+    Reads with :func:`solvers.archive.read_snapshot` (nearest record; the last if None).
+    """
+    from solvers.archive import read_snapshot
+
+    t, theta, rho = read_snapshot(path, time)
+    theta, rho = np.asarray(theta, float), np.asarray(rho, float)
+    if theta.ndim != 1 or rho.shape != theta.shape:
+        raise ValueError(f"--archive: {path} is not an S^1 archive (rho has shape {rho.shape}); "
+                         "only S^1 snapshots are supported")
+    h = 2.0 * np.pi / theta.size
+    return Measure("snapshot", "S1", theta, rho * h, 0.0,
+                   f"snapshot t = {t:g} of {Path(path).name} ({theta.size} cells as point masses)")
+
+
+def density_l2(measure: Measure) -> float:
+    """``int rho^2 dsigma`` (closed forms, MATH.md 4); ``inf`` for atoms.
+
+    For a snapshot: ``sum rho_i^2 h`` of its cell-average density (the point-mass measure itself
+    is not L^2, which shows only beyond degree N/2).
+    """
+    m, k = measure.mass, measure.kappa
+    if measure.kind == "uniform":
+        return m * m / SURFACE[measure.sphere]
+    if measure.kind == "vmf" and measure.sphere == "S2":
+        return m * m * k / np.tanh(k) / (4.0 * np.pi)
+    if measure.kind == "vmf":
+        return m * m * float(np.exp(log_bessel_i(0, 2 * k) - 2 * log_bessel_i(0, k))) / (2 * np.pi)
+    if measure.kind == "snapshot":
+        h = 2.0 * np.pi / measure.weights.size
+        return float(np.sum(measure.weights ** 2) / h)
+    return float("inf")
+
+
+# =========================================================================== f = K * mu
+
+def _haversine(sphere: str, a: tuple, b: tuple, antipode: bool = False) -> np.ndarray:
+    """``sin^2(gamma/2) = (1 - x.y)/2`` from angles, accurate to a few ulps (broadcasts).
+
+    ``antipode``: the same for ``x`` and ``-y``, ``(1 + x.y)/2``, written with the angles of
+    ``y`` itself (``t + pi`` rounded in double would break the symmetry at the 1e-16 level).
+    """
+    if sphere == "S1":
+        return (np.cos if antipode else np.sin)(0.5 * (a[0] - b[0])) ** 2
+    if antipode:
+        return (np.cos(0.5 * (a[0] + b[0])) ** 2
+                + np.sin(a[0]) * np.sin(b[0]) * np.cos(0.5 * (a[1] - b[1])) ** 2)
+    return (np.sin(0.5 * (a[0] - b[0])) ** 2
+            + np.sin(a[0]) * np.sin(b[0]) * np.sin(0.5 * (a[1] - b[1])) ** 2)
+
+
+def _bessel_ratios(nu0: float, count: int, x: float) -> np.ndarray:
+    """``I_{nu0+j}(x) / I_{nu0+j-1}(x)`` for ``j = 1..count`` by backward recurrence (MATH.md 2).
+
+    ``r(nu) = 1 / (2 nu / x + r(nu + 1))``, started well above ``max(count, x)`` from the
+    uniform asymptotic ``r ~ x / (nu + sqrt(nu^2 + x^2))``; every step is relatively stable.
+    """
+    top = nu0 + count + 40 + int(x + 10 * np.sqrt(x))
+    nu = float(top)
+    r = x / (nu + np.hypot(nu, x))
+    out = np.empty(count)
+    for j in range(int(top - nu0), 0, -1):
+        r = 1.0 / (2.0 * (nu0 + j) / x + r)  # r = I_{nu0+j} / I_{nu0+j-1}
+        if j <= count:
+            out[j - 1] = r
+    return out
+
+
+def scaled_eigenvalues(beta: float, degrees: Any, dim: int) -> np.ndarray:
+    """``e^{-beta} lambda_l(beta)`` (MATH.md 2) to a few ulps for every representable value.
+
+    ``exp(kernel_eigenvalues(log=True) - beta)`` carries a relative error ~ ``beta eps`` (the
+    logarithm is accurate to ``eps |log lambda|``), and scipy's ``ive`` at half-integer orders
+    only ~1e-14; here ``lambda_0`` has a closed form (S^1 ``2 pi ive(0, beta)``, S^2
+    ``2 pi (1 - e^{-2 beta}) / beta``) and ``lambda_l / lambda_0`` is a product of Bessel ratios.
+    Values below 1e-280 fall back to the logarithmic evaluation.
+    """
+    from scipy.special import ive
+
+    l = np.asarray(degrees)
+    if dim not in (2, 3):
+        return np.exp(kernel_eigenvalues(beta, l, dim, log=True) - beta)
+    lmax = int(np.max(l)) if l.size else 0
+    lam0 = 2 * np.pi * (ive(0, beta) if dim == 2 else -np.expm1(-2 * beta) / beta)
+    with np.errstate(under="ignore"):
+        table = lam0 * np.concatenate([[1.0], np.cumprod(_bessel_ratios(dim / 2 - 1, lmax, beta))])
+    out = table[l]
+    tiny = out < 1e-280
+    if np.any(tiny):
+        out = np.where(tiny, np.exp(kernel_eigenvalues(beta, l, dim, log=True) - beta), out)
+    return out
+
+
+def _scaled_lambda0(beta: float, dim: int) -> float:
+    return float(scaled_eigenvalues(beta, 0, dim))
+
+
+def potential(measure: Measure, beta: float, grid: tuple) -> np.ndarray:
+    """Scaled ``e^{-beta} (K * mu)`` at the grid points, point by point (no expansion).
+
+    Parameters
+    ----------
+    measure : Measure
+    beta : float
+    grid : tuple of arrays
+        S^1: ``(t,)``; S^2: ``(theta, phi)`` (broadcastable, e.g. (nlat, 1) and (1, nphi)).
+
+    Returns
+    -------
+    ndarray, the broadcast shape of the grid arrays
+    """
+    shape = np.broadcast_shapes(*(np.shape(g) for g in grid))
+    if measure.kind == "uniform":
+        return np.full(shape, measure.mass * _scaled_lambda0(beta, measure.dim)
+                       / SURFACE[measure.sphere])
+    if measure.kind == "vmf":
+        return _vmf_potential(measure, beta, grid)
+    f = np.zeros(shape)
+    sides = (False, True) if measure.kind == "symmetric" else (False,)
+    for a, w in zip(measure.angles, measure.weights):
+        for antipode in sides:  # exp(beta (x.y - 1)) = exp(-2 beta sin^2(gamma/2))
+            hav = _haversine(measure.sphere, grid, np.atleast_1d(a), antipode)
+            f += w * np.exp(-2.0 * beta * hav)
+    return f
+
+
+def _vmf_potential(measure: Measure, beta: float, grid: tuple) -> np.ndarray:
+    """Closed forms (MATH.md 4), ``r = |beta x + kappa e|``, scaled by ``e^{-beta}``.
+
+    S^2: ``(kappa / sinh kappa) sinh(r) / r``; S^1: ``I_0(r) / I_0(kappa)``. Written with
+    ``delta = r - beta - kappa = -4 beta kappa h / (r + beta + kappa)``, ``h = sin^2(gamma/2)``,
+    which has small relative error where f is large.
+    """
+    from scipy.special import ive
+
+    k, s = measure.kappa, beta + measure.kappa
+    h = _haversine(measure.sphere, grid, tuple(measure.angles[0].reshape(-1)))
+    r = np.sqrt(s * s - 4.0 * beta * k * h)
+    delta = -4.0 * beta * k * h / (r + s)
+    if measure.sphere == "S2":
+        return measure.mass * k / -np.expm1(-2.0 * k) * (np.exp(delta) - np.exp(-r - s)) / r
+    return measure.mass * ive(0, r) * np.exp(delta) / ive(0, k)
+
+
+# =========================================================================== exact coefficients
+
+def exact_coefficients(measure: Measure, lmax: int, basis: SphereBasis | None = None) -> np.ndarray:
+    """Exact coefficients of ``mu``.
+
+    Returns
+    -------
+    ndarray, complex
+        S^1: shape (lmax + 1,), ``m_k = int e^{-ikt} dmu`` for ``k = 0..lmax``.
+        S^2: shape (basis.nlm,), ``m_lm = int conj(Y_lm) dmu`` in ``basis`` order.
+    """
+    if measure.sphere == "S1":
+        return _exact_circle(measure, np.arange(lmax + 1))
+    assert basis is not None and basis.lmax == lmax
+    l = basis.degrees
+    if measure.kind == "uniform":
+        return np.where(l == 0, measure.mass / np.sqrt(4 * np.pi), 0.0).astype(complex)
+    th, ph = measure.angles[:, 0], measure.angles[:, 1]
+    y = np.conj(basis.harmonics(th, ph))  # (n, nlm)
+    if measure.kind == "vmf":  # (kappa / sinh kappa) i_l(kappa) conj(Y_lm(e))
+        k = measure.kappa  # 4 pi i_l(kappa) = lambda_l(kappa); kappa e^k / sinh k = 2k / (1 - e^{-2k})
+        i_l = scaled_eigenvalues(k, l, 3) / (4 * np.pi)  # e^{-kappa} i_l(kappa)
+        return measure.mass * 2 * k / -np.expm1(-2 * k) * i_l * y[0]
+    m = measure.weights @ y
+    return m * (1 + (-1.0) ** l) if measure.kind == "symmetric" else m
+
+
+def _exact_circle(measure: Measure, k: np.ndarray) -> np.ndarray:
+    if measure.kind == "uniform":
+        return np.where(k == 0, measure.mass, 0.0).astype(complex)
+    if measure.kind == "vmf":  # I_k(kappa) / I_0(kappa) e^{-ik t0}
+        lam = scaled_eigenvalues(measure.kappa, np.arange(k.max() + 1), 2)  # 2 pi e^-k I_j(k)
+        ratio = lam[k] / lam[0]
+        return measure.mass * ratio * expi(-k, measure.angles[0])
+    m = expi(-k[:, None], measure.angles[None, :]) @ measure.weights
+    return m * (1 + (-1.0) ** k) if measure.kind == "symmetric" else m
+
+
+def degree_norms(sphere: str, coeffs: np.ndarray, basis: SphereBasis | None = None) -> np.ndarray:
+    """Per-degree norms (:mod:`solvers.lemma51` docstring): S^1 ``|c_0|, sqrt(2)|c_k|``; S^2 over all m."""
+    if sphere == "S2":
+        return basis.degree_norms(coeffs)
+    k = np.arange(np.shape(coeffs)[-1])
+    return np.abs(coeffs) * np.where(k == 0, 1.0, np.sqrt(2.0))
+
