@@ -14,7 +14,6 @@ velocity has kinks (the density develops kinks too: both schemes drop in order).
 
 from __future__ import annotations
 
-import dataclasses
 import sys
 from pathlib import Path
 

@@ -2,7 +2,7 @@
 
 import numpy as np
 import pytest
-from conftest import PAPER_A, PAPER_OMEGA, make_config, perceptron, replace_time
+from conftest import PAPER_A, PAPER_OMEGA, make_config, perceptron
 from scipy.integrate import solve_ivp
 
 from solvers.circle_problem import CircleProblem
