@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
 import pytest
 
@@ -28,10 +26,6 @@ def make_config(n: int = 256, beta: float = 1.0, direction: str = "descent", att
     model = ModelParams(beta, direction, attention, kernel, percep or PerceptronParams())
     return RunConfig(domain=DomainParams("S1", n), model=model, time=TimeParams(**time_kw),
                      atoms=AtomParams(), output=OutputParams(snapshot_interval=snapshot_interval, progress=False))
-
-
-def replace_time(config: RunConfig, **kw) -> RunConfig:
-    return dataclasses.replace(config, time=dataclasses.replace(config.time, **kw))
 
 
 @pytest.fixture
