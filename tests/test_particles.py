@@ -209,6 +209,10 @@ def test_command_writes_netcdf(tmp_path, capsys):
     bad = parser.parse_args(["compare-particles", str(cfg), "--n", "0,x"])
     assert run_command(bad) == 2
     assert "error: --n" in capsys.readouterr().err
+    short = parser.parse_args(["compare-particles", str(cfg), "--n", "20", "--times", "1",
+                               "--set", "time.max_steps=1"])
+    assert run_command(short) == 2
+    assert "error: time.max_steps" in capsys.readouterr().err
 
 
 def direct_kernel_form(beta: float, xa: np.ndarray, ma: np.ndarray) -> float:
