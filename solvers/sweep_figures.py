@@ -8,7 +8,8 @@
   ``initial.seed``), overlaid per setup (paper Fig. 4.8): S^1 one stem per atom at its
   position with its mass as height, S^2 atoms on a longitude/colatitude map sized by mass.
 
-Each takes ``{label: summary dataset}``; a summary swept over further parameters gives one
+Runs that stopped without becoming stationary (at ``t_end``) are drawn with open markers in
+the first two. Each takes ``{label: summary dataset}``; a summary swept over further parameters gives one
 curve (or panel) per value of those, labelled ``label, key=value``. The functions build
 :class:`matplotlib.figure.Figure` objects without pyplot state.
 
@@ -82,8 +83,11 @@ def figure_atom_counts(summaries: Mapping[str, Any], dim: str = "beta") -> Figur
     fig = Figure(figsize=(6.4, 4.2), layout="constrained")
     ax = fig.add_subplot()
     markers = itertools.cycle("osD^v<>p*")
+    hollow = False
     for label, sub in _curves(summaries, dim):
-        ax.plot(sub[dim].values, sub["n_atoms"].values, marker=next(markers), label=label)
+        line, = ax.plot(sub[dim].values, sub["n_atoms"].values, marker=next(markers), label=label)
+        hollow |= _mark_unsettled(ax, sub, dim, sub["n_atoms"].values, line)
+    _note_unsettled(ax, hollow)
     ax.set_xscale("log")
     ax.set_xlabel(rf"$\{dim}$" if dim == "beta" else dim)
     ax.set_ylabel("number of atoms at convergence")
@@ -98,13 +102,15 @@ def figure_atom_masses(summaries: Mapping[str, Any], dim: str = "beta") -> Figur
     """Every atom mass against ``sqrt(dim)``; the largest joined by a line; Theorem 3.5."""
     fig = Figure(figsize=(6.4, 4.2), layout="constrained")
     ax = fig.add_subplot()
-    colors = itertools.cycle([f"C{i}" for i in range(10)])
+    colors, hollow = itertools.cycle([f"C{i}" for i in range(10)]), False
     for label, sub in _curves(summaries, dim):
         color, x = next(colors), np.sqrt(np.asarray(sub[dim].values, dtype=float))
         masses = sub["atom_mass"].transpose(dim, "atom").values
         xs = np.repeat(x[:, None], masses.shape[1], axis=1)
         ax.scatter(xs.ravel(), masses.ravel(), s=14, color=color, alpha=0.7, label=label)
-        ax.plot(x, sub["max_atom_mass"].values, color=color, lw=1, alpha=0.8)
+        line, = ax.plot(x, sub["max_atom_mass"].values, color=color, lw=1, alpha=0.8)
+        hollow |= _mark_unsettled(ax, sub, dim, sub["max_atom_mass"].values, line, x)
+    _note_unsettled(ax, hollow)
     ax.axhline(THEOREM_3_5, color="k", ls="--", lw=1,
                label=r"Theorem 3.5: $16/(16 + 3e^{11/8}) = 0.5742$")
     ax.set_xlabel(rf"$\sqrt{{\{dim}}}$" if dim == "beta" else f"sqrt({dim})")
@@ -114,6 +120,22 @@ def figure_atom_masses(summaries: Mapping[str, Any], dim: str = "beta") -> Figur
     ax.legend(fontsize="small")
     ax.set_title("Atom masses at convergence")
     return fig
+
+
+def _mark_unsettled(ax: Any, sub: Any, dim: str, y: np.ndarray, line: Any,
+                    x: np.ndarray | None = None) -> bool:
+    """Open markers where a run stopped without becoming stationary; True if any."""
+    x = np.asarray(sub[dim].values if x is None else x, dtype=float)
+    mask = (sub["reason"].values != "stationary") & np.isfinite(y)
+    ax.scatter(x[mask], y[mask], s=60, facecolors="white", edgecolors=line.get_color(),
+               marker=line.get_marker() if line.get_marker() != "None" else "o", zorder=3)
+    return bool(mask.any())
+
+
+def _note_unsettled(ax: Any, hollow: bool) -> None:
+    if hollow:
+        ax.scatter([], [], s=60, facecolors="white", edgecolors="0.3",
+                   label="open: not stationary when stopped (t_end)")
 
 
 def figure_sensitivity(summaries: Mapping[str, Any], dim: str = "seed") -> Figure:
