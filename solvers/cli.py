@@ -350,9 +350,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _add_companion_commands(sub: Any) -> None:
     """Commands that live in their own modules (each provides ``add_parser``)."""
-    from solvers import converge, lemma51
+    from solvers import compare_particles, converge, lemma51
 
-    for module in (lemma51, converge):
+    for module in (lemma51, converge, compare_particles):
         module.add_parser(sub)
 
 
