@@ -77,7 +77,7 @@ def test_atom_masses_against_sqrt_beta_with_theorem_line(tiny_sweeps: dict[str, 
     ax = fig.axes[0]
     bound = [ln for ln in ax.lines if np.allclose(ln.get_ydata(), THEOREM_3_5)]
     assert len(bound) == 1 and abs(THEOREM_3_5 - 0.5742) < 1e-4
-    masses, unsettled, legend_proxy = ax.collections
+    masses, unsettled, _legend_proxy = ax.collections
     points = masses.get_offsets()
     finite = points[np.isfinite(points[:, 1])]
     assert set(np.round(finite[:, 0] ** 2, 9)) == {1.0, 3.0}
