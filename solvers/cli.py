@@ -350,9 +350,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _add_companion_commands(sub: Any) -> None:
     """Commands that live in their own modules (each provides ``add_parser``)."""
-    from solvers import compare_particles, converge, lemma51
+    from solvers import compare_particles, converge, lemma51, sweep, sweep_figures
 
-    for module in (lemma51, converge, compare_particles):
+    for module in (lemma51, converge, compare_particles, sweep, sweep_figures):
         module.add_parser(sub)
 
 
