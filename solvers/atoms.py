@@ -4,7 +4,8 @@ The paper (section 4) groups particles within ``min(1/(2 beta), pi/4)`` on S^1 a
 groups; Theorem 3.5 bounds the mass of a cluster of diameter ``<= 1/(2 beta)`` (MATH.md 5).
 For a density we do the same with the cells as weighted particles, after discarding cells
 whose density is below ``contrast`` times the uniform density ``M / 2 pi`` (so a smooth,
-spread-out density has no atoms), and report groups holding at least ``min_mass``.
+spread-out density has no atoms), and report groups holding at least ``min_mass``. The radius
+is never below 1.5 cell widths (:func:`effective_radius`).
 """
 
 from __future__ import annotations
@@ -36,6 +37,16 @@ class Atoms:
 def default_radius(beta: float) -> float:
     """Grouping distance ``min(1/(2 beta), pi/4)`` on S^1 (paper section 4)."""
     return min(1.0 / (2.0 * beta), np.pi / 4.0)
+
+
+def effective_radius(radius: float, cell: float) -> float:
+    """The grouping radius, but at least 1.5 cell widths.
+
+    A finite-volume atom occupies one or two cells; at large beta the paper's radius
+    ``1/(2 beta)`` falls below a cell (beta = 50 at N = 256), and the two cells of one atom
+    would count as two atoms.
+    """
+    return max(radius, 1.5 * cell)
 
 
 def _groups(idx: np.ndarray, theta: np.ndarray, radius: float) -> list[np.ndarray]:
@@ -71,7 +82,8 @@ def detect_atoms(theta: np.ndarray, cell_mass: np.ndarray, beta: float, params: 
     """
     n = theta.size
     total = float(np.sum(np.maximum(cell_mass, 0.0)))
-    radius = params.radius if params.radius is not None else default_radius(beta)
+    radius = effective_radius(params.radius if params.radius is not None else default_radius(beta),
+                              2.0 * np.pi / n)
     idx = np.nonzero(cell_mass > params.contrast * total / n)[0]
     masses, positions = [], []
     for g in _groups(idx, theta, radius):

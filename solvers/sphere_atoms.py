@@ -36,7 +36,7 @@ def default_radius(beta: float, dim: int = 3) -> float:
 
 
 def detect_atoms(points: np.ndarray, cell_mass: np.ndarray, area: np.ndarray, beta: float,
-                 params: AtomParams) -> SphereAtoms:
+                 params: AtomParams, cell: float = 0.0) -> SphereAtoms:
     """Group the mass of a grid density into atoms.
 
     Parameters
@@ -49,9 +49,12 @@ def detect_atoms(points: np.ndarray, cell_mass: np.ndarray, area: np.ndarray, be
         Cell areas (for the contrast test: density = mass / area).
     beta : float
     params : AtomParams
+    cell : float
+        Largest cell width (radians): the radius is never below 1.5 cells (an atom occupies
+        one or two cells of the finite-volume grid).
     """
     total = float(np.sum(np.maximum(cell_mass, 0.0)))
-    radius = params.radius if params.radius is not None else default_radius(beta)
+    radius = max(params.radius if params.radius is not None else default_radius(beta), 1.5 * cell)
     idx = np.nonzero(cell_mass / area > params.contrast * total / (4.0 * np.pi))[0]
     if idx.size == 0:
         return SphereAtoms(np.zeros(0), np.zeros((0, 3)))

@@ -71,7 +71,8 @@ class SphereDiscretization:
         support = rho > SUPPORT_FLOOR * abs(mass) / (4 * np.pi)
         b = g.basis
         l_max = b.lmax if self.scheme == "fv" else self.rhs.cutoff
-        found = detect_atoms(self._points, cell_mass.ravel(), g.area.ravel(), p.model.beta, atoms)
+        found = detect_atoms(self._points, cell_mass.ravel(), g.area.ravel(), p.model.beta, atoms,
+                             cell=float(max(g.dtheta.max(), g.dphi)))
         return Diagnostics(
             mass=mass, min_rho=float(rho.min()), max_rho=float(rho.max()),
             energy=p.energy(rho, fields), dissipation=p.dissipation(rho, fields),

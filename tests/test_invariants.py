@@ -165,3 +165,19 @@ def test_outflow_limiter_keeps_positivity_at_any_step():
         new = rho + dt * drho
         assert new.min() >= -1e-15 * rho.max()
         assert new.sum() == pytest.approx(rho.sum(), rel=1e-13)
+
+
+def test_one_atom_in_two_cells_counts_once_at_large_beta():
+    """At beta = 50 the paper's radius 1/(2 beta) = 0.01 is below a cell (0.0245 at N = 256):
+    an atom split over two adjacent cells is still one atom."""
+    from solvers.atoms import detect_atoms
+    from solvers.params import AtomParams
+
+    n = 256
+    theta = 2 * np.pi * np.arange(n) / n
+    mass = np.zeros(n)
+    mass[[40, 41]] = [0.3, 0.2]
+    mass[[140]] = 0.5
+    found = detect_atoms(theta, mass, 50.0, AtomParams())
+    np.testing.assert_allclose(found.mass, [0.5, 0.5])
+    assert found.count == 2
