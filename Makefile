@@ -5,7 +5,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test test-slow bench venv clean
+.PHONY: demo test test-slow bench paper-figures venv clean
 
 $(STAMP): pyproject.toml scripts/setup.sh
 	bash scripts/setup.sh "$(PYTHON)" "$(VENV)"
@@ -26,6 +26,10 @@ test-slow: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) benchmarks/bench_s1.py
+	$(PY) benchmarks/bench_s2.py
+
+paper-figures: $(STAMP)
+	bash scripts/paper_figures.sh output/paper
 
 clean:
 	rm -rf $(VENV) output .pytest_cache
