@@ -77,8 +77,10 @@ class DomainParams:
 class InitialParams:
     """Initial density.
 
-    ``kind = "uniform"``: ``rho = (1 + sum amp cos(k theta)) / (2 pi)`` with ``modes = ((k, amp), ...)``.
-    ``kind = "von_mises"``: mixture ``sum w_i exp(kappa_i cos(theta - c_i)) / (2 pi I_0(kappa_i))``.
+    ``kind = "uniform"``: S^1 ``rho = (1 + sum amp cos(k theta)) / (2 pi)`` with
+    ``modes = ((k, amp), ...)``; S^2 ``rho = 1/(4 pi) + sum amp Re Y_lm`` with ``modes = ((l, m, amp), ...)``.
+    ``kind = "von_mises"``: S^1 mixture ``sum w_i exp(kappa_i cos(theta - c_i)) / (2 pi I_0(kappa_i))``;
+    S^2 von Mises-Fisher mixture with unit-vector ``centers``.
     ``kind = "archive"``: snapshot of ``path`` nearest to ``time`` (last if None), resampled.
     """
 
@@ -120,7 +122,8 @@ class TimeParams:
 class AtomParams:
     """Atom (cluster) detection (paper section 4; MATH.md 5).
 
-    ``radius``: grouping distance; None means ``min(1/(2 beta), pi/4)`` on S^1.
+    ``radius``: grouping distance; None means ``min(1/(2 beta), pi/4)`` on S^1 and
+    ``min(1/(2 beta), pi/6)`` on S^2; never below 1.5 cell widths.
     ``contrast``: a cell takes part if its density exceeds ``contrast * M / |S|``.
     ``min_mass``: groups lighter than this are ignored.
     """
