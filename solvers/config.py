@@ -323,6 +323,7 @@ def _time(t: dict[str, Any]) -> TimeParams:
         "integrator": lambda k, v: choice(k, v, INTEGRATORS),
         "max_steps": lambda k, v: integer(k, v, 1), "stop_when_stationary": boolean,
         "stationary_window": lambda k, v: integer(k, v, 1),
+        "stationary_measure": lambda k, v: choice(k, v, ("transport", "velocity")),
         "limiter": lambda k, v: choice(k, v, LIMITERS)}))
     why = "(positivity of the finite-volume scheme needs cfl <= 0.5)" if params.scheme == "fv" \
         else f"for scheme {json.dumps(params.scheme)}"

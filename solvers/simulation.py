@@ -141,14 +141,18 @@ class Solver:
 
 
 def _is_stationary(history: list[Snapshot], config: RunConfig) -> bool:
-    """Paper section 4: atom count unchanged over ``window`` snapshots, and nothing moves."""
+    """Paper section 4: atom count unchanged over ``window`` snapshots, and nothing moves
+    (transport rate ``||d rho/dt||_1 <= tol M``, or max |velocity| on the support ``<= tol``)."""
     window, tol = config.time.stationary_window, config.time.stationary_tol
     if len(history) < window:
         return False
     recent = history[-window:]
     if len({s.diagnostics.n_atoms for s in recent}) != 1:
         return False
-    return recent[-1].diagnostics.transport_rate <= tol * abs(recent[-1].diagnostics.mass)
+    d = recent[-1].diagnostics
+    if config.time.stationary_measure == "velocity":
+        return d.max_support_velocity <= tol
+    return d.transport_rate <= tol * abs(d.mass)
 
 
 def simulate(config: RunConfig, rho0: np.ndarray, *, t0: float = 0.0, step0: int = 0,
