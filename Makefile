@@ -1,35 +1,22 @@
-# meanfield-spectral: `make demo` runs the default config, `make test` runs the tests.
-# Both create .venv and install what they need (FFTW headers for shtns via apt when root).
-PYTHON ?= python3
-VENV   := .venv
-PY     := $(VENV)/bin/python
-STAMP  := $(VENV)/.installed
+# Convenience targets; each calls scripts/dev.sh, which needs only bash and Python
+# (it creates .venv and installs what it needs).
+.PHONY: demo test test-slow bench paper-figures clean
 
-.PHONY: demo test test-slow bench paper-figures venv clean
+demo:
+	bash scripts/dev.sh demo
 
-$(STAMP): pyproject.toml scripts/setup.sh
-	bash scripts/setup.sh "$(PYTHON)" "$(VENV)"
-	touch $(STAMP)
+test:
+	bash scripts/dev.sh test
 
-venv: $(STAMP)
+test-slow:
+	bash scripts/dev.sh test-slow
 
-demo: $(STAMP)
-	$(VENV)/bin/meanfield run runs/demo.toml -o output/demo.nc --overwrite
-	$(VENV)/bin/meanfield plot output/demo.nc -o output/demo.png
-	@echo "archive: output/demo.nc   figure: output/demo.png"
+bench:
+	bash scripts/dev.sh bench
 
-test: $(STAMP)
-	$(PY) -m pytest -q
-
-test-slow: $(STAMP)
-	$(PY) -m pytest -q -m slow || [ $$? -eq 5 ]
-
-bench: $(STAMP)
-	$(PY) benchmarks/bench_s1.py
-	$(PY) benchmarks/bench_s2.py
-
-paper-figures: $(STAMP)
+paper-figures:
+	bash scripts/dev.sh setup
 	bash scripts/paper_figures.sh output/paper
 
 clean:
-	rm -rf $(VENV) output .pytest_cache
+	rm -rf .venv output .pytest_cache

@@ -4,7 +4,7 @@
 #   Fig. 2    atom masses against sqrt(beta), with the Theorem 3.5 constant 0.5742
 #   Fig. 4.8  sensitivity to the initial state: ten perturbed starts at beta = 10 (GeLU),
 #             pure attention, ascent and descent, atom positions overlaid
-# Usage: bash scripts/paper_figures.sh [OUT]   (default OUT = output/paper; about 20 minutes on 2 cores)
+# Usage: bash scripts/dev.sh setup && bash scripts/paper_figures.sh [OUT]   (default OUT = output/paper; about 20 minutes on 2 cores)
 # Sweeps already finished are skipped on a re-run (meanfield sweep resumes).
 set -euo pipefail
 cd "$(dirname "$0")/.."
