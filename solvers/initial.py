@@ -127,17 +127,22 @@ def resample_conservative(rho: np.ndarray, n: int) -> np.ndarray:
     return np.diff(mass_at) / h_new
 
 
-def archive_density(n: int, path: str, time: float | None = None) -> np.ndarray:
-    """The snapshot of a run archive nearest to ``time`` (last if None), resampled to n cells."""
+def _read_archive(path: str, time: float | None) -> tuple[object, np.ndarray]:
+    """``(axes, rho)`` of the snapshot nearest ``time``; problems become ``initial.path`` errors."""
     if not Path(path).is_file():
         raise ConfigError("initial.path", f"archive not found: {path}")
     from solvers.archive import read_snapshot
 
     try:
-        _, theta, rho = read_snapshot(path, time)
+        _, axes, rho = read_snapshot(path, time)
     except ValueError as err:  # not a run archive, or an empty one
         raise ConfigError("initial.path", str(err)) from None
-    rho = np.asarray(rho, dtype=float)
+    return axes, np.asarray(rho, dtype=float)
+
+
+def archive_density(n: int, path: str, time: float | None = None) -> np.ndarray:
+    """The snapshot of a run archive nearest to ``time`` (last if None), resampled to n cells."""
+    theta, rho = _read_archive(path, time)
     if rho.ndim != 1 or not np.allclose(theta, cell_centers(rho.size), rtol=0, atol=1e-9):
         raise ConfigError("initial.path", f"{path} does not hold an S1 run on the standard grid")
     return resample_conservative(rho, n)
@@ -331,15 +336,7 @@ def sphere_archive_density(grid: SphereGrid, path: str, time: float | None = Non
     The same grid: a copy. Another Gauss grid: :func:`resample_sphere`, then negatives are
     clipped to 0 (the caller renormalises the mass to ``initial.mass``).
     """
-    if not Path(path).is_file():
-        raise ConfigError("initial.path", f"archive not found: {path}")
-    from solvers.archive import read_snapshot
-
-    try:
-        _, axes, rho = read_snapshot(path, time)
-    except ValueError as err:  # not a run archive, or an empty one
-        raise ConfigError("initial.path", str(err)) from None
-    rho = np.asarray(rho, dtype=float)
+    axes, rho = _read_archive(path, time)
     if rho.ndim != 2 or not isinstance(axes, tuple) or rho.shape[0] < 32:
         raise ConfigError("initial.path", f"{path} does not hold an S2 run")
     if rho.shape == grid.shape and np.allclose(axes[0], grid.theta, rtol=0, atol=1e-9):
