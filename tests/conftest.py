@@ -10,6 +10,8 @@ from solvers.params import (AtomParams, DomainParams, ModelParams, OutputParams,
 
 PAPER_A = np.array([[-0.9967456002240224, 0.0806114658969388], [-0.6198538201675943, -0.784717300448792]])
 PAPER_OMEGA = np.array([0.6324575844117477, -0.4696753890279187])
+# the same weights as the [perceptron] keys of a TOML config
+PAPER_S1_WEIGHTS_TOML = f"a = {PAPER_A.tolist()}\nomega = {PAPER_OMEGA.tolist()}"
 
 
 def perceptron(activation: str = "relu", a=PAPER_A, omega=PAPER_OMEGA, b=None) -> PerceptronParams:

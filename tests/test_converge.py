@@ -16,8 +16,9 @@ from solvers import converge as cv
 from solvers.config import ConfigError, load_config
 from solvers.initial import initial_density
 from solvers.sphere_grid import SphereGrid
+from conftest import PAPER_S1_WEIGHTS_TOML
 
-S1_TOML = """
+S1_TOML = f"""
 [domain]
 manifold = "S1"
 resolution = 128
@@ -27,8 +28,7 @@ direction = "descent"
 kernel = "exp_shifted"
 [perceptron]
 activation = "gelu"
-a = [[-0.9967456002240224, 0.0806114658969388], [-0.6198538201675943, -0.784717300448792]]
-omega = [0.6324575844117477, -0.4696753890279187]
+{PAPER_S1_WEIGHTS_TOML}
 [initial]
 kind = "uniform"
 modes = [[1, 0.5], [3, 0.3]]

@@ -11,8 +11,9 @@ from pathlib import Path
 import netCDF4
 import numpy as np
 import xarray as xr
+from conftest import PAPER_S1_WEIGHTS_TOML
 
-CONFIG = """
+CONFIG = f"""
 [domain]
 manifold = "S1"
 resolution = 512
@@ -22,8 +23,7 @@ direction = "descent"
 kernel = "exp_shifted"
 [perceptron]
 activation = "relu"
-a = [[-0.9967456002240224, 0.0806114658969388], [-0.6198538201675943, -0.784717300448792]]
-omega = [0.6324575844117477, -0.4696753890279187]
+{PAPER_S1_WEIGHTS_TOML}
 [initial]
 kind = "uniform"
 modes = [[3, 0.1]]

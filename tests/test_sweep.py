@@ -16,9 +16,10 @@ from solvers import sweep
 from solvers.archive import open_run
 from solvers.config import ConfigError, check_resolution, load_config, tomllib
 from solvers.initial import initial_density
+from conftest import PAPER_S1_WEIGHTS_TOML
 
 RUNS = Path(__file__).resolve().parent.parent / "runs"
-TINY = """
+TINY = f"""
 [domain]
 manifold = "S1"
 resolution = 64
@@ -30,8 +31,7 @@ kernel = "exp_shifted"
 
 [perceptron]
 activation = "relu"
-a = [[-0.9967456002240224, 0.0806114658969388], [-0.6198538201675943, -0.784717300448792]]
-omega = [0.6324575844117477, -0.4696753890279187]
+{PAPER_S1_WEIGHTS_TOML}
 
 [time]
 t_end = 4.0

@@ -11,8 +11,9 @@ from matplotlib.figure import Figure
 
 from solvers import sweep, sweep_figures
 from solvers.sweep_summary import THEOREM_3_5, build_summary
+from conftest import PAPER_S1_WEIGHTS_TOML
 
-TINY = """
+TINY = f"""
 [domain]
 manifold = "S1"
 resolution = 64
@@ -24,8 +25,7 @@ kernel = "exp_shifted"
 
 [perceptron]
 activation = "gelu"
-a = [[-0.9967456002240224, 0.0806114658969388], [-0.6198538201675943, -0.784717300448792]]
-omega = [0.6324575844117477, -0.4696753890279187]
+{PAPER_S1_WEIGHTS_TOML}
 
 [time]
 t_end = 4.0

@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 import xarray as xr
+from conftest import PAPER_S1_WEIGHTS_TOML
 
-CONFIG = """
+CONFIG = f"""
 [domain]
 manifold = "S1"
 resolution = 512
@@ -21,8 +22,7 @@ direction = "descent"
 kernel = "exp_shifted"
 [perceptron]
 activation = "relu"
-a = [[-0.9967456002240224, 0.0806114658969388], [-0.6198538201675943, -0.784717300448792]]
-omega = [0.6324575844117477, -0.4696753890279187]
+{PAPER_S1_WEIGHTS_TOML}
 [time]
 t_end = 20.0
 dt = 0.002
