@@ -23,9 +23,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from solvers.config import load_config  # noqa: E402
-from solvers.initial import initial_density  # noqa: E402
-from solvers.simulation import Solver, simulate  # noqa: E402
+from solvers.io.state import initial_density  # noqa: E402
+from solvers.model.config import load_config  # noqa: E402
+from solvers.timestepping.simulation import Solver, simulate  # noqa: E402
 
 FFT_PAIRS = {"fv": 3, "spectral": 8}  # (rfft + irfft) pairs per step
 

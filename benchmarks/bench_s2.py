@@ -21,10 +21,16 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from solvers.params import (DomainParams, ModelParams, OutputParams, PerceptronParams,  # noqa: E402
-                            RunConfig, TimeParams)
-from solvers.simulation import Solver  # noqa: E402
-from solvers.sphere_grid import SphereGrid  # noqa: E402
+from solvers.model.params import (  # noqa: E402
+    DomainParams,
+    ModelParams,
+    OutputParams,
+    PerceptronParams,
+    RunConfig,
+    TimeParams,
+)
+from solvers.sphere.grid import SphereGrid  # noqa: E402
+from solvers.timestepping.simulation import Solver  # noqa: E402
 
 A = np.array([(-0.5603236705120601, 0.0453159888005312, -0.8270331585994134),
               (-0.8953385535255107, 0.3575716967547427, -0.2655397451433223),

@@ -22,9 +22,15 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from solvers.params import (DomainParams, ModelParams, OutputParams, PerceptronParams,  # noqa: E402
-                            RunConfig, TimeParams)
-from solvers.simulation import simulate  # noqa: E402
+from solvers.model.params import (  # noqa: E402
+    DomainParams,
+    ModelParams,
+    OutputParams,
+    PerceptronParams,
+    RunConfig,
+    TimeParams,
+)
+from solvers.timestepping.simulation import simulate  # noqa: E402
 
 A = np.array([[-0.9967456002240224, 0.0806114658969388], [-0.6198538201675943, -0.784717300448792]])
 OMEGA = np.array([0.6324575844117477, -0.4696753890279187])

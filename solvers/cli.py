@@ -9,15 +9,20 @@ from __future__ import annotations
 import argparse
 import sys
 import warnings
-from pathlib import Path
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from solvers.config import ConfigError, check_resolution, load_config, parse_override
-from solvers.initial import cell_centers, cell_width, initial_density
-from solvers.params import RunConfig, flatten
+from solvers.io.state import grid_arrays, initial_density
+from solvers.model.config import (
+    ConfigError,
+    check_resolution,
+    load_config,
+    parse_override,
+)
+from solvers.model.params import RunConfig, flatten
 
 RESUMABLE_SECTIONS = ("time", "output")
 EXIT_USAGE = 2
@@ -97,7 +102,7 @@ def _check_same_physics(config: RunConfig, archived: RunConfig) -> None:
 
 
 def _resume_state(args: argparse.Namespace) -> tuple[RunConfig, dict[str, Any]]:
-    from solvers import archive
+    from solvers.io import archive
 
     path = _existing(args.resume, "archive")
     if args.output:
@@ -134,28 +139,13 @@ def _fresh_state(args: argparse.Namespace) -> tuple[RunConfig, dict[str, Any]]:
     return config, {"rho": initial_density(config), "t0": 0.0, "step0": 0, "dt0": None}
 
 
-def grid_arrays(config: RunConfig) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
-    """``(theta, cell_weight, phi)`` of the run's grid for the archive writer.
-
-    S^1: cell centres (N,), widths (N,), None. S^2: ``SphereGrid(lmax)``'s colatitudes (nlat,),
-    areas (nlat, nphi) and longitudes (nphi,).
-    """
-    n = config.domain.resolution
-    if config.domain.manifold == "S2":
-        from solvers.sphere_grid import SphereGrid
-
-        grid = SphereGrid(n)
-        return grid.theta, grid.area, grid.phi
-    return cell_centers(n), np.full(n, cell_width(n)), None
-
-
 def _toml_string(text: str) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 def _count_snapshots(path: Path) -> str:
     try:
-        from solvers.archive import open_run
+        from solvers.io.archive import open_run
 
         return str(open_run(path).sizes.get("time", 0))
     except (OSError, ValueError):  # the count is a courtesy: never mask the interrupt
@@ -167,8 +157,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     if not args.config and not args.resume:
         raise CliError("run needs CONFIG.toml (or --resume RUN.nc)")
     config, state = _resume_state(args) if args.resume else _fresh_state(args)
-    from solvers.archive import ArchiveWriter
-    from solvers.simulation import simulate
+    from solvers.io.archive import ArchiveWriter
+    from solvers.timestepping.simulation import simulate
 
     path = Path(config.output.path)
     theta, weight, phi = grid_arrays(config)
@@ -214,7 +204,7 @@ def _atom_rows(masses: np.ndarray, positions: np.ndarray) -> list[str]:
     """Table rows: S^1 positions (n,) as angles; S^2 positions (n, 3) as colatitude/longitude."""
     positions = np.asarray(positions, dtype=float)
     if positions.ndim == 2:
-        from solvers.archive import sphere_atom_columns
+        from solvers.io.archive import sphere_atom_columns
 
         cols = sphere_atom_columns(masses, positions)
         return _sphere_atom_rows(masses, cols["atom_colatitude"], cols["atom_longitude"])
@@ -239,10 +229,10 @@ def _sphere_atom_rows(masses: np.ndarray, colatitude: np.ndarray,
 # --------------------------------------------------------------------------- plot, info
 
 def cmd_plot(args: argparse.Namespace) -> int:
-    """``meanfield plot``: figure of a run (see :func:`solvers.plotting.plot_run`)."""
+    """``meanfield plot``: figure of a run (see :func:`solvers.plots.run.plot_run`)."""
     path = _existing(args.run, "run archive")
     out = args.output or str(path.with_suffix(".png"))
-    from solvers.plotting import plot_run
+    from solvers.plots.run import plot_run
 
     try:
         plot_run(path, out)
@@ -253,12 +243,12 @@ def cmd_plot(args: argparse.Namespace) -> int:
 
 
 def cmd_animate(args: argparse.Namespace) -> int:
-    """``meanfield animate``: one frame per snapshot (see :func:`solvers.plotting.animate_run`)."""
+    """``meanfield animate``: one frame per snapshot (see :func:`solvers.plots.run.animate_run`)."""
     path = _existing(args.run, "run archive")
     if args.fps <= 0:
         raise CliError(f"--fps must be a positive integer (got {args.fps})")
     out = Path(args.output) if args.output else path.with_suffix(".gif")
-    from solvers.plotting import animate_run
+    from solvers.plots.run import animate_run
 
     try:
         animate_run(path, out, fps=args.fps, view=args.view)
@@ -270,7 +260,7 @@ def cmd_animate(args: argparse.Namespace) -> int:
 
 def cmd_info(args: argparse.Namespace) -> int:
     """``meanfield info``: parameters, snapshot count, time range, final diagnostics, atoms."""
-    from solvers.archive import open_run
+    from solvers.io.archive import open_run
 
     path = _existing(args.run, "run archive")
     try:
@@ -282,7 +272,7 @@ def cmd_info(args: argparse.Namespace) -> int:
 
 
 def info_lines(ds: Any, path: Path) -> list[str]:
-    """The text of ``meanfield info`` for a run dataset (see :mod:`solvers.archive`)."""
+    """The text of ``meanfield info`` for a run dataset (see :mod:`solvers.io.archive`)."""
     lines = [f"run: {path}"]
     for key in ("version", "created", "manifold", "scheme", "kernel"):
         if key in ds.attrs:
@@ -350,7 +340,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _add_companion_commands(sub: Any) -> None:
     """Commands that live in their own modules (each provides ``add_parser``)."""
-    from solvers import compare_particles, converge, lemma51, sweep, sweep_figures
+    from solvers.plots import sweeps as sweep_figures
+    from solvers.studies import compare_particles, converge, lemma51, sweep
 
     for module in (lemma51, converge, compare_particles, sweep, sweep_figures):
         module.add_parser(sub)

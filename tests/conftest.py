@@ -5,8 +5,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from solvers.params import (AtomParams, DomainParams, ModelParams, OutputParams, PerceptronParams,
-                            RunConfig, TimeParams)
+from solvers.model.params import (
+    AtomParams,
+    DomainParams,
+    ModelParams,
+    OutputParams,
+    PerceptronParams,
+    RunConfig,
+    TimeParams,
+)
 
 PAPER_A = np.array([[-0.9967456002240224, 0.0806114658969388], [-0.6198538201675943, -0.784717300448792]])
 PAPER_OMEGA = np.array([0.6324575844117477, -0.4696753890279187])

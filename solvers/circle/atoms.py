@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from solvers.params import AtomParams
+from solvers.model.params import AtomParams
 
 
 @dataclass(frozen=True)

@@ -1,16 +1,31 @@
-"""S^1 discretisations (``fv`` and ``spectral``) behind the :class:`Discretization` interface."""
+"""S^1 discretisations (``fv`` and ``spectral``) behind the :class:`Discretization` interface, and
+the snapshot diagnostics of an S^1 grid density (computed at snapshots, not every step)."""
 
 from __future__ import annotations
 
+from typing import Callable
+
 import numpy as np
 
-from solvers.circle_problem import CircleProblem
-from solvers.diagnostics import compute_diagnostics
-from solvers.params import AtomParams, RunConfig
-from solvers.snapshot import Diagnostics
-from solvers.transport import SCHEMES, averages_to_points, dealias_cutoff, project
+from solvers.circle.atoms import detect_atoms
+from solvers.circle.fv import fv
+from solvers.circle.problem import CircleProblem
+from solvers.circle.spectral import (
+    averages_to_points,
+    dealias_cutoff,
+    project,
+    spectral,
+)
+from solvers.core.discretization import Rhs
+from solvers.core.snapshot import Diagnostics
+from solvers.model.params import AtomParams, RunConfig
 from spectral import CircleBasis
 
+SCHEMES: dict[str, tuple[Callable[..., Rhs], str, str]] = {
+    # name: (factory, default integrator, citation)
+    "fv": (fv, "ssprk3", "MUSCL upwind finite volumes, van Leer, J. Comput. Phys. 32 (1979)"),
+    "spectral": (spectral, "rk4", "Fourier pseudo-spectral, 2/3 rule: Orszag, J. Atmos. Sci. 28 (1971)"),
+}
 POSITIVITY_CFL = 0.5  # fv + SSP: dt max|u| / h <= 1/2 keeps every cell non-negative
 
 
@@ -43,3 +58,47 @@ class CircleDiscretization:
 
     def spectral_tail_limit(self) -> float | None:
         return 1e-6 if self.scheme == "spectral" else None
+
+
+SUPPORT_FLOOR = 1e-8  # a cell is in the support if rho > SUPPORT_FLOOR * M / (2 pi)
+
+
+def tail_energy(rho_hat: np.ndarray, k_max: int) -> float:
+    """Fraction of ``sum_k |rho_k|^2`` (0 < k <= k_max) held by ``2 k_max / 3 < k <= k_max``.
+
+    Parameters
+    ----------
+    rho_hat : ndarray, shape (N//2 + 1,)
+    k_max : int
+        Highest resolved wavenumber (N/2 for fv, the 2/3-rule cutoff for spectral).
+    """
+    power = np.abs(rho_hat[1 : k_max + 1]) ** 2
+    total = power.sum()
+    if total == 0.0:
+        return 0.0
+    k = np.arange(1, k_max + 1)
+    return float(power[k > 2 * k_max / 3].sum() / total)
+
+
+def compute_diagnostics(problem: CircleProblem, rhs: Rhs, rho: np.ndarray,
+                        atoms: AtomParams, k_max: int) -> Diagnostics:
+    """All snapshot diagnostics of the grid density ``rho`` (shape (N,)).
+
+    ``transport_rate`` is ``||rhs(rho)||_1``, the mass moved per unit time by the scheme.
+    """
+    b = problem.basis
+    cell_mass = rho * b.cell_weight
+    mass = float(cell_mass.sum())
+    rho_hat = b.forward(rho)
+    drho, _ = rhs(rho)
+    speed = np.abs(problem.velocity(rho_hat, "center"))
+    support = rho > SUPPORT_FLOOR * abs(mass) / (2.0 * np.pi)
+    found = detect_atoms(b.theta, cell_mass, problem.model.beta, atoms)
+    return Diagnostics(
+        mass=mass, min_rho=float(rho.min()), max_rho=float(rho.max()),
+        energy=problem.energy(rho), dissipation=problem.dissipation(rho),
+        transport_rate=float(np.sum(np.abs(drho)) * b.h),
+        max_support_velocity=float(speed[support].max()) if support.any() else 0.0,
+        tail_energy=tail_energy(rho_hat, k_max),
+        n_atoms=found.count, atom_mass=found.mass, atom_position=found.position,
+    )

@@ -12,21 +12,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from solvers import perceptron
-from solvers.params import ModelParams
+from solvers.core.kernel import kernel_log_shift, max_kernel_second_derivative  # noqa: F401 (re-export)
+from solvers.model import perceptron
+from solvers.model.params import ModelParams
 from spectral import CircleBasis, kernel_eigenvalues
-
-
-def kernel_log_shift(model: ModelParams) -> float:
-    """``log`` of the factor multiplying ``exp(beta x.y)``: 0 (``exp``) or ``-beta`` (``exp_shifted``)."""
-    return -model.beta if model.kernel == "exp_shifted" else 0.0
-
-
-def max_kernel_second_derivative(beta: float, log_shift: float, n: int = 20001) -> float:
-    """``max_t |d^2/dt^2 exp(beta cos t + log_shift)|`` (MATH.md 5: ``K''``)."""
-    t = np.linspace(0.0, np.pi, n)
-    k2 = np.exp(beta * np.cos(t) + log_shift) * np.abs(beta**2 * np.sin(t) ** 2 - beta * np.cos(t))
-    return float(k2.max())
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """A run's spatial discretisation: grid, right-hand side and diagnostics, behind one interface.
 
-The time loop (:mod:`solvers.simulation`) sees only :class:`Discretization`; each manifold and
+The time loop (:mod:`solvers.timestepping.simulation`) sees only :class:`Discretization`; each manifold and
 scheme provides one. ``make_discretization(config)`` picks it from the config.
 """
 
@@ -10,8 +10,8 @@ from typing import Callable, Protocol
 
 import numpy as np
 
-from solvers.params import AtomParams, RunConfig
-from solvers.snapshot import Diagnostics
+from solvers.core.snapshot import Diagnostics
+from solvers.model.params import AtomParams
 
 Rhs = Callable[..., tuple[np.ndarray, float]]
 
@@ -44,23 +44,10 @@ class Discretization(Protocol):
         """Initial state from cell averages (``fresh``) or from an archived state (resume)."""
 
     def lipschitz_bound(self, mass: float) -> float:
-        """Bound of the nonlocal relaxation rates and of the velocity gradient (MATH.md 6)."""
+        """Bound of the nonlocal relaxation rates and of the velocity gradient (docs/math.md §6)."""
 
     def diagnostics(self, rho: np.ndarray, atoms: AtomParams) -> Diagnostics:
         """Snapshot diagnostics of the grid density ``rho``."""
 
     def spectral_tail_limit(self) -> float | None:
         """Tail-energy fraction above which the scheme is under-resolved (None: not checked)."""
-
-
-def make_discretization(config: RunConfig) -> Discretization:
-    """The discretisation for ``config.domain.manifold`` and ``config.time.scheme``."""
-    if config.domain.manifold == "S1":
-        from solvers.circle_discretization import CircleDiscretization
-
-        return CircleDiscretization(config)
-    if config.domain.manifold == "S2":
-        from solvers.sphere_discretization import SphereDiscretization
-
-        return SphereDiscretization(config)
-    raise ValueError(f"domain.manifold: unknown manifold {config.domain.manifold!r}; use S1 or S2")

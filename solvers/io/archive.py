@@ -1,7 +1,7 @@
 """NetCDF4 run archive: the only module that touches netCDF4 / xarray.
 
 One run is one NetCDF4 file with an unlimited ``time`` dimension. The writer appends one
-record per :class:`~solvers.snapshot.Snapshot` and calls ``Dataset.sync()`` after each, so a
+record per :class:`~solvers.core.snapshot.Snapshot` and calls ``Dataset.sync()`` after each, so a
 run killed at any moment (``kill -9``, Ctrl-C) leaves a file that ``xarray.open_dataset``
 reads with every snapshot written so far.
 
@@ -12,7 +12,7 @@ Dimensions: ``time`` (unlimited), ``theta`` (N), ``wavenumber`` (N//2 + 1), ``at
 Variables: ``theta(theta)``, ``cell_weight(theta)``, ``wavenumber(wavenumber)``,
 ``time(time)``, ``step(time)`` int64, ``dt(time)``, ``rho(time, theta)``,
 ``rho_hat_real/imag(time, wavenumber)`` with ``rho = sum_k c_k e^{i k theta}``,
-``c = numpy.fft.rfft(rho) / N``, every diagnostic of :class:`~solvers.snapshot.Diagnostics`
+``c = numpy.fft.rfft(rho) / N``, every diagnostic of :class:`~solvers.core.snapshot.Diagnostics`
 as ``(time)``, and ``atom_mass/atom_position(time, atom)``.
 
 Layout on S^2 (``lmax = domain.resolution``, the grid of ``SphereGrid(lmax)``)
@@ -28,7 +28,7 @@ complex ``Y_lm``, Condon-Shortley phase, ``m >= 0`` stored) with coordinates ``d
 ``atom_z`` (unit vectors), ``atom_colatitude``, ``atom_longitude`` (radians), all
 ``(time, atom)`` and NaN padded.
 
-Global attributes: every parameter of :func:`solvers.params.flatten` under
+Global attributes: every parameter of :func:`solvers.model.params.flatten` under
 :func:`param_attr_name` (``model.beta`` -> ``model__beta``; lists and None as JSON strings,
 bools as ints), ``config_text``, ``version``, ``scheme``, ``kernel``, ``manifold``,
 ``created``, ``history``, ``python``, ``numpy``.
@@ -55,15 +55,30 @@ import netCDF4
 import numpy as np
 import xarray as xr
 
-from solvers.archive_layout import (  # noqa: F401  (public names re-exported)
-    ARCHIVE_FORMAT, CIRCLE_ATOM_VARIABLES, DIAGNOSTIC_VARIABLES, KERNEL_CONVENTIONS,
-    REQUIRED_VARIABLES, SPHERE_ATOM_VARIABLES, _HDF5_SIGNATURE, _define_circle_axes,
-    _define_records, _define_sphere_axes, _global_attributes, _make_grid, _utc_now,
-    _valid_records, attr_value, config_attributes, package_version, param_attr_name, rho_hat,
+from solvers.core.snapshot import Snapshot
+from solvers.io.layout import (  # noqa: F401  (public names re-exported)
+    _HDF5_SIGNATURE,
+    ARCHIVE_FORMAT,
+    CIRCLE_ATOM_VARIABLES,
+    DIAGNOSTIC_VARIABLES,
+    KERNEL_CONVENTIONS,
+    REQUIRED_VARIABLES,
+    SPHERE_ATOM_VARIABLES,
+    _define_circle_axes,
+    _define_records,
+    _define_sphere_axes,
+    _global_attributes,
+    _make_grid,
+    _utc_now,
+    _valid_records,
+    attr_value,
+    config_attributes,
+    package_version,
+    param_attr_name,
+    rho_hat,
     sphere_atom_columns,
 )
-from solvers.params import RunConfig
-from solvers.snapshot import Snapshot
+from solvers.model.params import RunConfig
 
 
 def _existing(path: str | os.PathLike) -> Path:
@@ -129,7 +144,7 @@ def _open_append(path: Path) -> netCDF4.Dataset:
 
 
 class ArchiveWriter:
-    """Append :class:`~solvers.snapshot.Snapshot` records to a NetCDF4 archive.
+    """Append :class:`~solvers.core.snapshot.Snapshot` records to a NetCDF4 archive.
 
     Parameters
     ----------

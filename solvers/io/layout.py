@@ -1,5 +1,5 @@
 """Layout of the NetCDF4 run archive: variable tables, attributes, and the definitions the writer
-uses (see :mod:`solvers.archive` for the layout and the file-level guarantees)."""
+uses (see :mod:`solvers.io.archive` for the layout and the file-level guarantees)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from typing import Any
 import netCDF4
 import numpy as np
 
-from solvers.params import RunConfig, flatten
+from solvers.model.params import RunConfig, flatten
 
 ARCHIVE_FORMAT = "meanfield-spectral-archive 1"
 REQUIRED_VARIABLES = ("time", "theta", "cell_weight", "rho", "step", "dt")

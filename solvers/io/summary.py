@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from solvers.config import ConfigError
+from solvers.model.config import ConfigError
 
 FINISHED = ("t_end", "stationary")
 NO_RESULT = ("failed", "not run")
@@ -49,7 +49,7 @@ def write_done(archive: Path, record: dict[str, Any]) -> None:
 
 
 def result_record(result: Any, name: str, archive: str, digest: str) -> dict[str, Any]:
-    """Record of a :class:`~solvers.simulation.RunResult`, atoms sorted by mass (descending)."""
+    """Record of a :class:`~solvers.timestepping.simulation.RunResult`, atoms sorted by mass (descending)."""
     d = result.final.diagnostics
     order = np.argsort(-np.asarray(d.atom_mass, dtype=float), kind="stable")
     return {"name": name, "archive": archive, "digest": digest, "reason": result.reason,
@@ -114,11 +114,11 @@ def build_summary(params: Sequence[Any], dims: Sequence[str], points: Sequence[A
 
     Parameters
     ----------
-    params : sequence of :class:`solvers.sweep.SweepParam`
+    params : sequence of :class:`solvers.studies.sweep.SweepParam`
         The swept keys with their values (one dimension each, in this order).
     dims : sequence of str
-        The dimension names (:func:`solvers.sweep.dim_names`).
-    points : sequence of :class:`solvers.sweep.SweepPoint`
+        The dimension names (:func:`solvers.studies.sweep.dim_names`).
+    points : sequence of :class:`solvers.studies.sweep.SweepPoint`
         The grid (names and indices).
     records : dict
         Record by run name; a point without one is ``not run``.

@@ -1,6 +1,6 @@
-"""Read and validate a run configuration (TOML) into a :class:`~solvers.params.RunConfig`.
+"""Read and validate a run configuration (TOML) into a :class:`~solvers.model.params.RunConfig`.
 
-Sections and keys are exactly the fields of :mod:`solvers.params` (``[perceptron]`` fills
+Sections and keys are exactly the fields of :mod:`solvers.model.params` (``[perceptron]`` fills
 ``model.perceptron``). Every problem raises :class:`ConfigError`, whose message is one line
 naming the offending key and how to fix it.
 """
@@ -10,9 +10,9 @@ from __future__ import annotations
 import difflib
 import json
 import math
+from collections.abc import Callable, Iterable
 from dataclasses import fields, replace
 from pathlib import Path
-from collections.abc import Callable, Iterable
 from typing import Any
 
 import numpy as np
@@ -22,17 +22,28 @@ try:
 except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib
 
-from solvers.activations import ACTIVATIONS as _ACTIVATION_TABLE
-from solvers.integrators import INTEGRATORS as _INTEGRATOR_TABLE
-from solvers.params import (ATTENTIONS, DIRECTIONS, KERNELS, MANIFOLDS, AtomParams, DomainParams,
-                            InitialParams, ModelParams, OutputParams, PerceptronParams, RunConfig,
-                            TimeParams)
-from solvers.transport import LIMITERS as _LIMITER_TABLE
+from solvers.model.activations import ACTIVATIONS as _ACTIVATION_TABLE
+from solvers.model.params import (
+    ATTENTIONS,
+    DIRECTIONS,
+    INTEGRATOR_NAMES,
+    KERNELS,
+    LIMITER_NAMES,
+    MANIFOLDS,
+    AtomParams,
+    DomainParams,
+    InitialParams,
+    ModelParams,
+    OutputParams,
+    PerceptronParams,
+    RunConfig,
+    TimeParams,
+)
 
 ACTIVATIONS = tuple(_ACTIVATION_TABLE) + ("none",)
 INITIAL_KINDS = ("uniform", "von_mises", "archive")
-INTEGRATORS = tuple(_INTEGRATOR_TABLE)
-LIMITERS = tuple(_LIMITER_TABLE)
+INTEGRATORS = INTEGRATOR_NAMES
+LIMITERS = LIMITER_NAMES
 MIN_RESOLUTION = 16
 S2_MIN_LMAX = 31  # shtns needs a Gauss grid of >= 32 latitudes
 CFL_MAX = {"fv": 0.5, "spectral": 1.0}  # the time schemes, with their largest cfl

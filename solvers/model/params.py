@@ -1,7 +1,7 @@
 """Frozen parameter dataclasses: the data contract between config, model, solver and archive.
 
 Every run is fully described by one :class:`RunConfig`. The TOML reader
-(:mod:`solvers.config`) builds it and validates it; the numerics read it; the
+(:mod:`solvers.model.config`) builds it and validates it; the numerics read it; the
 archive stores it (flattened with :func:`flatten`) as attributes.
 """
 
@@ -16,6 +16,10 @@ DIRECTIONS = ("ascent", "descent")
 ATTENTIONS = ("unnormalized", "softmax")
 KERNELS = ("exp", "exp_shifted")
 MANIFOLDS = ("S1", "S2")
+# Names the implementations register under (checked against their tables by the tests):
+# solvers.timestepping.integrators.INTEGRATORS and solvers.core.limiters.LIMITERS.
+INTEGRATOR_NAMES = ("euler", "ssprk2", "ssprk3", "rk4")
+LIMITER_NAMES = ("minmod", "mc", "vanleer", "none")
 
 
 @dataclass(frozen=True)
@@ -25,7 +29,7 @@ class PerceptronParams:
     Attributes
     ----------
     activation : str
-        Name in :data:`solvers.activations.ACTIVATIONS` (``relu``, ``gelu``, ``linear``,
+        Name in :data:`solvers.model.activations.ACTIVATIONS` (``relu``, ``gelu``, ``linear``,
         ``tanh``, ``leaky_relu``, ``none``).
     a : ndarray, shape (n_units, d)
         Input weights, one d-vector per unit (d = 2 on S^1, 3 on S^2).

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from solvers.activations import get_activation
-from solvers.params import PerceptronParams
+from solvers.model.activations import get_activation
+from solvers.model.params import PerceptronParams
 
 
 def potential(p: PerceptronParams, x: np.ndarray) -> np.ndarray:

@@ -1,4 +1,4 @@
-"""Figure of a Lemma 5.1 report (:func:`solvers.lemma51.run_lemma51`; matplotlib Agg, no pyplot).
+"""Figure of a Lemma 5.1 report (:func:`solvers.studies.lemma51.run_lemma51`; matplotlib Agg, no pyplot).
 
 Panels (log scales):
 

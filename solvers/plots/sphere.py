@@ -13,7 +13,7 @@ views (the hemisphere facing the heaviest final atom and the opposite one, as in
 Figures 4 and 4.5) or a Mollweide map, one frame per snapshot, on a colour scale fixed over
 the run.
 
-Geometry (:class:`solvers.sphere_grid.SphereGrid`): cell ``(j, k)`` spans the band between
+Geometry (:class:`solvers.sphere.grid.SphereGrid`): cell ``(j, k)`` spans the band between
 the colatitudes ``theta_faces[j]``, ``theta_faces[j + 1]`` (``cos theta_faces = 1 - cumulative
 Gauss weights``, recovered here from ``cell_weight``) and the longitudes ``phi_k -+ dphi/2``.
 """
@@ -28,7 +28,13 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.patches import Circle
 
-from solvers.plotting import LOG_RANGE, THEOREM_3_5, frame_title, run_title
+from solvers.plots.common import (
+    LOG_RANGE,
+    THEOREM_3_5,
+    frame_title,
+    panel_energy,
+    run_title,
+)
 
 if TYPE_CHECKING:
     import xarray as xr
@@ -242,9 +248,7 @@ def sphere_run_figure(ds: xr.Dataset) -> tuple[Figure, dict[str, Axes]]:
     panels["map"].set_title(f"(a) final density at t = {float(ds['time'].values[-1]):.4g}: "
                             f"{mass.size} atoms, max atom mass {_max(mass):.4f} "
                             f"(Thm 3.5: {_bound(ds):.4f})", fontsize="medium", pad=18)
-    from solvers.plotting import _panel_energy
-
-    _panel_energy(panels["energy"], ds)
+    panel_energy(panels["energy"], ds)
     panels["energy"].set_title("(b) energy and dissipation")
     _panel_atoms(panels["atoms"], ds)
     fig.suptitle(run_title(ds))

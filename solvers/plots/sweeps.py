@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 from matplotlib.figure import Figure
 
-from solvers.sweep_summary import THEOREM_3_5, open_summary
+from solvers.io.summary import THEOREM_3_5, open_summary
 
 RUN_DIMS = ("atom", "xyz")
 FIGURES = {"beta": ("sweep_atom_counts.png", "sweep_atom_masses.png"),

@@ -1,6 +1,6 @@
 """Atom (cluster) detection for grid densities on S^2.
 
-As on S^1 (:mod:`solvers.atoms`): cells denser than ``contrast * M / 4 pi`` are treated as
+As on S^1 (:mod:`solvers.circle.atoms`): cells denser than ``contrast * M / 4 pi`` are treated as
 weighted particles at their centres and grouped by single linkage within geodesic distance
 ``radius`` (default ``min(1/(2 beta), pi/(2 d))`` with d = 3, the paper's rule); groups holding
 at least ``min_mass`` are atoms, located at their normalised centre of mass.
@@ -15,7 +15,7 @@ from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 from scipy.spatial import cKDTree
 
-from solvers.params import AtomParams
+from solvers.model.params import AtomParams
 
 
 @dataclass(frozen=True)

@@ -1,15 +1,15 @@
-"""S^2 discretisations behind the :class:`~solvers.discretization.Discretization` interface."""
+"""S^2 discretisations behind the :class:`~solvers.core.discretization.Discretization` interface."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from solvers.params import AtomParams, RunConfig
-from solvers.snapshot import Diagnostics
-from solvers.sphere_atoms import detect_atoms
-from solvers.sphere_fv import SphereFV
-from solvers.sphere_grid import SphereGrid
-from solvers.sphere_problem import SphereProblem
+from solvers.core.snapshot import Diagnostics
+from solvers.model.params import AtomParams, RunConfig
+from solvers.sphere.atoms import detect_atoms
+from solvers.sphere.fv import SphereFV
+from solvers.sphere.grid import SphereGrid
+from solvers.sphere.problem import SphereProblem
 
 SUPPORT_FLOOR = 1e-8  # support: rho > SUPPORT_FLOOR * M / (4 pi)
 CITATIONS = {
@@ -39,7 +39,7 @@ class SphereDiscretization:
             self.rhs = SphereFV(self.problem, config.time.limiter)
             self.default_integrator = "ssprk3"
         else:
-            from solvers.sphere_spectral import SphereSpectral
+            from solvers.sphere.spectral import SphereSpectral
 
             self.rhs = SphereSpectral(self.problem)
             self.default_integrator = "rk4"

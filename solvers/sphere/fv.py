@@ -1,6 +1,6 @@
 """Finite-volume transport on S^2: ``d_t rho + s div(rho g) = 0`` (paper eq. 2.6) on the reduced grid.
 
-Cells are those of :class:`~solvers.sphere_grid.SphereGrid` (Gauss bands; polar longitude cells
+Cells are those of :class:`~solvers.sphere.grid.SphereGrid` (Gauss bands; polar longitude cells
 merged so that no cell is much narrower in longitude than in latitude). Fluxes:
 
 - zonal, through the longitude faces of each (merged) cell: ``u_phi(theta_j, face) rho_face dtheta_j``;
@@ -20,8 +20,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from solvers.sphere_problem import SphereProblem
-from solvers.transport import LIMITERS
+from solvers.core.limiters import LIMITERS
+from solvers.sphere.problem import SphereProblem
 
 
 @dataclass(frozen=True)

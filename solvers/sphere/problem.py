@@ -18,11 +18,11 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy import special
 
-from solvers import perceptron
-from solvers.activations import get_activation
-from solvers.circle_problem import kernel_log_shift, max_kernel_second_derivative
-from solvers.params import ModelParams, PerceptronParams
-from solvers.sphere_grid import SphereGrid
+from solvers.core.kernel import kernel_log_shift, max_kernel_second_derivative
+from solvers.model import perceptron
+from solvers.model.activations import get_activation
+from solvers.model.params import ModelParams, PerceptronParams
+from solvers.sphere.grid import SphereGrid
 from spectral import kernel_bandwidth, kernel_eigenvalues
 
 

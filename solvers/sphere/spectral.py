@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from solvers.sphere_problem import SphereProblem
+from solvers.sphere.problem import SphereProblem
 from spectral.sphere_vector import divergence
 
 

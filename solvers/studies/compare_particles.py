@@ -1,10 +1,10 @@
 """``meanfield compare-particles``: the PDE density against the particle model, as n grows.
 
-The PDE (:func:`solvers.simulation.simulate`) runs once; the particle model
-(:mod:`solvers.particles`) runs for every n from particles placed on the PDE's initial density.
+The PDE (:func:`solvers.timestepping.simulation.simulate`) runs once; the particle model
+(:mod:`solvers.studies.particles`) runs for every n from particles placed on the PDE's initial density.
 At each time we report
 
-- S^1: the exact Wasserstein-1 distance (:mod:`solvers.wasserstein`) between the PDE's
+- S^1: the exact Wasserstein-1 distance (:mod:`solvers.studies.wasserstein`) between the PDE's
   piecewise-constant density and the particle measure;
 - S^1 and S^2: the kernel distance ``sqrt(<K(mu - nu), mu - nu>)``, from the moments of both
   measures (paper Lemma 5.1, MATH.md 2): S^1 ``sum_k I_k(beta) |mu_k - nu_k|^2`` with
@@ -30,9 +30,14 @@ from typing import Any
 
 import numpy as np
 
-from solvers.config import ConfigError, check_resolution, load_config
-from solvers.params import RunConfig
-from solvers.particles import PLACEMENTS, ParticleRun, circle_angles, run_particles
+from solvers.model.config import ConfigError, check_resolution, load_config
+from solvers.model.params import RunConfig
+from solvers.studies.particles import (
+    PLACEMENTS,
+    ParticleRun,
+    circle_angles,
+    run_particles,
+)
 
 TWO_PI = 2.0 * np.pi
 
@@ -54,7 +59,7 @@ class PdeRunner:
     """Advances one PDE run piecewise (the resume path of :func:`simulate`)."""
 
     def __init__(self, config: RunConfig) -> None:
-        from solvers.initial import initial_density
+        from solvers.io.state import initial_density
 
         time = dataclasses.replace(config.time, stop_when_stationary=False)
         out = dataclasses.replace(config.output, progress=False)
@@ -64,7 +69,7 @@ class PdeRunner:
 
     def advance(self, t1: float) -> np.ndarray:
         """Advance to ``t1 >= t``; return a copy of the state (:func:`cell_averages` on S^1)."""
-        from solvers.simulation import simulate
+        from solvers.timestepping.simulation import simulate
 
         if t1 > self.t:
             cfg = dataclasses.replace(self.config, time=dataclasses.replace(
@@ -148,7 +153,7 @@ def sphere_kernel_distance(config: RunConfig, rho: np.ndarray, x: np.ndarray,
     """``sqrt(sum_lm lambda_l |mu_lm - nu_lm|^2)`` on S^2 (``m < 0`` by symmetry: factor 2).
 
     ``mu_lm``: Gauss analysis of the grid state (exact moments of the cell masses placed at
-    the cell centres, :mod:`solvers.sphere_grid`); ``nu_lm = sum_i w_i conj(Y_lm(x_i))``.
+    the cell centres, :mod:`solvers.sphere.grid`); ``nu_lm = sum_i w_i conj(Y_lm(x_i))``.
     """
     from spectral.sphere import SphereBasis
 
@@ -173,7 +178,7 @@ def distances(config: RunConfig, rho: np.ndarray, x: np.ndarray,
     """
     if config.domain.manifold == "S2":
         return float("nan"), sphere_kernel_distance(config, rho, x, w)
-    from solvers.wasserstein import grid_density, particles, w1
+    from solvers.studies.wasserstein import grid_density, particles, w1
 
     theta = circle_angles(x)
     mass = float(np.sum(rho)) * TWO_PI / rho.size

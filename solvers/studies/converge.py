@@ -33,14 +33,14 @@ from typing import Any
 
 import numpy as np
 
-from solvers.atoms import default_radius as circle_radius
-from solvers.circle_problem import kernel_log_shift
-from solvers.config import ConfigError, check_resolution, load_config
-from solvers.initial import initial_density
-from solvers.integrators import get_integrator
-from solvers.params import RunConfig
-from solvers.simulation import simulate
-from solvers.sphere_atoms import default_radius as sphere_radius
+from solvers.circle.atoms import default_radius as circle_radius
+from solvers.core.kernel import kernel_log_shift
+from solvers.io.state import initial_density
+from solvers.model.config import ConfigError, check_resolution, load_config
+from solvers.model.params import RunConfig
+from solvers.sphere.atoms import default_radius as sphere_radius
+from solvers.timestepping.integrators import get_integrator
+from solvers.timestepping.simulation import simulate
 from spectral import SphereBasis, kernel_bandwidth, kernel_eigenvalues
 
 TWO_PI = 2.0 * np.pi

@@ -32,11 +32,11 @@ Fisher and uniform densities, sums over atoms), never from a truncated expansion
 
 Modules
 -------
-- :mod:`solvers.lemma51_measures`: test measures, ``int rho^2``, scaled eigenvalues, samples of
+- :mod:`solvers.studies.lemma51_measures`: test measures, ``int rho^2``, scaled eigenvalues, samples of
   ``f``, exact coefficients, degree norms.
-- :mod:`solvers.lemma51_inversion`: grids, inversion, floors, ``l*``, parity, injectivity, and the
+- :mod:`solvers.studies.lemma51_inversion`: grids, inversion, floors, ``l*``, parity, injectivity, and the
   S^1 precision study (mpmath).
-- :mod:`solvers.lemma51_plot`: the figure.
+- :mod:`solvers.plots.lemma51`: the figure.
 - here: the dataset (:func:`lemma51_dataset`, :func:`run_lemma51`), the stdout report and the
   ``meanfield lemma51`` command; the names above are re-exported from this module.
 """
@@ -50,7 +50,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from solvers.lemma51_inversion import (
+from solvers.studies.lemma51_inversion import (
     ALIAS_TOL,
     AUTO_LMAX_MARGIN,
     GUARD_DIGITS,
@@ -64,7 +64,7 @@ from solvers.lemma51_inversion import (
     precision_study,
     predicted_breakdown,
 )
-from solvers.lemma51_measures import (
+from solvers.studies.lemma51_measures import (
     DEFAULT_CENTRE,
     EPS,
     MEASURES,
@@ -328,7 +328,7 @@ def run_command(args: argparse.Namespace) -> int:
     ds.to_netcdf(out)
     print(f"wrote {out}")
     if not args.no_plot:
-        from solvers.lemma51_plot import plot_lemma51
+        from solvers.plots.lemma51 import plot_lemma51
 
         png = plot_lemma51(ds, out.with_suffix(".png"))
         print(f"wrote {png}")

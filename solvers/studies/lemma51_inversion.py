@@ -1,7 +1,7 @@
 """Lemma 5.1 inversion ``m_l = f_l / lambda_l``: round-off floors, breakdown degrees, parity,
 injectivity, and the S^1 precision study in mpmath.
 
-Part of the Lemma 5.1 checker (:mod:`solvers.lemma51`, whose docstring states the conventions:
+Part of the Lemma 5.1 checker (:mod:`solvers.studies.lemma51`, whose docstring states the conventions:
 coefficient norms, kernel scaling, ``floor_l = eps max|f| / lambda_l`` and the measured and
 predicted breakdown degrees ``l*``).
 """
@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from solvers.lemma51_measures import (
+from solvers.studies.lemma51_measures import (
     EPS,
     SPHERES,
     Measure,

@@ -1,6 +1,6 @@
 """Lemma 5.1 test measures: exact coefficients and point-by-point samples of ``f = K * mu``.
 
-Part of the Lemma 5.1 checker (:mod:`solvers.lemma51`, whose docstring states the conventions):
+Part of the Lemma 5.1 checker (:mod:`solvers.studies.lemma51`, whose docstring states the conventions):
 the built-in measures and run-archive snapshots, ``int rho^2``, the scaled eigenvalues
 ``e^{-beta} lambda_l``, samples of the scaled ``e^{-beta} (K * mu)`` (closed forms for the von
 Mises-Fisher and uniform densities, sums over atoms, never a truncated expansion), the exact
@@ -115,9 +115,9 @@ def make_measure(kind: str, sphere: str, kappa: float = 3.0, n_atoms: int = 5,
 def snapshot_measure(path: str | Path, time: float | None = None) -> Measure:
     """S^1 run-archive snapshot as point masses ``rho_i h`` at ``theta_i`` (cell averages).
 
-    Reads with :func:`solvers.archive.read_snapshot` (nearest record; the last if None).
+    Reads with :func:`solvers.io.archive.read_snapshot` (nearest record; the last if None).
     """
-    from solvers.archive import read_snapshot
+    from solvers.io.archive import read_snapshot
 
     t, theta, rho = read_snapshot(path, time)
     theta, rho = np.asarray(theta, float), np.asarray(rho, float)
@@ -297,7 +297,7 @@ def _exact_circle(measure: Measure, k: np.ndarray) -> np.ndarray:
 
 
 def degree_norms(sphere: str, coeffs: np.ndarray, basis: SphereBasis | None = None) -> np.ndarray:
-    """Per-degree norms (:mod:`solvers.lemma51` docstring): S^1 ``|c_0|, sqrt(2)|c_k|``; S^2 over all m."""
+    """Per-degree norms (:mod:`solvers.studies.lemma51` docstring): S^1 ``|c_0|, sqrt(2)|c_k|``; S^2 over all m."""
     if sphere == "S2":
         return basis.degree_norms(coeffs)
     k = np.arange(np.shape(coeffs)[-1])

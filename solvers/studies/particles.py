@@ -33,10 +33,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from solvers.activations import get_activation
-from solvers.circle_problem import kernel_log_shift, max_kernel_second_derivative
-from solvers.params import ModelParams, RunConfig
-from solvers.perceptron import half_gradient, potential
+from solvers.core.kernel import kernel_log_shift, max_kernel_second_derivative
+from solvers.model.activations import get_activation
+from solvers.model.params import ModelParams, RunConfig
+from solvers.model.perceptron import half_gradient, potential
 
 TWO_PI = 2.0 * np.pi
 PLACEMENTS = ("quantiles", "sample")
@@ -244,7 +244,7 @@ def circle_quantile_function(rho: np.ndarray, q: np.ndarray) -> np.ndarray:
     """Inverse CDF of the piecewise-constant S^1 density (cell averages ``rho`` (N,)).
 
     ``F(theta) = int_0^theta rho``; returns the smallest angle with ``F = q`` for ``q`` in
-    ``(0, M)`` (any shape), inside a cell of positive mass. Cells as in :mod:`solvers.initial`.
+    ``(0, M)`` (any shape), inside a cell of positive mass. Cells as in :mod:`solvers.circle.initial`.
     """
     n = rho.size
     h = TWO_PI / n
@@ -318,16 +318,16 @@ def sphere_particles(rho: np.ndarray, grid, n: int, placement: str = "quantiles"
 
 def initial_particles(config: RunConfig, n: int, placement: str = "quantiles",
                       seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    """n particles from the PDE's initial density (:func:`solvers.initial.initial_density`).
+    """n particles from the PDE's initial density (:func:`solvers.io.state.initial_density`).
 
     Returns ``x`` (n, d) with d = 2 (S1) or 3 (S2) and weights ``w`` (n,) summing to
     ``initial.mass``.
     """
-    from solvers.initial import initial_density
+    from solvers.io.state import initial_density
 
     rho = initial_density(config)
     if config.domain.manifold == "S2":
-        from solvers.sphere_grid import SphereGrid
+        from solvers.sphere.grid import SphereGrid
 
         return sphere_particles(rho, SphereGrid(config.domain.resolution), n, placement, seed)
     return circle_particles(rho, n, placement, seed)

@@ -16,7 +16,7 @@ existing scheduler (``--scheduler ADDRESS``; its workers must import ``solvers``
 - ``perceptron.activation=none`` drops the perceptron weights of the base config.
 - Failures (bad value, a grid too coarse for the kernel, a diverging run) are reported per run
   with their one-line message; the others go on. ``--auto-resolution`` raises N (S^2: lmax)
-  to the smallest value :func:`solvers.config.check_resolution` accepts instead of failing.
+  to the smallest value :func:`solvers.model.config.check_resolution` accepts instead of failing.
 - A finished run (stopped at ``t_end`` or as stationary) leaves ``DIR/<name>.done.json`` (the
   stop reason, time, wall time, atoms sorted by mass, and a digest of its configuration).
   Re-running the sweep skips runs whose sidecar matches their configuration; every other run
@@ -48,11 +48,29 @@ from typing import Any
 
 import numpy as np
 
-from solvers.config import (ConfigError, apply_overrides, build_config, check_keys,
-                            check_resolution, dump_toml, parse_override, show, tomllib)
-from solvers.params import RunConfig, flatten
-from solvers.sweep_summary import (FINISHED, build_summary, describe, done_path, failure,
-                                   finished_record, result_record, write_dataset, write_done)
+from solvers.io.summary import (
+    FINISHED,
+    build_summary,
+    describe,
+    done_path,
+    failure,
+    finished_record,
+    result_record,
+    write_dataset,
+    write_done,
+)
+from solvers.model.config import (
+    ConfigError,
+    apply_overrides,
+    build_config,
+    check_keys,
+    check_resolution,
+    dump_toml,
+    parse_override,
+    show,
+    tomllib,
+)
+from solvers.model.params import RunConfig, flatten
 
 SEED_KEY = "initial.seed"
 DEFAULT_PERTURBATION = 0.05
@@ -211,10 +229,9 @@ def run_point(config: RunConfig, archive: str, name: str, digest: str) -> dict[s
     Never raises for a failing run: the record then has ``reason = "failed"`` and ``error``
     the last line of the traceback. The sidecar is written only for finished runs.
     """
-    from solvers.archive import ArchiveWriter
-    from solvers.cli import grid_arrays
-    from solvers.initial import initial_density
-    from solvers.simulation import simulate
+    from solvers.io.archive import ArchiveWriter
+    from solvers.io.state import grid_arrays, initial_density
+    from solvers.timestepping.simulation import simulate
 
     path = Path(archive)
     done_path(path).unlink(missing_ok=True)

@@ -10,7 +10,7 @@ attained at ``c`` = a median of ``D = F_a - F_b`` under the Lebesgue measure on 
 
 Measures (:class:`CircleMeasure`): a piecewise-constant grid density (cell averages ``rho_i`` on
 the cells ``[theta_i - h/2, theta_i + h/2]``, ``theta_i = 2 pi i / N``, ``h = 2 pi / N``: the
-S^1 grid of :mod:`solvers.initial`), weighted atoms (particles), or the sum of both. Every CDF
+S^1 grid of :mod:`solvers.circle.initial`), weighted atoms (particles), or the sum of both. Every CDF
 is then linear between the merged breakpoints (cell faces, atom positions, 0, 2 pi) and jumps
 at atoms, so ``D`` is piecewise linear: ``int |D - c|`` has a closed form on every piece and the
 median is found by bisection of the monotone function ``c -> |{D < c}|``. The result is exact

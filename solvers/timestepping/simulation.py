@@ -3,7 +3,7 @@
 simulate(config, rho0, *, t0=0.0, step0=0, dt0=None, trackers=(), progress=None) -> RunResult
 
 - ``rho0``: shape (N,). For a new run (``step0 == 0``) these are cell averages on the grid
-  ``theta_i = 2 pi i / N`` (as :func:`solvers.initial.initial_density` gives); the
+  ``theta_i = 2 pi i / N`` (as :func:`solvers.io.state.initial_density` gives); the
   ``spectral`` scheme converts them to band-limited point values. For a resume
   (``step0 > 0``) ``rho0`` is the archived state of the same scheme, used as is.
 - ``trackers``: callables ``tracker(snapshot)`` called at ``t0`` (new runs only), at every
@@ -23,10 +23,23 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from solvers.discretization import make_discretization
-from solvers.integrators import get_integrator, rk_step
-from solvers.params import RunConfig
-from solvers.snapshot import Snapshot
+from solvers.core.discretization import Discretization
+from solvers.core.snapshot import Snapshot
+from solvers.model.params import RunConfig
+from solvers.timestepping.integrators import get_integrator, rk_step
+
+
+def make_discretization(config: RunConfig) -> Discretization:
+    """The discretisation for ``config.domain.manifold`` and ``config.time.scheme``."""
+    if config.domain.manifold == "S1":
+        from solvers.circle.discretization import CircleDiscretization
+
+        return CircleDiscretization(config)
+    if config.domain.manifold == "S2":  # imported only here: shtns is not needed on S^1
+        from solvers.sphere.discretization import SphereDiscretization
+
+        return SphereDiscretization(config)
+    raise ValueError(f"domain.manifold: unknown manifold {config.domain.manifold!r}; use S1 or S2")
 
 
 @dataclass(frozen=True)

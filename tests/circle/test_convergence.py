@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 _spec = importlib.util.spec_from_file_location(
-    "convergence_s1", Path(__file__).resolve().parents[1] / "benchmarks" / "convergence_s1.py")
+    "convergence_s1", Path(__file__).resolve().parents[2] / "benchmarks" / "convergence_s1.py")
 conv = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(conv)
 

@@ -6,9 +6,9 @@ import pytest
 from conftest import make_config, perceptron
 from scipy import special
 
-from solvers.circle_problem import CircleProblem
-from solvers.simulation import Solver, simulate
-from solvers.transport import spectral
+from solvers.circle.problem import CircleProblem
+from solvers.circle.spectral import spectral
+from solvers.timestepping.simulation import Solver, simulate
 from spectral import CircleBasis
 
 # Linear perceptron v(x) = x^T A x with A = sum_j omega_j a_j a_j^T (MATH.md 3.1)

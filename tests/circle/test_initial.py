@@ -8,10 +8,17 @@ import numpy as np
 import pytest
 from scipy import integrate
 
-import solvers.archive
-from solvers.config import ConfigError, load_config
-from solvers.initial import (cell_centers, cell_width, initial_density, resample_conservative,
-                             uniform_density, von_mises_density, von_mises_pdf)
+import solvers.io.archive
+from solvers.circle.initial import (
+    cell_centers,
+    cell_width,
+    resample_conservative,
+    uniform_density,
+    von_mises_density,
+    von_mises_pdf,
+)
+from solvers.io.state import initial_density
+from solvers.model.config import ConfigError, load_config
 
 
 def mass(rho: np.ndarray) -> float:
@@ -106,7 +113,7 @@ def fake_archive(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, rho: np.ndarra
         calls.append((p, time))
         return 7.0, cell_centers(rho.size), rho
 
-    monkeypatch.setattr(solvers.archive, "read_snapshot", read_snapshot)
+    monkeypatch.setattr(solvers.io.archive, "read_snapshot", read_snapshot)
     return path
 
 
@@ -122,14 +129,14 @@ def test_archive_kind_resamples_the_snapshot(monkeypatch, tmp_path) -> None:
 
 
 def test_archive_kind_with_a_real_archive(tmp_path) -> None:
-    from solvers.snapshot import Diagnostics, Snapshot
+    from solvers.core.snapshot import Diagnostics, Snapshot
 
     config = load_config("[domain]\nresolution = 32\n")
     rho = uniform_density(32, ((2, 0.5),))
     diag = Diagnostics(1.0, rho.min(), rho.max(), 0.0, 0.0, 0.0, 0.0, 0.0, 0,
                        np.zeros(0), np.zeros(0))
     path = tmp_path / "run.nc"
-    with solvers.archive.ArchiveWriter(path, config, cell_centers(32),
+    with solvers.io.archive.ArchiveWriter(path, config, cell_centers(32),
                                        np.full(32, cell_width(32))) as writer:
         writer.write_snapshot(Snapshot(0.0, 0, 0.1, rho, diag))
         writer.write_snapshot(Snapshot(1.0, 5, 0.1, 2 * rho, diag))

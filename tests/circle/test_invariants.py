@@ -5,9 +5,10 @@ import pytest
 from conftest import PAPER_A, PAPER_OMEGA, make_config, perceptron
 from scipy.integrate import solve_ivp
 
-from solvers.circle_problem import CircleProblem
-from solvers.simulation import simulate
-from solvers.transport import fv, spectral
+from solvers.circle.fv import fv
+from solvers.circle.problem import CircleProblem
+from solvers.circle.spectral import spectral
+from solvers.timestepping.simulation import simulate
 from spectral import CircleBasis
 
 
@@ -170,8 +171,8 @@ def test_outflow_limiter_keeps_positivity_at_any_step():
 def test_one_atom_in_two_cells_counts_once_at_large_beta():
     """At beta = 50 the paper's radius 1/(2 beta) = 0.01 is below a cell (0.0245 at N = 256):
     an atom split over two adjacent cells is still one atom."""
-    from solvers.atoms import detect_atoms
-    from solvers.params import AtomParams
+    from solvers.circle.atoms import detect_atoms
+    from solvers.model.params import AtomParams
 
     n = 256
     theta = 2 * np.pi * np.arange(n) / n

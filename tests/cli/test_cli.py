@@ -11,12 +11,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import solvers.simulation
-from solvers.archive import open_run
+import solvers.timestepping.simulation
 from solvers.cli import ProgressBar, main
-from solvers.snapshot import Diagnostics, Snapshot
+from solvers.core.snapshot import Diagnostics, Snapshot
+from solvers.io.archive import open_run
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 TINY = """
 [domain]
@@ -193,7 +193,7 @@ progress = false
 def test_s2_run_info_plot_animate_resume(tmp_path, capsys) -> None:
     from PIL import Image
 
-    from solvers.sphere_grid import SphereGrid
+    from solvers.sphere.grid import SphereGrid
 
     cfg, out = write(tmp_path, S2_TINY), str(tmp_path / "s2.nc")
     rc, stdout, err = cli(capsys, "run", cfg, "-o", out)
@@ -295,7 +295,7 @@ def test_interrupt_keeps_the_archive(tmp_path, capsys, monkeypatch, error, rc_ex
         warnings.warn("density negative at t=0.5", RuntimeWarning)
         raise error
 
-    monkeypatch.setattr(solvers.simulation, "simulate", simulate)
+    monkeypatch.setattr(solvers.timestepping.simulation, "simulate", simulate)
     out = str(tmp_path / "run.nc")
     rc, _, err = cli(capsys, "run", write(tmp_path, TINY), "-o", out)
     assert rc == rc_expected

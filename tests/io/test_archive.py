@@ -1,4 +1,4 @@
-"""Tests of solvers.archive: round trip, readers, append/resume, overwrite, crash safety."""
+"""Tests of solvers.io.archive: round trip, readers, append/resume, overwrite, crash safety."""
 
 from __future__ import annotations
 
@@ -16,17 +16,17 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from solvers.archive import (
+from solvers.core.snapshot import Diagnostics, Snapshot
+from solvers.io.archive import (
     ArchiveWriter,
     open_run,
     read_config_text,
     read_last_state,
     read_snapshot,
 )
-from solvers.params import ModelParams, PerceptronParams, RunConfig, TimeParams
-from solvers.snapshot import Diagnostics, Snapshot
+from solvers.model.params import ModelParams, PerceptronParams, RunConfig, TimeParams
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 N = 32
 THETA = 2 * np.pi * np.arange(N) / N
 WEIGHT = np.full(N, 2 * np.pi / N)
@@ -220,7 +220,7 @@ import sys, time
 sys.path.insert(0, {repo!r})
 sys.path.insert(0, {tests!r})
 from test_archive import THETA, WEIGHT, make_config, make_snapshot
-from solvers.archive import ArchiveWriter
+from solvers.io.archive import ArchiveWriter
 writer = ArchiveWriter({path!r}, make_config(), THETA, WEIGHT)
 for i in range({k}):
     writer.write_snapshot(make_snapshot(0.5 * i, i % 4))
@@ -231,7 +231,7 @@ time.sleep(60)
 
 def test_kill_9_leaves_every_synced_snapshot(tmp_path: Path) -> None:
     path, k = tmp_path / "killed.nc", 7
-    script = WRITER_SCRIPT.format(repo=str(REPO), tests=str(REPO / "tests"), path=str(path), k=k)
+    script = WRITER_SCRIPT.format(repo=str(REPO), tests=str(REPO / "tests" / "io"), path=str(path), k=k)
     proc = subprocess.Popen(
         [sys.executable, "-c", textwrap.dedent(script)], stdout=subprocess.PIPE, text=True
     )

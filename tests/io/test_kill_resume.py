@@ -45,7 +45,7 @@ def _records(path: Path) -> int:
 
 
 def _meanfield(*args: str, cwd: Path) -> subprocess.Popen:
-    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]))
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2]))
     return subprocess.Popen([sys.executable, "-m", "solvers", *args], cwd=cwd, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 

@@ -7,11 +7,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from solvers.config import (ConfigError, check_resolution, dump_toml, load_config,
-                            parse_override, tomllib)
-from solvers.params import RunConfig, flatten
+from solvers.model.config import (
+    ConfigError,
+    check_resolution,
+    dump_toml,
+    load_config,
+    parse_override,
+    tomllib,
+)
+from solvers.model.params import RunConfig, flatten
 
-RUNS = Path(__file__).resolve().parents[1] / "runs"
+RUNS = Path(__file__).resolve().parents[2] / "runs"
 
 RELU = """
 [perceptron]

@@ -1,4 +1,4 @@
-"""Tests of solvers.plotting: the run summary figure."""
+"""Tests of solvers.plots.circle: the run summary figure."""
 
 from __future__ import annotations
 
@@ -8,10 +8,12 @@ import matplotlib.image
 import numpy as np
 import pytest
 
-from solvers.archive import ArchiveWriter, open_run
-from solvers.params import ModelParams, RunConfig
-from solvers.plotting import animate_run, plot_run, run_figure, run_title
-from solvers.snapshot import Diagnostics, Snapshot
+from solvers.core.snapshot import Diagnostics, Snapshot
+from solvers.io.archive import ArchiveWriter, open_run
+from solvers.model.params import ModelParams, RunConfig
+from solvers.plots.circle import run_figure
+from solvers.plots.common import run_title
+from solvers.plots.run import animate_run, plot_run
 
 N = 32
 THETA = 2 * np.pi * np.arange(N) / N

@@ -1,4 +1,4 @@
-"""Summary figures of sweeps (solvers.sweep_figures), from a tiny real sweep and an S^2 summary."""
+"""Summary figures of sweeps (solvers.plots.sweeps), from a tiny real sweep and an S^2 summary."""
 
 from __future__ import annotations
 
@@ -7,11 +7,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import PAPER_S1_WEIGHTS_TOML
 from matplotlib.figure import Figure
 
-from solvers import sweep, sweep_figures
-from solvers.sweep_summary import THEOREM_3_5, build_summary
-from conftest import PAPER_S1_WEIGHTS_TOML
+from solvers.io.summary import THEOREM_3_5, build_summary
+from solvers.plots import sweeps as sweep_figures
+from solvers.studies import sweep
 
 TINY = f"""
 [domain]

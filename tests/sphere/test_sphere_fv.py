@@ -8,12 +8,19 @@ from scipy import special
 from scipy.integrate import solve_ivp
 from scipy.spatial.transform import Rotation
 
-from solvers.params import (AtomParams, DomainParams, ModelParams, OutputParams, PerceptronParams,
-                            RunConfig, TimeParams)
-from solvers.simulation import Solver, simulate
-from solvers.sphere_fv import SphereFV
-from solvers.sphere_grid import SphereGrid
-from solvers.sphere_problem import SphereProblem
+from solvers.model.params import (
+    AtomParams,
+    DomainParams,
+    ModelParams,
+    OutputParams,
+    PerceptronParams,
+    RunConfig,
+    TimeParams,
+)
+from solvers.sphere.fv import SphereFV
+from solvers.sphere.grid import SphereGrid
+from solvers.sphere.problem import SphereProblem
+from solvers.timestepping.simulation import Solver, simulate
 from spectral import kernel_eigenvalues
 
 PAPER_A = np.array([(-0.5603236705120601, 0.0453159888005312, -0.8270331585994134),
@@ -209,8 +216,8 @@ def test_kernel_application_against_direct_quadrature(kernel):
 
 def test_spectral_scheme_starts_from_point_values():
     """On S^2 the spectral state is node values: the configured Y_lm amplitude is exact."""
-    from solvers.config import load_config
-    from solvers.initial import initial_density
+    from solvers.io.state import initial_density
+    from solvers.model.config import load_config
 
     text = ('[domain]\nmanifold = "S2"\nresolution = 31\n[initial]\nkind = "uniform"\n'
             'modes = [[3, 2, 0.01]]\n[time]\nscheme = "{}"\n')

@@ -11,13 +11,13 @@ import pytest
 import xarray as xr
 from scipy import integrate
 
-from solvers.archive import ArchiveWriter, open_run, read_last_state, read_snapshot
-from solvers.config import ConfigError, load_config
-from solvers.initial import (_real_harmonic, initial_density, resample_sphere, vmf_density,
-                             vmf_pdf)
-from solvers.params import DomainParams, ModelParams, RunConfig
-from solvers.snapshot import Diagnostics, Snapshot
-from solvers.sphere_grid import SphereGrid
+from solvers.core.snapshot import Diagnostics, Snapshot
+from solvers.io.archive import ArchiveWriter, open_run, read_last_state, read_snapshot
+from solvers.io.state import initial_density
+from solvers.model.config import ConfigError, load_config
+from solvers.model.params import DomainParams, ModelParams, RunConfig
+from solvers.sphere.grid import SphereGrid
+from solvers.sphere.initial import _real_harmonic, resample_sphere, vmf_density, vmf_pdf
 
 LMAX = 31
 S2 = f'[domain]\nmanifold = "S2"\nresolution = {LMAX}\n'
@@ -286,8 +286,8 @@ def test_archive_kind_wrong_manifold(tmp_path: Path) -> None:
 
 
 def test_sphere_summary_figure(tmp_path: Path) -> None:
-    from solvers.plotting import plot_run
-    from solvers.sphere_plotting import sphere_run_figure
+    from solvers.plots.run import plot_run
+    from solvers.plots.sphere import sphere_run_figure
 
     path = write_s2_run(tmp_path / "run.nc", atoms=(0, 3, 3))
     fig, panels = sphere_run_figure(open_run(path))
@@ -306,7 +306,7 @@ def test_sphere_summary_figure(tmp_path: Path) -> None:
 def test_animate_gif_has_one_frame_per_snapshot(tmp_path: Path, view: str) -> None:
     from PIL import Image
 
-    from solvers.plotting import animate_run
+    from solvers.plots.run import animate_run
 
     path = write_s2_run(tmp_path / "run.nc", atoms=(0, 3, 1))
     out = animate_run(path, tmp_path / "anim" / f"{view}.gif", fps=5, view=view, dpi=40)
@@ -315,7 +315,7 @@ def test_animate_gif_has_one_frame_per_snapshot(tmp_path: Path, view: str) -> No
 
 
 def test_orthographic_views_show_each_atom_once(tmp_path: Path) -> None:
-    from solvers.sphere_plotting import sphere_animation
+    from solvers.plots.sphere import sphere_animation
 
     fig, update = sphere_animation(open_run(write_s2_run(tmp_path / "run.nc", atoms=(3,))))
     update(0)
@@ -326,7 +326,7 @@ def test_orthographic_views_show_each_atom_once(tmp_path: Path) -> None:
 def test_animate_errors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import matplotlib.animation
 
-    from solvers.plotting import animate_run
+    from solvers.plots.run import animate_run
 
     path = write_s2_run(tmp_path / "run.nc", atoms=(0,))
     monkeypatch.setattr(matplotlib.animation.FFMpegWriter, "isAvailable",

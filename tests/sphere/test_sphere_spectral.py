@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from solvers.params import (
+from solvers.model.params import (
     DomainParams,
     ModelParams,
     OutputParams,
@@ -11,11 +11,11 @@ from solvers.params import (
     RunConfig,
     TimeParams,
 )
-from solvers.simulation import Solver
-from solvers.sphere_discretization import SphereDiscretization
-from solvers.sphere_grid import SphereGrid
-from solvers.sphere_problem import SphereProblem
-from solvers.sphere_spectral import SphereSpectral
+from solvers.sphere.discretization import SphereDiscretization
+from solvers.sphere.grid import SphereGrid
+from solvers.sphere.problem import SphereProblem
+from solvers.sphere.spectral import SphereSpectral
+from solvers.timestepping.simulation import Solver
 from spectral import kernel_eigenvalues
 from spectral.sphere import SphereBasis
 

@@ -11,12 +11,12 @@ import argparse
 
 import numpy as np
 import pytest
-
-from solvers import converge as cv
-from solvers.config import ConfigError, load_config
-from solvers.initial import initial_density
-from solvers.sphere_grid import SphereGrid
 from conftest import PAPER_S1_WEIGHTS_TOML
+
+from solvers.io.state import initial_density
+from solvers.model.config import ConfigError, load_config
+from solvers.sphere.grid import SphereGrid
+from solvers.studies import converge as cv
 
 S1_TOML = f"""
 [domain]

@@ -8,7 +8,7 @@ import pytest
 import xarray as xr
 from scipy import special
 
-from solvers import lemma51 as L
+from solvers.studies import lemma51 as L
 from spectral.sphere import SphereBasis
 
 BETAS = (5.0, 20.0, 50.0)
@@ -251,7 +251,7 @@ def test_snapshot_as_point_masses(monkeypatch):
 
     def fake(path, time=None):
         return 1.5, theta, rho
-    monkeypatch.setattr("solvers.archive.read_snapshot", fake)
+    monkeypatch.setattr("solvers.io.archive.read_snapshot", fake)
     m = L.snapshot_measure("run.nc", 1.5)
     assert m.kind == "snapshot" and m.mass == pytest.approx(1.0, rel=1e-13)
     r = L.invert(m, 20.0)
@@ -263,7 +263,7 @@ def test_snapshot_as_point_masses(monkeypatch):
 
 
 def _minimal_archive(path, theta, rhos, times):
-    from solvers.archive import REQUIRED_VARIABLES
+    from solvers.io.archive import REQUIRED_VARIABLES
 
     n = theta.size
     ds = xr.Dataset({"rho": (("time", "theta"), np.array(rhos)),

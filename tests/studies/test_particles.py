@@ -1,4 +1,4 @@
-"""Particle model (solvers.particles) and the PDE comparison (solvers.compare_particles).
+"""Particle model (solvers.studies.particles) and the PDE comparison (solvers.studies.compare_particles).
 
 Exact references: the two-atom ODE of MATH.md 3.3 (dimension independent), mass and unit norms,
 the energy's monotonicity (MATH.md 1), rotation equivariance, the placement's quantiles, and
@@ -13,14 +13,21 @@ import dataclasses
 import numpy as np
 import pytest
 import xarray as xr
+from conftest import PAPER_A, PAPER_OMEGA, make_config, perceptron
 from scipy.integrate import solve_ivp
 from scipy.spatial.transform import Rotation
 
-from conftest import PAPER_A, PAPER_OMEGA, make_config, perceptron
-from solvers.compare_particles import add_parser, compare, run_command
-from solvers.params import InitialParams, ModelParams, PerceptronParams
-from solvers.particles import (ParticleSystem, circle_angles, circle_particles, energy_violation,
-                               integrate, run_particles, sphere_particles)
+from solvers.model.params import InitialParams, ModelParams, PerceptronParams
+from solvers.studies.compare_particles import add_parser, compare, run_command
+from solvers.studies.particles import (
+    ParticleSystem,
+    circle_angles,
+    circle_particles,
+    energy_violation,
+    integrate,
+    run_particles,
+    sphere_particles,
+)
 
 TWO_PI = 2 * np.pi
 
@@ -159,7 +166,7 @@ def test_quantile_and_sample_placement_s1():
 @pytest.mark.parametrize("placement", ["quantiles", "sample"])
 def test_sphere_placement_moments(placement):
     """Uniform density on S^2: particles have mean ~ 0 and second moment ~ I/3."""
-    from solvers.sphere_grid import SphereGrid
+    from solvers.sphere.grid import SphereGrid
 
     grid = SphereGrid(31)
     x, w = sphere_particles(np.full(grid.shape, 1 / (4 * np.pi)), grid, 4000, placement)
@@ -221,7 +228,7 @@ def direct_kernel_form(beta: float, xa: np.ndarray, ma: np.ndarray) -> float:
 
 
 def test_circle_kernel_distance_against_quadrature():
-    from solvers.compare_particles import circle_kernel_distance
+    from solvers.studies.compare_particles import circle_kernel_distance
 
     config = make_config(64, beta=3.0)
     t = TWO_PI * np.arange(64) / 64
@@ -238,8 +245,8 @@ def test_circle_kernel_distance_against_quadrature():
 
 
 def test_sphere_kernel_distance_against_direct_sum():
-    from solvers.compare_particles import sphere_kernel_distance
-    from solvers.sphere_grid import SphereGrid
+    from solvers.sphere.grid import SphereGrid
+    from solvers.studies.compare_particles import sphere_kernel_distance
 
     config = dataclasses.replace(make_config(31, beta=1.5), domain=dataclasses.replace(
         make_config().domain, manifold="S2", resolution=31))

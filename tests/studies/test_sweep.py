@@ -1,4 +1,4 @@
-"""Parameter sweeps (solvers.sweep): the grid, per-run configs, dask execution, resume,
+"""Parameter sweeps (solvers.studies.sweep): the grid, per-run configs, dask execution, resume,
 the summary dataset, and the named configs in runs/."""
 
 from __future__ import annotations
@@ -11,14 +11,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 import xarray as xr
-
-from solvers import sweep
-from solvers.archive import open_run
-from solvers.config import ConfigError, check_resolution, load_config, tomllib
-from solvers.initial import initial_density
 from conftest import PAPER_S1_WEIGHTS_TOML
 
-RUNS = Path(__file__).resolve().parent.parent / "runs"
+from solvers.io.archive import open_run
+from solvers.io.state import initial_density
+from solvers.model.config import ConfigError, check_resolution, load_config, tomllib
+from solvers.studies import sweep
+
+RUNS = Path(__file__).resolve().parents[2] / "runs"
 TINY = f"""
 [domain]
 manifold = "S1"

@@ -33,7 +33,7 @@ progress = false
 
 
 def _sweep(cfg: Path, out: Path) -> subprocess.Popen:
-    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]))
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2]))
     return subprocess.Popen([sys.executable, "-m", "solvers", "sweep", str(cfg), "--param",
                              "model.beta=1,2,3,4", "--workers", "1", "-o", str(out)], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,

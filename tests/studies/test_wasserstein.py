@@ -1,4 +1,4 @@
-"""Exact W1 on the circle (solvers.wasserstein) against closed forms and linear programming."""
+"""Exact W1 on the circle (solvers.studies.wasserstein) against closed forms and linear programming."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from scipy.optimize import linprog
 
-from solvers.particles import circle_angles, circle_particles
-from solvers.wasserstein import grid_density, particles, w1
+from solvers.studies.particles import circle_angles, circle_particles
+from solvers.studies.wasserstein import grid_density, particles, w1
 
 TWO_PI = 2 * np.pi
 

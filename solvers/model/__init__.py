@@ -1,0 +1,9 @@
+"""The model, independent of any grid: what a run is.
+
+- :mod:`~solvers.model.params`: frozen dataclasses (``RunConfig`` and its sections) and the
+  vocabularies (directions, attentions, kernels, integrator and limiter names).
+- :mod:`~solvers.model.config`: TOML -> validated ``RunConfig`` (``load_config``), overrides,
+  ``ConfigError`` (one line naming the key).
+- :mod:`~solvers.model.activations`: perceptron activations ``sigma`` and their potentials ``phi``.
+- :mod:`~solvers.model.perceptron`: the perceptron potential ``v`` and its half gradient (paper eq. 2.7).
+"""

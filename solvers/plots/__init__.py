@@ -1,0 +1,8 @@
+"""Figures and animations (matplotlib, Agg, no pyplot state).
+
+- :mod:`~solvers.plots.run`: ``plot_run`` and ``animate_run`` of a run archive.
+- :mod:`~solvers.plots.circle`, :mod:`~solvers.plots.sphere`: the S^1 and S^2 panels and frames.
+- :mod:`~solvers.plots.common`: titles, the energy panel, constants, movie writers.
+- :mod:`~solvers.plots.lemma51`: the Lemma 5.1 figure.
+- :mod:`~solvers.plots.sweeps`: sweep figures (atom counts, masses against sqrt(beta), sensitivity).
+"""

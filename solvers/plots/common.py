@@ -1,0 +1,84 @@
+"""What the S^1 and S^2 figures share: titles, the energy panel, constants, movie writers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from matplotlib.axes import Axes
+
+from solvers.io.archive import param_attr_name
+
+if TYPE_CHECKING:
+    import xarray as xr
+
+LOG_RANGE = 6.0  # decades of log10(rho) shown below the maximum
+# Theorem 3.5's numerical term (docs/math.md §5); not the full bound of a shifted-kernel run
+THEOREM_3_5 = 16.0 / (16.0 + 3.0 * float(np.exp(11.0 / 8.0)))
+VIEWS = ("orthographic", "mollweide")
+
+
+def _param(ds: xr.Dataset, key: str, default: Any = "?") -> Any:
+    return ds.attrs.get(param_attr_name(key), default)
+
+
+def _fmt(value: Any) -> str:
+    return f"{value:g}" if isinstance(value, int | float | np.number) else str(value)
+
+
+def run_title(ds: xr.Dataset) -> str:
+    """One-line description: manifold, beta, direction, attention, activation, kernel, scheme,
+    grid (S^1: ``N`` cells; S^2: ``lmax``)."""
+    kernel = str(ds.attrs.get("kernel", _param(ds, "model.kernel"))).split(":")[0]
+    grid = f"lmax = {_param(ds, 'domain.resolution')}" if "phi" in ds.dims else \
+        f"N = {ds.sizes['theta']}"
+    return (
+        f"{_param(ds, 'domain.manifold', ds.attrs.get('manifold', '?'))}   "
+        f"beta = {_fmt(_param(ds, 'model.beta'))}   {_param(ds, 'model.direction')}   "
+        f"attention: {_param(ds, 'model.attention')}   "
+        f"activation: {_param(ds, 'model.perceptron.activation')}   kernel: {kernel}   "
+        f"scheme: {ds.attrs.get('scheme', _param(ds, 'time.scheme'))}   {grid}"
+    )
+
+
+def frame_title(ds: xr.Dataset, i: int) -> str:
+    """``t = ..., atoms: n, max atom mass ... (Thm 3.5: 0.5742)`` for record ``i``."""
+    bound = float(ds["theorem_3_5_bound"].values[i]) if "theorem_3_5_bound" in ds else THEOREM_3_5
+    n = int(ds["n_atoms"].values[i]) if "n_atoms" in ds else 0
+    top = float(ds["max_atom_mass"].values[i]) if "max_atom_mass" in ds else 0.0
+    return (f"t = {float(ds['time'].values[i]):.4g}   atoms: {n}   max atom mass {top:.4f} "
+            f"(Thm 3.5: {bound:.4f})")
+
+
+def panel_energy(ax: Axes, ds: xr.Dataset) -> None:
+    time = ds["time"].values
+    lines = ax.plot(time, ds["energy"].values, color="tab:blue", marker=".", label="energy")
+    ax.set(xlabel="time", ylabel="energy E", title="(c) energy and dissipation")
+    diss = ds["dissipation"].values
+    if np.any(diss > 0):
+        twin = ax.twinx()
+        lines += twin.semilogy(
+            time,
+            np.where(diss > 0, diss, np.nan),
+            color="tab:orange",
+            marker=".",
+            label=r"dissipation $\int|g|^2 d\rho$",
+        )
+        twin.set_ylabel("dissipation")
+    ax.legend(lines, [ln.get_label() for ln in lines], loc="best", fontsize="small")
+
+
+def movie_writer(out: Path, fps: int) -> Any:
+    """PillowWriter for ``.gif``; FFMpegWriter for ``.mp4`` when ffmpeg is available."""
+    from matplotlib.animation import FFMpegWriter, PillowWriter
+
+    suffix = out.suffix.lower()
+    if suffix == ".gif":
+        return PillowWriter(fps=fps)
+    if suffix == ".mp4":
+        if not FFMpegWriter.isAvailable():
+            raise ValueError(f"{out}: writing .mp4 needs ffmpeg on PATH; install it "
+                             "(apt-get install ffmpeg) or write a .gif")
+        return FFMpegWriter(fps=fps)
+    raise ValueError(f"{out}: unknown animation format {suffix or '(none)'!r}: use .gif or .mp4")

@@ -1,0 +1,101 @@
+"""``plot_run`` and ``animate_run``: the figure and the animation of one run archive, S^1 or S^2.
+
+S^1 archives are drawn by :mod:`solvers.plots.circle`, S^2 archives by :mod:`solvers.plots.sphere`.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+from solvers.io.archive import open_run
+from solvers.plots.circle import circle_animation, run_figure
+from solvers.plots.common import VIEWS, movie_writer
+
+
+def plot_run(
+    path: str | os.PathLike, out_png: str | os.PathLike | None = None, dpi: int = 120
+) -> Path:
+    """Write the summary figure of a run archive.
+
+    Parameters
+    ----------
+    path : str or PathLike
+        Run archive (``RUN.nc``).
+    out_png : str or PathLike, optional
+        Output file; default ``RUN.png`` next to the archive.
+    dpi : int
+        Resolution of the PNG.
+
+    Returns
+    -------
+    Path
+        The PNG written.
+    """
+    path = Path(path)
+    out = Path(out_png) if out_png is not None else path.with_suffix(".png")
+    ds = open_run(path)
+    if "phi" in ds.dims:
+        from solvers.plots.sphere import sphere_run_figure
+
+        fig, _ = sphere_run_figure(ds)
+    else:
+        fig, _ = run_figure(ds)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    FigureCanvasAgg(fig)
+    fig.savefig(out, dpi=dpi)
+    return out
+
+
+def animate_run(path: str | os.PathLike, out: str | os.PathLike | None = None, fps: int = 10,
+                view: str = "orthographic", dpi: int = 80) -> Path:
+    """Write one frame per snapshot of a run archive as a GIF or MP4.
+
+    Parameters
+    ----------
+    path : str or PathLike
+        Run archive (``RUN.nc``), S^1 or S^2.
+    out : str or PathLike, optional
+        ``.gif`` (default ``RUN.gif``) or ``.mp4`` (needs ffmpeg).
+    fps : int
+        Frames per second (> 0).
+    view : {"orthographic", "mollweide"}
+        S^2 only: two opposite orthographic hemispheres, or a Mollweide map.
+    dpi : int
+        Resolution of the frames.
+
+    Returns
+    -------
+    Path
+        The file written. Raises ValueError for a bad format, ``fps``, ``view``, a missing
+        ffmpeg, or an archive without snapshots.
+    """
+    path = Path(path)
+    out = Path(out) if out is not None else path.with_suffix(".gif")
+    if isinstance(fps, bool) or not isinstance(fps, int) or fps <= 0:
+        raise ValueError(f"fps must be a positive integer (got {fps!r})")
+    if view not in VIEWS:
+        raise ValueError(f"view must be one of {', '.join(VIEWS)} (got {view!r})")
+    writer = movie_writer(out, fps)
+    ds = open_run(path)
+    n = ds.sizes.get("time", 0)
+    if n == 0:
+        raise ValueError("the archive holds no snapshots: nothing to animate")
+    if "phi" in ds.dims:
+        from solvers.plots.sphere import sphere_animation
+
+        fig, update = sphere_animation(ds, view)
+    else:
+        fig, update = circle_animation(ds)
+    FigureCanvasAgg(fig)
+    update(0)
+    fig.draw_without_rendering()  # lay out once (constrained), then keep the positions:
+    fig.set_layout_engine("none")  # re-running the layout per frame doubles the cost
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with writer.saving(fig, str(out), dpi):
+        for i in range(n):
+            update(i)
+            writer.grab_frame()
+    return out
