@@ -69,7 +69,11 @@ def imports_of(path: Path) -> set[str]:
             if node.level:
                 anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
                 base = ".".join(anchor + ([base] if base else []))
-            names = [base] + [f"{base}.{a.name}" for a in node.names]
+            # ``from pkg import mod`` depends on the submodule; ``from mod import name`` on the module
+            subs = [f"{base}.{a.name}" for a in node.names]
+            names = [n for n in subs if _exists(n)]
+            if len(names) < len(subs):
+                names.append(base)
         else:
             continue
         for n in names:

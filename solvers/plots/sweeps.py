@@ -21,9 +21,7 @@ dimension and ``sweep_sensitivity.png`` when one has a ``seed`` dimension.
 
 from __future__ import annotations
 
-import argparse
 import itertools
-import sys
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -199,32 +197,3 @@ def write_figures(sources: Sequence[str | Path], labels: Sequence[str] | None = 
     if not written:
         raise ValueError("no summary has a 'beta' or 'seed' dimension: nothing to draw")
     return written
-
-
-def add_parser(subparsers: Any) -> argparse.ArgumentParser:
-    """Add ``meanfield sweep-figures`` to the CLI's subparsers (sets ``func=run_command``)."""
-    p = subparsers.add_parser("sweep-figures", help="summary figures of one or more sweeps",
-                              description="Atoms against beta, atom masses against sqrt(beta) "
-                              "(Theorem 3.5), sensitivity to the initial state (initial.seed).")
-    p.add_argument("sweeps", nargs="+", metavar="DIR", help="sweep folders (or summary.nc files)")
-    p.add_argument("--label", action="append", metavar="LABEL",
-                   help="legend label per sweep, in order (default: the folder names)")
-    p.add_argument("-o", "--output", metavar="OUTDIR", help="figure folder (default: first DIR)")
-    p.set_defaults(func=run_command)
-    return p
-
-
-def run_command(args: argparse.Namespace) -> int:
-    """``meanfield sweep-figures``: 0 on success, 2 on a bad folder or argument."""
-    try:
-        paths = write_figures(args.sweeps, args.label, args.output)
-    except FileNotFoundError as err:
-        print(f"error: no sweep summary at {err.args[0] if err.args else err} (run "
-              "meanfield sweep first)", file=sys.stderr)
-        return 2
-    except (OSError, ValueError) as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
-    for path in paths:
-        print(f"wrote {path}")
-    return 0

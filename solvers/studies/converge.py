@@ -21,7 +21,6 @@ distances ``d(u_k, u_{k+1})``, unbiased for a clean power law.
 
 from __future__ import annotations
 
-import argparse
 import math
 import time as wallclock
 from collections.abc import Sequence
@@ -366,35 +365,3 @@ def plot_ladders(ladders: Sequence[Ladder], tables: Sequence[dict[str, np.ndarra
                title=f"{lad.name}: {lad.runs[-1].config.time.scheme}, T = {lad.runs[-1].config.time.t_end:g}")
         ax.legend(fontsize=8)
     return fig
-
-
-def add_parser(subparsers: Any) -> argparse.ArgumentParser:
-    """Add ``converge`` to the ``meanfield`` subcommands."""
-    p = subparsers.add_parser("converge", help="refinement ladders in space and time: errors "
-                              "against the finest run and observed orders")
-    p.add_argument("config", metavar="CONFIG.toml")
-    p.add_argument("--resolutions", help="space ladder, e.g. 64,128,256 (constant factor)")
-    p.add_argument("--dts", help="time ladder at the finest resolution, e.g. 0.02,0.01,0.005")
-    p.add_argument("--t", type=float, dest="t_end", help="final time T (default time.t_end)")
-    p.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
-                   help="override a config value (TOML syntax), repeatable")
-    p.add_argument("-o", "--output", metavar="OUT_PREFIX",
-                   help="writes OUT_PREFIX.nc and OUT_PREFIX.png (default output/converge_<config>)")
-    p.set_defaults(func=run_command)
-    return p
-
-
-def run_command(args: argparse.Namespace) -> int:
-    """``meanfield converge``: run the ladders, print the tables, write the NetCDF and PNG."""
-    if not Path(args.config).is_file():  # one-line error, as the other commands
-        raise ConfigError("config", f"file not found: {args.config}")
-    ladders = converge(Path(args.config), args.resolutions or (), args.dts or (), args.t_end, args.set)
-    tables = [lad.table() for lad in ladders]
-    print("\n\n".join(format_table(lad, data) for lad, data in zip(ladders, tables)))
-    prefix = Path(args.output or f"output/converge_{Path(args.config).stem}")
-    prefix.parent.mkdir(parents=True, exist_ok=True)
-    nc, png = prefix.with_name(prefix.name + ".nc"), prefix.with_name(prefix.name + ".png")
-    to_dataset(ladders, tables).to_netcdf(nc)
-    plot_ladders(ladders, tables).savefig(png, dpi=120)
-    print(f"wrote {nc} and {png}")
-    return 0

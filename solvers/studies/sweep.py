@@ -30,7 +30,6 @@ existing scheduler (``--scheduler ADDRESS``; its workers must import ``solvers``
 
 from __future__ import annotations
 
-import argparse
 import copy
 import dataclasses
 import hashlib
@@ -39,7 +38,6 @@ import json
 import logging
 import os
 import re
-import sys
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -346,54 +344,3 @@ def _execute(todo: dict[str, tuple[RunConfig, str, str]], records: dict[str, dic
 @contextmanager
 def _same(client: Any) -> Iterator[Any]:
     yield client
-
-
-def add_parser(subparsers: Any) -> argparse.ArgumentParser:
-    """Add ``meanfield sweep`` to the CLI's subparsers (sets ``func=run_command``)."""
-    p = subparsers.add_parser("sweep", help="run a parameter sweep in parallel (dask)",
-                              description="Run the cartesian product of --param values, one "
-                              "archive per run, and write DIR/summary.nc.")
-    p.add_argument("config", metavar="CONFIG.toml")
-    p.add_argument("--param", action="append", default=[], metavar="SECTION.KEY=V1,V2,...",
-                   help="values to sweep (repeatable: the cartesian product); initial.seed=0..9 "
-                        "perturbs a uniform start")
-    p.add_argument("-o", "--output", metavar="DIR",
-                   help="output folder (default output/sweeps/<config name>)")
-    p.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
-                   help="override a config value for every run (TOML syntax), repeatable")
-    p.add_argument("--scheduler", metavar="ADDRESS", help="use a running dask scheduler")
-    p.add_argument("--workers", type=int, help="LocalCluster processes (default: number of cores)")
-    p.add_argument("--auto-resolution", action="store_true",
-                   help="raise domain.resolution to the smallest accepted for each beta")
-    p.add_argument("--perturbation", type=float, default=DEFAULT_PERTURBATION, metavar="EPS",
-                   help=f"initial.seed: mass in the random bumps (default {DEFAULT_PERTURBATION})")
-    p.set_defaults(func=run_command)
-    return p
-
-
-def run_command(args: argparse.Namespace) -> int:
-    """``meanfield sweep``: 0 if every run finished, 1 if some failed, 2 on bad arguments."""
-    try:
-        if not args.param:
-            raise SweepError("sweep needs at least one --param section.key=v1,v2,...")
-        if args.workers is not None and args.workers < 1:
-            raise SweepError(f"--workers must be >= 1 (got {args.workers})")
-        if not Path(args.config).is_file():
-            raise SweepError(f"config not found: {args.config}")
-        params = [parse_param(item) for item in args.param]
-        outdir = Path(args.output or Path("output/sweeps") / Path(args.config).stem)
-        summary = run_sweep(args.config, params, outdir, overrides=args.set,
-                            scheduler=args.scheduler, workers=args.workers,
-                            auto_resolution=args.auto_resolution, eps=args.perturbation,
-                            echo=lambda line: print(line, flush=True))
-    except (SweepError, ConfigError) as err:
-        print(f"error: {err}", file=sys.stderr)
-        return EXIT_USAGE
-    except KeyboardInterrupt:
-        print("interrupted: finished runs are kept; re-run the same command to go on",
-              file=sys.stderr)
-        return EXIT_INTERRUPTED
-    failed = int((summary["reason"] == "failed").sum())
-    print(f"{summary['reason'].size - failed} of {summary['reason'].size} runs finished; "
-          f"summary: {outdir / 'summary.nc'}")
-    return EXIT_FAILED if failed else 0

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import solvers.timestepping.simulation
-from solvers.cli import ProgressBar, main
+from solvers.cli.main import ProgressBar, main
 from solvers.core.snapshot import Diagnostics, Snapshot
 from solvers.io.archive import open_run
 

@@ -10,6 +10,7 @@ import pytest
 from conftest import PAPER_S1_WEIGHTS_TOML
 from matplotlib.figure import Figure
 
+from solvers.cli import sweep_figures as cli_sweep_figures
 from solvers.io.summary import THEOREM_3_5, build_summary
 from solvers.plots import sweeps as sweep_figures
 from solvers.studies import sweep
@@ -55,7 +56,7 @@ def tiny_sweeps(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="meanfield")
-    sweep_figures.add_parser(parser.add_subparsers(dest="command"))
+    cli_sweep_figures.add_parser(parser.add_subparsers(dest="command"))
     return parser
 
 

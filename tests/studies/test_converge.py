@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 from conftest import PAPER_S1_WEIGHTS_TOML
 
+from solvers.cli import converge as cli_converge
 from solvers.io.state import initial_density
 from solvers.model.config import ConfigError, load_config
 from solvers.sphere.grid import SphereGrid
@@ -197,7 +198,7 @@ def test_match_atoms_by_position():
 
 def parse(argv):
     parser = argparse.ArgumentParser(prog="meanfield")
-    cv.add_parser(parser.add_subparsers(dest="command"))
+    cli_converge.add_parser(parser.add_subparsers(dest="command"))
     return parser.parse_args(argv)
 
 

@@ -8,6 +8,7 @@ import pytest
 import xarray as xr
 from scipy import special
 
+from solvers.cli import lemma51 as cli_lemma51
 from solvers.studies import lemma51 as L
 from spectral.sphere import SphereBasis
 
@@ -311,7 +312,7 @@ def test_dataset_layout_and_netcdf_round_trip(tmp_path):
 
 def _parse(argv):
     parser = argparse.ArgumentParser(prog="meanfield")
-    L.add_parser(parser.add_subparsers(dest="command", required=True))
+    cli_lemma51.add_parser(parser.add_subparsers(dest="command", required=True))
     return parser.parse_args(["lemma51", *argv])
 
 

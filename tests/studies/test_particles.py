@@ -17,8 +17,9 @@ from conftest import PAPER_A, PAPER_OMEGA, make_config, perceptron
 from scipy.integrate import solve_ivp
 from scipy.spatial.transform import Rotation
 
+from solvers.cli.compare_particles import add_parser, run_command
 from solvers.model.params import InitialParams, ModelParams, PerceptronParams
-from solvers.studies.compare_particles import add_parser, compare, run_command
+from solvers.studies.compare_particles import compare
 from solvers.studies.particles import (
     ParticleSystem,
     circle_angles,

@@ -13,6 +13,7 @@ import pytest
 import xarray as xr
 from conftest import PAPER_S1_WEIGHTS_TOML
 
+from solvers.cli import sweep as cli_sweep
 from solvers.io.archive import open_run
 from solvers.io.state import initial_density
 from solvers.model.config import ConfigError, check_resolution, load_config, tomllib
@@ -57,7 +58,7 @@ def tiny(tmp_path: Path) -> Path:
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="meanfield")
-    sweep.add_parser(parser.add_subparsers(dest="command"))
+    cli_sweep.add_parser(parser.add_subparsers(dest="command"))
     return parser
 
 

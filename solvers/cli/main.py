@@ -340,8 +340,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _add_companion_commands(sub: Any) -> None:
     """Commands that live in their own modules (each provides ``add_parser``)."""
-    from solvers.plots import sweeps as sweep_figures
-    from solvers.studies import compare_particles, converge, lemma51, sweep
+    from solvers.cli import compare_particles, converge, lemma51, sweep, sweep_figures
 
     for module in (lemma51, converge, compare_particles, sweep, sweep_figures):
         module.add_parser(sub)

@@ -1,0 +1,79 @@
+"""``meanfield compare-particles``: the command line of :mod:`solvers.studies.compare_particles`."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time as wallclock
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from solvers.model.config import ConfigError, check_resolution, load_config
+from solvers.studies.compare_particles import compare, format_table
+from solvers.studies.particles import PLACEMENTS
+
+# --------------------------------------------------------------------------- command line
+
+
+def parse_list(text: str, kind: type, name: str) -> list:
+    """``"1,2,3"`` -> ``[1, 2, 3]`` (positive values); ValueError naming the option."""
+    try:
+        values = [kind(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise ValueError(f"{name}: expected comma-separated numbers, e.g. 100,1000 "
+                         f"(got {text!r})") from None
+    if not values or any(not np.isfinite(v) or v < (1 if kind is int else 0) for v in values):
+        raise ValueError(f"{name}: values must be {'>= 1' if kind is int else '>= 0'} (got {text!r})")
+    return values
+
+
+def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Register ``meanfield compare-particles`` on an ``argparse`` subparsers object."""
+    p = subparsers.add_parser(
+        "compare-particles", help="compare the PDE with the particle model as n grows",
+        description="Run the PDE once and the particle model for each n; report W1 (S^1) and "
+                    "the kernel distance at the given times, the rate in n and wall times.")
+    p.add_argument("config", metavar="CONFIG.toml")
+    p.add_argument("--n", default="100,1000,10000", help="particle counts (default 100,1000,10000)")
+    p.add_argument("--times", help="comma-separated times (default: t_c/4, t_c/2, t_c with t_c "
+                                   "the first atom of the PDE)")
+    p.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
+                   help="override a config value (TOML syntax), repeatable")
+    p.add_argument("--placement", choices=PLACEMENTS, default="quantiles",
+                   help="initial particles: CDF quantiles (default) or random draws")
+    p.add_argument("--seed", type=int, default=0, help="seed for --placement sample (0)")
+    p.add_argument("--dt", type=float, help="fixed particle step (default cfl / Lipschitz bound)")
+    p.add_argument("--cfl", type=float, default=0.2, help="particle step factor (0.2)")
+    p.add_argument("-o", "--output", metavar="OUT.nc", help="write the report as NetCDF")
+    p.set_defaults(func=run_command)
+    return p
+
+
+def run_command(args: argparse.Namespace) -> int:
+    """``meanfield compare-particles``: user errors print one line ``error: ...`` and return 2."""
+    try:
+        sizes = parse_list(args.n, int, "--n")
+        times = parse_list(args.times, float, "--times") if args.times else None
+        if args.output and not str(args.output).endswith(".nc"):
+            raise ValueError(f"--output: must end in .nc (got {args.output})")
+        if (args.dt is not None and not args.dt > 0) or not args.cfl > 0:
+            raise ValueError("--dt and --cfl: must be positive")
+        config = load_config(Path(args.config), args.set)
+        check_resolution(config)
+        start = wallclock.perf_counter()
+        ds = compare(config, sizes, times, placement=args.placement, seed=args.seed, dt=args.dt,
+                     cfl=args.cfl, log=lambda s: print(s, file=sys.stderr))
+    except FileNotFoundError as err:
+        print(f"error: file not found: {err.filename or err}", file=sys.stderr)
+        return 2
+    except (ConfigError, ValueError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    print(format_table(ds))
+    print(f"total {wallclock.perf_counter() - start:.1f} s")
+    if args.output:
+        ds.to_netcdf(args.output)
+        print(f"wrote {args.output}")
+    return 0

@@ -1,0 +1,100 @@
+"""``meanfield lemma51``: the command line of :mod:`solvers.studies.lemma51`."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from solvers.studies.lemma51 import (
+    Measure,
+    format_report,
+    make_measure,
+    run_lemma51,
+    snapshot_measure,
+)
+from solvers.studies.lemma51_measures import _check_sphere
+
+# =========================================================================== command line
+
+def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Register ``meanfield lemma51`` on an ``argparse`` subparsers object."""
+    p = subparsers.add_parser(
+        "lemma51", help="check Lemma 5.1: invert f = K*mu degree by degree, with its round-off limit",
+        description="Recover the coefficients of a measure mu from f = K*mu (paper Lemma 5.1) on "
+                    "S^1 or S^2, compare with the exact ones, and show the round-off floor "
+                    "eps max|f| / lambda_l (MATH.md 4). Writes OUT.nc, OUT.png and a table.")
+    p.add_argument("--measure", default="vmf", metavar="{vmf,atoms,symmetric,uniform}",
+                   help="built-in test measure (default vmf)")
+    p.add_argument("--archive", metavar="RUN.nc", help="use a snapshot of an S^1 run archive")
+    p.add_argument("--time", type=float, help="snapshot time (nearest record; default: last)")
+    p.add_argument("--sphere", default=None, metavar="{S1,S2}", help="default S1")
+    p.add_argument("--beta", type=float, nargs="+", default=[5.0, 20.0, 50.0],
+                   help="one or more inverse temperatures (default 5 20 50)")
+    p.add_argument("--kappa", type=float, default=3.0, help="vMF concentration (default 3)")
+    p.add_argument("--atoms", type=int, default=5, help="atoms, or pairs for symmetric (5)")
+    p.add_argument("--seed", type=int, default=0, help="atom positions and weights (0)")
+    p.add_argument("--lmax", type=int, help="largest degree (default: past the breakdown)")
+    p.add_argument("--n", type=int, help="grid: points on S^1, Gauss latitudes on S^2")
+    p.add_argument("--digits", type=int, nargs="*", default=None,
+                   help="S^1 precision study at these decimal digits (default 32 64); "
+                        "--digits with no value skips it")
+    p.add_argument("--perturbation", type=float, default=1e-3, help="injectivity test (1e-3)")
+    p.add_argument("-o", "--output", metavar="OUT.nc", help="default lemma51_<measure>_<sphere>.nc")
+    p.add_argument("--no-plot", action="store_true", help="skip the PNG")
+    p.add_argument("--table", default="short", metavar="{short,full,none}",
+                   help="per-degree rows on stdout (default short: up to l* + 3)")
+    p.set_defaults(func=run_command)
+    return p
+
+
+def _measure_from_args(args: argparse.Namespace) -> Measure:
+    sphere = args.sphere or "S1"
+    _check_sphere(sphere)
+    if args.archive:
+        if sphere != "S1":
+            raise ValueError("--sphere: run archives hold S^1 densities; use --sphere S1")
+        return snapshot_measure(args.archive, args.time)
+    if args.time is not None:
+        raise ValueError("--time: only with --archive RUN.nc")
+    return make_measure(args.measure, sphere, args.kappa, args.atoms, args.seed)
+
+
+def _output_path(args: argparse.Namespace, measure: Measure) -> Path:
+    out = Path(args.output or f"lemma51_{measure.kind}_{measure.sphere}.nc")
+    if out.suffix != ".nc":
+        raise ValueError(f"--output: must end in .nc (got {out}); the PNG takes the same stem")
+    if args.archive and out.resolve() == Path(args.archive).resolve():
+        raise ValueError("--output: would overwrite the input archive; choose another path")
+    return out
+
+
+def run_command(args: argparse.Namespace) -> int:
+    """``meanfield lemma51``: compute, print the table, write OUT.nc and OUT.png.
+
+    User errors print one line ``error: ...`` on stderr and return 2.
+    """
+    try:
+        if args.table not in ("short", "full", "none"):
+            raise ValueError(f"--table: must be short, full or none (got {args.table!r})")
+        measure = _measure_from_args(args)
+        out = _output_path(args, measure)
+        digits = args.digits if args.digits is not None else (
+            (32, 64) if measure.sphere == "S1" else ())
+        ds = run_lemma51(measure, args.beta, digits, args.lmax, args.n, args.perturbation)
+    except FileNotFoundError as err:
+        print(f"error: file not found: {err.filename or err}", file=sys.stderr)
+        return 2
+    except ValueError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    print(format_report(ds, args.table))
+    ds.to_netcdf(out)
+    print(f"wrote {out}")
+    if not args.no_plot:
+        from solvers.plots.lemma51 import plot_lemma51
+
+        png = plot_lemma51(ds, out.with_suffix(".png"))
+        print(f"wrote {png}")
+    return 0

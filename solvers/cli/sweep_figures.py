@@ -1,0 +1,38 @@
+"""``meanfield sweep-figures``: the command line of :mod:`solvers.plots.sweeps`."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from solvers.plots.sweeps import write_figures
+
+
+def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Add ``meanfield sweep-figures`` to the CLI's subparsers (sets ``func=run_command``)."""
+    p = subparsers.add_parser("sweep-figures", help="summary figures of one or more sweeps",
+                              description="Atoms against beta, atom masses against sqrt(beta) "
+                              "(Theorem 3.5), sensitivity to the initial state (initial.seed).")
+    p.add_argument("sweeps", nargs="+", metavar="DIR", help="sweep folders (or summary.nc files)")
+    p.add_argument("--label", action="append", metavar="LABEL",
+                   help="legend label per sweep, in order (default: the folder names)")
+    p.add_argument("-o", "--output", metavar="OUTDIR", help="figure folder (default: first DIR)")
+    p.set_defaults(func=run_command)
+    return p
+
+
+def run_command(args: argparse.Namespace) -> int:
+    """``meanfield sweep-figures``: 0 on success, 2 on a bad folder or argument."""
+    try:
+        paths = write_figures(args.sweeps, args.label, args.output)
+    except FileNotFoundError as err:
+        print(f"error: no sweep summary at {err.args[0] if err.args else err} (run "
+              "meanfield sweep first)", file=sys.stderr)
+        return 2
+    except (OSError, ValueError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    for path in paths:
+        print(f"wrote {path}")
+    return 0
