@@ -3,7 +3,7 @@
 For every degree-j spherical harmonic on ``S^{d-1}`` (unnormalised surface measure),
 
     int K(x, y) Y_j(x) dsigma(x) = lambda_j(beta) Y_j(y),
-    lambda_j(beta) = (2 pi)^{d/2} beta^{1 - d/2} I_{j + d/2 - 1}(beta)        (MATH.md 2)
+    lambda_j(beta) = (2 pi)^{d/2} beta^{1 - d/2} I_{j + d/2 - 1}(beta)        (docs/math.md §2)
 
 (S^1: ``2 pi I_j(beta)``; S^2: ``4 pi i_j(beta)``). The evaluation works in logarithms:
 ``log I_nu(beta) = log ive(nu, beta) + beta`` where the scaled Bessel function is
@@ -75,7 +75,7 @@ def log_bessel_i(nu: ArrayLike, x: float) -> np.ndarray:
 def kernel_eigenvalues(beta: float, degrees: ArrayLike, dim: int, log: bool = False) -> np.ndarray:
     """Funk-Hecke eigenvalues ``lambda_j(beta)`` of ``exp(beta x.y)`` on ``S^{dim-1}``.
 
-    Paper Lemma 5.1; formula of MATH.md section 2, unnormalised surface measure.
+    Paper Lemma 5.1; formula of docs/math.md §2, unnormalised surface measure.
 
     Parameters
     ----------
@@ -111,7 +111,7 @@ def kernel_eigenvalues(beta: float, degrees: ArrayLike, dim: int, log: bool = Fa
 
 
 def kernel_bandwidth(beta: float, dim: int, tol: float = 1e-16) -> int:
-    """First degree ``j*`` with ``lambda_j / lambda_0 < tol`` (MATH.md 2, table).
+    """First degree ``j*`` with ``lambda_j / lambda_0 < tol`` (docs/math.md §2, table).
 
     The attention velocity depends only on degrees below ``j*``.
     """

@@ -1,6 +1,6 @@
 """Spherical-harmonic basis on S^2: a thin wrapper around shtns (Gauss grid).
 
-Conventions (MATH.md 2, checked against ``scipy.special.sph_harm_y`` in
+Conventions (docs/math.md §2, checked against ``scipy.special.sph_harm_y`` in
 ``tests/test_sphere_basis.py``):
 
 - Grid: Gauss-Legendre colatitudes ``theta`` (``nlat`` of them, increasing from the north pole)
@@ -210,7 +210,7 @@ class SphereBasis:
     def apply_diagonal(self, coeffs: ArrayLike, per_degree: ArrayLike) -> np.ndarray:
         """Rotation-invariant operator: ``c_lm * per_degree[l]``.
 
-        ``per_degree`` has shape (lmax + 1,) (e.g. the Funk-Hecke eigenvalues of MATH.md 2:
+        ``per_degree`` has shape (lmax + 1,) (e.g. the Funk-Hecke eigenvalues of docs/math.md §2:
         ``(K * rho)_lm = lambda_l rho_lm``).
         """
         mult = np.asarray(per_degree)

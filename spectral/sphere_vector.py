@@ -14,7 +14,7 @@ Discrete meaning of :func:`divergence`: shtns' vector analysis is a quadrature (
 longitude, Gauss-Legendre in latitude), so for *any* grid field ``F`` it returns exactly
 ``div(F)_lm = -sum_nodes w F . grad conj(Y_lm)`` (discrete integration by parts, verified in the
 tests). Hence ``sum_nodes w g div(F) = -sum_nodes w F . grad g`` for every ``g`` of degree
-``<= lmax``: the identity behind mass conservation and the discrete energy identity (MATH.md 1).
+``<= lmax``: the identity behind mass conservation and the discrete energy identity (docs/math.md §1).
 It is the exact coefficient when ``F . grad Y`` is a polynomial of degree ``<= 2 nlat - 1`` whose
 longitude frequencies stay below ``nphi - m``: e.g. ``F = rho grad f`` with ``rho``, ``f`` of
 degree ``<= c`` gives exact output degrees ``l`` with ``2c + l <= 2 nlat - 1`` and

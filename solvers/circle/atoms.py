@@ -1,7 +1,7 @@
 """Atom (cluster) detection for grid densities on S^1.
 
 The paper (section 4) groups particles within ``min(1/(2 beta), pi/4)`` on S^1 and counts the
-groups; Theorem 3.5 bounds the mass of a cluster of diameter ``<= 1/(2 beta)`` (MATH.md 5).
+groups; Theorem 3.5 bounds the mass of a cluster of diameter ``<= 1/(2 beta)`` (docs/math.md §5).
 For a density we do the same with the cells as weighted particles, after discarding cells
 whose density is below ``contrast`` times the uniform density ``M / 2 pi`` (so a smooth,
 spread-out density has no atoms), and report groups holding at least ``min_mass``. The radius

@@ -10,7 +10,7 @@ forward-Euler step the result will be used with (``fv`` limits its fluxes with i
   with an SSP integrator and ``dt max|u| / h <= 1/2`` no cell sends out more than it holds
   (positivity) and the telescoping flux conserves mass to round-off. Given ``dt``, the
   outgoing fluxes of any cell that would send out more than it holds are scaled down to
-  its content (MATH.md 6), so positivity holds at any step; ``max_rate`` is then taken
+  its content (docs/math.md §6), so positivity holds at any step; ``max_rate`` is then taken
   only over faces whose upwind cell holds mass (density above ``mass_floor`` times the mean),
   since what the step must resolve is the motion of the mass.
 

@@ -2,7 +2,7 @@
 
 Everything here is a function of the current grid density; time stepping lives elsewhere.
 Attention is applied diagonally through the Funk-Hecke eigenvalues (paper Lemma 5.1,
-MATH.md 2): ``(K*rho)_k = lambda_k rho_k`` with ``lambda_k = 2 pi I_k(beta)`` (times
+docs/math.md §2): ``(K*rho)_k = lambda_k rho_k`` with ``lambda_k = 2 pi I_k(beta)`` (times
 ``e^{-beta}`` for the shifted kernel ``exp(beta (x.y - 1))``).
 """
 
@@ -66,7 +66,7 @@ class CircleProblem:
         """Attention velocity (before the sign ``s``) at cell centres or right faces.
 
         Unnormalised: ``d/dtheta (1/beta) K*rho``; softmax: ``f'/(beta f)``, ``f = K*rho``
-        (paper eq. 2.9, MATH.md 1).
+        (paper eq. 2.9, docs/math.md §1).
 
         Parameters
         ----------
@@ -93,9 +93,9 @@ class CircleProblem:
         return self.sign * (self.attention_field(rho_hat, where) + w)
 
     def lipschitz_bound(self, mass: float) -> float:
-        """Bound ``L`` of the nonlocal relaxation (or growth) rates of the attention (MATH.md 6).
+        """Bound ``L`` of the nonlocal relaxation (or growth) rates of the attention (docs/math.md §6).
 
-        Unnormalised: ``M max|K''| / beta`` bounds every linear rate ``r_j`` (MATH.md 3.2);
+        Unnormalised: ``M max|K''| / beta`` bounds every linear rate ``r_j`` (docs/math.md §3.2);
         softmax: the rates are below ``K''(0)/(beta K(0)) = 1``. The perceptron field is static:
         the CFL condition handles it (adding its Lipschitz constant changed the paper run's atom
         masses by < 1e-4 and cost 25% more steps).
@@ -110,7 +110,7 @@ class CircleProblem:
         return b.backward(rho_hat * self._cache["d_center"]) / self.model.beta + self._cache["w_center"]
 
     def energy(self, rho: np.ndarray) -> float:
-        """``E = (1/(2 beta)) iint K drho drho + (1/2) int v drho`` (paper eq. 2.7, MATH.md 1).
+        """``E = (1/(2 beta)) iint K drho drho + (1/2) int v drho`` (paper eq. 2.7, docs/math.md §1).
 
         The grid density is read as point masses ``rho_i h`` at the cell centres, for which
         this is exact up to the kernel's spectral tail (< 1e-16 relative when the grid
@@ -125,7 +125,7 @@ class CircleProblem:
         """``D = int grad U . V drho`` with ``V`` the unsigned velocity: ``dE/dt = s D``.
 
         Unnormalised attention: ``D = int |g|^2 drho >= 0``. Softmax, pure attention:
-        ``D = int |grad f|^2 / (beta^2 f) drho`` (MATH.md 1). With softmax and a perceptron
+        ``D = int |grad f|^2 / (beta^2 f) drho`` (docs/math.md §1). With softmax and a perceptron
         ``D`` has no sign.
         """
         b = self.basis

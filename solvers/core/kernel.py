@@ -16,7 +16,7 @@ def kernel_log_shift(model: ModelParams) -> float:
 
 
 def max_kernel_second_derivative(beta: float, log_shift: float, n: int = 20001) -> float:
-    """``max_t |d^2/dt^2 exp(beta cos t + log_shift)|`` (MATH.md 5: ``K''``)."""
+    """``max_t |d^2/dt^2 exp(beta cos t + log_shift)|`` (docs/math.md §5: ``K''``)."""
     t = np.linspace(0.0, np.pi, n)
     k2 = np.exp(beta * np.cos(t) + log_shift) * np.abs(beta**2 * np.sin(t) ** 2 - beta * np.cos(t))
     return float(k2.max())

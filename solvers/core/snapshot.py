@@ -9,7 +9,7 @@ import numpy as np
 
 @dataclass(frozen=True)
 class Diagnostics:
-    """Diagnostics of one grid state (MATH.md 1, paper section 4).
+    """Diagnostics of one grid state (docs/math.md §1, paper section 4).
 
     Attributes
     ----------
@@ -34,7 +34,7 @@ class Diagnostics:
     atom_position : ndarray, shape (n_atoms,)
         S^1: angle in [0, 2 pi) (circular centre of mass of the cluster).
     theorem_3_5_bound : float
-        ``16/(16 + 3 e^{11/8})`` (paper Theorem 3.5, MATH.md 5), stored beside ``max_atom_mass``.
+        ``16/(16 + 3 e^{11/8})`` (paper Theorem 3.5, docs/math.md §5), stored beside ``max_atom_mass``.
     """
 
     mass: float

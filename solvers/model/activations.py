@@ -1,8 +1,8 @@
 """Perceptron activations: ``sigma`` (velocity) and its potential ``phi`` with ``phi' = 2 sigma``.
 
-MATH.md 1: the perceptron potential is ``v(x) = sum_j omega_j phi(a_j.x + b_j)`` and its sphere
+docs/math.md §1: the perceptron potential is ``v(x) = sum_j omega_j phi(a_j.x + b_j)`` and its sphere
 gradient is ``sum_j omega_j sigma(a_j.x + b_j) P_x a_j`` (the velocity ``grad v / 2``).
-``lipschitz`` is ``Lip(sigma)`` and ``sigma0`` is ``|sigma(0)|`` (Theorem 3.5 constant, MATH.md 5).
+``lipschitz`` is ``Lip(sigma)`` and ``sigma0`` is ``|sigma(0)|`` (Theorem 3.5 constant, docs/math.md §5).
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ def _leaky_phi(s: Array) -> Array:
 ACTIVATIONS: dict[str, Activation] = {
     "relu": Activation("relu", lambda s: np.maximum(s, 0.0),
                        lambda s: np.maximum(s, 0.0) ** 2, 1.0, 0.0, False),
-    # exact GeLU sigma(s) = s Phi(s); phi(s) = s^2 Phi(s) + s phi_N(s) - Phi(s) (MATH.md 1)
+    # exact GeLU sigma(s) = s Phi(s); phi(s) = s^2 Phi(s) + s phi_N(s) - Phi(s) (docs/math.md §1)
     "gelu": Activation("gelu", lambda s: s * _norm_cdf(s),
                        lambda s: s * s * _norm_cdf(s) + s * _norm_pdf(s) - _norm_cdf(s),
                        1.12890, 0.0, True),

@@ -395,7 +395,7 @@ def load_config(path_or_text: str | Path, overrides: Iterable[str] = ()) -> RunC
 
 
 def check_resolution(config: RunConfig) -> int:
-    """Check the grid resolves the kernel bandwidth ``j*`` (MATH.md 2); return ``j*``.
+    """Check the grid resolves the kernel bandwidth ``j*`` (docs/math.md §2); return ``j*``.
 
     S^1 (N cells): ``j* <= N // 3`` (2/3 dealiasing rule). S^2 (lmax): ``j* <= lmax``
     (``j* = kernel_bandwidth(beta, 3)``)."""

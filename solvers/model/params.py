@@ -24,7 +24,7 @@ LIMITER_NAMES = ("minmod", "mc", "vanleer", "none")
 
 @dataclass(frozen=True)
 class PerceptronParams:
-    """Perceptron ``v(x) = sum_j omega_j phi(a_j . x + b_j)`` with ``phi' = 2 sigma`` (MATH.md 1).
+    """Perceptron ``v(x) = sum_j omega_j phi(a_j . x + b_j)`` with ``phi' = 2 sigma`` (docs/math.md §1).
 
     Attributes
     ----------
@@ -51,7 +51,7 @@ class PerceptronParams:
 
 @dataclass(frozen=True)
 class ModelParams:
-    """The mean-field model (paper eq. 2.6, 2.9; MATH.md 1).
+    """The mean-field model (paper eq. 2.6, 2.9; docs/math.md §1).
 
     ``direction``: ``ascent`` (s = +1) or ``descent`` (s = -1).
     ``attention``: ``unnormalized`` (velocity ``grad (1/beta) K*rho``) or ``softmax``
@@ -104,7 +104,7 @@ class TimeParams:
 
     ``scheme``: ``fv`` (finite volume + SSP-RK3) or ``spectral`` (pseudo-spectral + RK4).
     ``dt``: fixed step if not None, else adaptive from ``cfl`` and ``rate_factor``
-    (step <= rate_factor / L, L the Lipschitz bound of the velocity, MATH.md 6).
+    (step <= rate_factor / L, L the Lipschitz bound of the velocity, docs/math.md §6).
     ``stop_when_stationary``: stop when the atom count is unchanged over
     ``stationary_window`` snapshots and the stationarity measure is ``<= stationary_tol``:
     ``stationary_measure = "transport"`` (default): the transport rate ``||d rho/dt||_1 / M``;
@@ -129,7 +129,7 @@ class TimeParams:
 
 @dataclass(frozen=True)
 class AtomParams:
-    """Atom (cluster) detection (paper section 4; MATH.md 5).
+    """Atom (cluster) detection (paper section 4; docs/math.md §5).
 
     ``radius``: grouping distance; None means ``min(1/(2 beta), pi/4)`` on S^1 and
     ``min(1/(2 beta), pi/6)`` on S^2; never below 1.5 cell widths.

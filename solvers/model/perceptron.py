@@ -1,4 +1,4 @@
-"""The perceptron potential and its sphere gradient on ``S^{d-1}`` for any d (MATH.md 1).
+"""The perceptron potential and its sphere gradient on ``S^{d-1}`` for any d (docs/math.md §1).
 
 ``v(x) = sum_j omega_j phi(a_j.x + b_j)`` and ``grad v / 2 = sum_j omega_j sigma(a_j.x + b_j) P_x a_j``
 with ``P_x = I - x x^T`` (paper eq. 2.7 and the proof of Thm 3.3, Part II).
@@ -60,7 +60,7 @@ def circle_points(theta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def circle_velocity(p: PerceptronParams, theta: np.ndarray) -> np.ndarray:
-    """Perceptron velocity on S^1: ``sum_j omega_j sigma(a_j.x + b_j) (a_j.tau)`` (MATH.md 1).
+    """Perceptron velocity on S^1: ``sum_j omega_j sigma(a_j.x + b_j) (a_j.tau)`` (docs/math.md §1).
 
     Parameters
     ----------

@@ -9,7 +9,7 @@ merged so that no cell is much narrower in longitude than in latitude). Fluxes:
 
 ``rho_face`` is the upwind value of a limited linear reconstruction (MUSCL, van Leer 1979) in
 each direction. Given the Euler step ``dt``, the outgoing fluxes of any cell that would send out
-more than it holds are scaled to its content (MATH.md 6): every forward-Euler sub-step of an SSP
+more than it holds are scaled to its content (docs/math.md §6): every forward-Euler sub-step of an SSP
 integrator keeps ``rho >= 0``, and the telescoping fluxes conserve mass to round-off. The state
 is stored on the fine (nlat, nphi) grid, constant over each merged cell.
 """

@@ -1,9 +1,9 @@
 """The model on S^2, discretised: velocity fields at cell centres and faces, energy, dissipation.
 
-Attention acts diagonally through the Funk-Hecke eigenvalues (paper Lemma 5.1, MATH.md 2):
+Attention acts diagonally through the Funk-Hecke eigenvalues (paper Lemma 5.1, docs/math.md §2):
 ``(K*rho)_lm = lambda_l rho_lm``, ``lambda_l = 4 pi i_l(beta)`` (times ``e^{-beta}`` for the
 shifted kernel). Because ``lambda_l`` falls below ``1e-17 lambda_0`` past the kernel bandwidth
-``j*(beta)`` (MATH.md 2), ``f = K*rho`` and its gradient are synthesised from degrees
+``j*(beta)`` (docs/math.md §2), ``f = K*rho`` and its gradient are synthesised from degrees
 ``l <= L = min(lmax, j*)`` only, with normalised associated Legendre functions tabulated at the
 latitudes needed (cell centres and band boundaries) and an FFT in longitude.
 
@@ -47,7 +47,7 @@ def perceptron_components(p: PerceptronParams, grid: SphereGrid, theta: np.ndarr
 
 
 def perceptron_lipschitz(p: PerceptronParams) -> float:
-    """``sum_j |omega_j| (Lip(sigma) |a_j|^2 + max|sigma(a_j.x + b_j)| |a_j|)`` (MATH.md 5's C)."""
+    """``sum_j |omega_j| (Lip(sigma) |a_j|^2 + max|sigma(a_j.x + b_j)| |a_j|)`` (docs/math.md §5's C)."""
     if p.n_units == 0:
         return 0.0
     act = get_activation(p.activation)
@@ -185,7 +185,7 @@ class SphereProblem:
         return {"f": f, "grad_theta": gu_t, "grad_phi": gu_p, "vel_theta": v_t, "vel_phi": v_p}
 
     def lipschitz_bound(self, mass: float) -> float:
-        """Attention relaxation-rate bound ``M max|K''| / beta`` (softmax: 1), MATH.md 3.2, 6.
+        """Attention relaxation-rate bound ``M max|K''| / beta`` (softmax: 1), docs/math.md §3.2, 6.
 
         The static perceptron field is left to the CFL condition (as on S^1).
         """
@@ -200,7 +200,7 @@ class SphereProblem:
         return float(np.sum(w * fields["f"]) / (2 * self.model.beta) + 0.5 * np.sum(w * self._c["v_c"]))
 
     def dissipation(self, rho: np.ndarray, fields: dict | None = None) -> float:
-        """``D = int grad U . V drho`` with ``dE/dt = s D`` (MATH.md 1)."""
+        """``D = int grad U . V drho`` with ``dE/dt = s D`` (docs/math.md §1)."""
         c = fields or self.centre_fields(rho)
         dot = c["grad_theta"] * c["vel_theta"] + c["grad_phi"] * c["vel_phi"]
         return float(np.sum(rho * dot * self.grid.area))

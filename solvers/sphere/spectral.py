@@ -1,11 +1,11 @@
-"""Pseudo-spectral transport on S^2: ``d_t rho = -s div(rho g)`` (paper eq. 2.6, MATH.md 1).
+"""Pseudo-spectral transport on S^2: ``d_t rho = -s div(rho g)`` (paper eq. 2.6, docs/math.md §1).
 
 The state is the density at the Gauss nodes of ``problem.grid.basis`` (shape (nlat, nphi)), kept
 band-limited to degrees ``l <= c = (2 lmax) // 3`` (Orszag's 2/3 rule). One evaluation:
 
 1. velocity at the nodes, ``u = s (attention + perceptron)`` from
    :meth:`SphereProblem.centre_fields` (attention ``grad f / beta`` or softmax
-   ``grad f / (beta f)``, ``f = K*rho`` by Funk-Hecke, MATH.md 2; perceptron exact);
+   ``grad f / (beta f)``, ``f = K*rho`` by Funk-Hecke, docs/math.md §2; perceptron exact);
 2. flux ``F = rho u`` (both components) at the nodes;
 3. ``div F`` by shtns' vector analysis (:func:`spectral.sphere_vector.divergence`), truncated to
    ``l <= c`` and synthesised: ``drho_dt = -P_c div F``.
@@ -20,10 +20,10 @@ band-limited: their aliasing error is that of the quadrature, small while they a
 Discrete invariants (consequences of the quadrature form of the divergence, see
 :mod:`spectral.sphere_vector`): mass ``sum w drho = 0`` to round-off (degree 0 of a divergence is
 zero), and ``dE/dt = s sum w rho V . grad(P_c U_h)`` with ``U_h`` the grid potential: equal to the
-discrete dissipation (MATH.md 1) to round-off when ``U`` has degree ``<= c`` (pure attention,
+discrete dissipation (docs/math.md §1) to round-off when ``U`` has degree ``<= c`` (pure attention,
 linear perceptron), to the spectral tail of the perceptron potential otherwise.
 
-No limiter (``dt`` is ignored): there is no positivity guarantee (MATH.md 6); the solver records
+No limiter (``dt`` is ignored): there is no positivity guarantee (docs/math.md §6); the solver records
 ``min rho`` and warns.
 
 Courant measure: ``max_rate = max |u| / (pi / nlat)``, the analogue of S^1's ``max |u| / h``;

@@ -1,10 +1,10 @@
 """Lemma 5.1 checker: invert ``f = K * mu`` spectrally, and show where floating point stops it.
 
-Paper Lemma 5.1 (MATH.md sections 2 and 4): ``mu -> f(x) = int exp(beta x.y) dmu(y)`` is
+Paper Lemma 5.1 (docs/math.md sections 2 and 4): ``mu -> f(x) = int exp(beta x.y) dmu(y)`` is
 injective because every Funk-Hecke eigenvalue ``lambda_l(beta)`` is positive, ``f_l = lambda_l m_l``
 degree by degree; ``mu`` has an L^2 density iff ``sum_l |f_l / lambda_l|^2 < inf``; ``f`` is even
 iff ``mu`` is symmetric. In floating point the recovered ``m_l = f_l / lambda_l`` carries the
-round-off of ``f_l`` (about ``eps max|f|``) amplified by ``1 / lambda_l`` (MATH.md 4).
+round-off of ``f_l`` (about ``eps max|f|``) amplified by ``1 / lambda_l`` (docs/math.md §4).
 
 Conventions (stated in every output file)
 -----------------------------------------
@@ -140,7 +140,7 @@ def lemma51_dataset(measure: Measure, betas: Any, lmax: int | None = None, n: in
 def _attributes(measure: Measure, perturbation: float) -> dict[str, Any]:
     s1 = measure.sphere == "S1"
     return {
-        "title": "Lemma 5.1 check: spectral inversion of f = K * mu (MATH.md 2, 4)",
+        "title": "Lemma 5.1 check: spectral inversion of f = K * mu (docs/math.md §2, 4)",
         "sphere": measure.sphere, "measure": measure.kind, "measure_label": measure.label,
         "kappa": measure.kappa, "mass": measure.mass, "density_l2": density_l2(measure),
         "eps": EPS, "perturbation": perturbation,

@@ -90,7 +90,7 @@ def _setup(sphere: str, lmax: int, n: int) -> tuple[tuple, Any, SphereBasis | No
 
 def invert(measure: Measure, beta: float, lmax: int | None = None, n: int | None = None,
            perturbation: float = 1e-3) -> dict[str, Any]:
-    """Recover ``m_l = f_l / lambda_l`` from samples of ``f = K * mu`` (Lemma 5.1, MATH.md 4).
+    """Recover ``m_l = f_l / lambda_l`` from samples of ``f = K * mu`` (Lemma 5.1, docs/math.md §4).
 
     Parameters
     ----------
@@ -292,7 +292,7 @@ def precision_study(measure: Measure, betas: Any, digits: Any = (32, 64), lmax: 
 
     For each beta: ``lmax`` and the grid ``N`` are chosen for the highest precision
     (:func:`auto_lmax`, :func:`grid_size`), and every precision runs on ``N`` and ``2 N`` points:
-    the breakdown degree moves with the working precision, not with the grid (MATH.md 4).
+    the breakdown degree moves with the working precision, not with the grid (docs/math.md §4).
 
     Returns
     -------

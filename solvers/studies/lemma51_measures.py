@@ -130,7 +130,7 @@ def snapshot_measure(path: str | Path, time: float | None = None) -> Measure:
 
 
 def density_l2(measure: Measure) -> float:
-    """``int rho^2 dsigma`` (closed forms, MATH.md 4); ``inf`` for atoms.
+    """``int rho^2 dsigma`` (closed forms, docs/math.md §4); ``inf`` for atoms.
 
     For a snapshot: ``sum rho_i^2 h`` of its cell-average density (the point-mass measure itself
     is not L^2, which shows only beyond degree N/2).
@@ -166,7 +166,7 @@ def _haversine(sphere: str, a: tuple, b: tuple, antipode: bool = False) -> np.nd
 
 
 def _bessel_ratios(nu0: float, count: int, x: float) -> np.ndarray:
-    """``I_{nu0+j}(x) / I_{nu0+j-1}(x)`` for ``j = 1..count`` by backward recurrence (MATH.md 2).
+    """``I_{nu0+j}(x) / I_{nu0+j-1}(x)`` for ``j = 1..count`` by backward recurrence (docs/math.md §2).
 
     ``r(nu) = 1 / (2 nu / x + r(nu + 1))``, started well above ``max(count, x)`` from the
     uniform asymptotic ``r ~ x / (nu + sqrt(nu^2 + x^2))``; every step is relatively stable.
@@ -183,7 +183,7 @@ def _bessel_ratios(nu0: float, count: int, x: float) -> np.ndarray:
 
 
 def scaled_eigenvalues(beta: float, degrees: Any, dim: int) -> np.ndarray:
-    """``e^{-beta} lambda_l(beta)`` (MATH.md 2) to a few ulps for every representable value.
+    """``e^{-beta} lambda_l(beta)`` (docs/math.md §2) to a few ulps for every representable value.
 
     ``exp(kernel_eigenvalues(log=True) - beta)`` carries a relative error ~ ``beta eps`` (the
     logarithm is accurate to ``eps |log lambda|``), and scipy's ``ive`` at half-integer orders
@@ -241,7 +241,7 @@ def potential(measure: Measure, beta: float, grid: tuple) -> np.ndarray:
 
 
 def _vmf_potential(measure: Measure, beta: float, grid: tuple) -> np.ndarray:
-    """Closed forms (MATH.md 4), ``r = |beta x + kappa e|``, scaled by ``e^{-beta}``.
+    """Closed forms (docs/math.md §4), ``r = |beta x + kappa e|``, scaled by ``e^{-beta}``.
 
     S^2: ``(kappa / sinh kappa) sinh(r) / r``; S^1: ``I_0(r) / I_0(kappa)``. Written with
     ``delta = r - beta - kappa = -4 beta kappa h / (r + beta + kappa)``, ``h = sin^2(gamma/2)``,

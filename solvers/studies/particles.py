@@ -1,13 +1,13 @@
 """Particle companion of the mean-field PDE: n weighted particles on ``S^{d-1}``, any d >= 2.
 
 The empirical measure ``mu = sum_j w_j delta_{x_j}`` (``sum_j w_j = M``) solves the continuity
-equation (paper eq. 2.6, MATH.md 1) exactly when every particle follows the velocity field:
+equation (paper eq. 2.6, docs/math.md §1) exactly when every particle follows the velocity field:
 
     dx_i/dt = s g(x_i),
     g(x) = c_K sum_j w_j exp(beta x.x_j) P_x x_j + sum_k omega_k sigma(a_k.x + b_k) P_x a_k,
 
 with ``P_x = I - x x^T``, ``c_K = 1`` (kernel ``exp``) or ``exp(-beta)`` (``exp_shifted``). This
-is the paper's particle method. Softmax attention (eq. 2.9, MATH.md 1: ``grad f / (beta f)``,
+is the paper's particle method. Softmax attention (eq. 2.9, docs/math.md §1: ``grad f / (beta f)``,
 ``f = K*mu``) replaces the attention term by the Gibbs average
 ``sum_j w_j e^{beta x.x_j} P_x x_j / sum_j w_j e^{beta x.x_j}`` (the factor ``c_K`` cancels).
 Energy (eq. 2.7): ``E = (1/(2 beta)) sum_ij w_i w_j K(x_i, x_j) + (1/2) sum_i w_i v(x_i)``;
@@ -45,7 +45,7 @@ GOLDEN = 0.5 * (np.sqrt(5.0) - 1.0)
 
 @dataclass(frozen=True)
 class ParticleSystem:
-    """The velocity field, energy and RK4 step of the particle model (MATH.md 1).
+    """The velocity field, energy and RK4 step of the particle model (docs/math.md §1).
 
     Parameters
     ----------
@@ -86,7 +86,7 @@ class ParticleSystem:
         """Attention velocity at every particle (tangent vectors), shape (n, d).
 
         Unnormalised: ``c_K sum_j w_j e^{beta x_i.x_j} P_{x_i} x_j`` (= grad (1/beta) K*mu);
-        softmax: the same sum divided by ``sum_j w_j e^{beta x_i.x_j}`` (MATH.md 1, eq. 2.9).
+        softmax: the same sum divided by ``sum_j w_j e^{beta x_i.x_j}`` (docs/math.md §1, eq. 2.9).
 
         Parameters
         ----------
@@ -105,7 +105,7 @@ class ParticleSystem:
         return euclid - np.sum(euclid * x, axis=1, keepdims=True) * x
 
     def field(self, x: np.ndarray, w: np.ndarray) -> np.ndarray:
-        """``g(x_i)`` = attention + perceptron ``grad v / 2`` (MATH.md 1), shape (n, d)."""
+        """``g(x_i)`` = attention + perceptron ``grad v / 2`` (docs/math.md §1), shape (n, d)."""
         return self.attention(x, w) + half_gradient(self.model.perceptron, x)
 
     def velocity(self, x: np.ndarray, w: np.ndarray) -> np.ndarray:
@@ -116,7 +116,7 @@ class ParticleSystem:
         """``E = (1/(2 beta)) sum_ij w_i w_j K(x_i, x_j) + (1/2) sum_i w_i v(x_i)`` (eq. 2.7).
 
         ``K`` is the configured kernel (``exp`` or ``exp_shifted``), also for softmax runs
-        (where E is a Lyapunov function of the pure attention only, MATH.md 1).
+        (where E is a Lyapunov function of the pure attention only, docs/math.md §1).
         """
         beta, shift = self.model.beta, kernel_log_shift(self.model)
 
@@ -130,7 +130,7 @@ class ParticleSystem:
     def rate_bound(self, mass: float) -> float:
         """A bound ``L`` of the velocity's Lipschitz constant, for the step ``dt = cfl / L``.
 
-        Attention, unnormalised: ``2 M max|K''| / beta`` (self term plus coupling, cf. MATH.md 6);
+        Attention, unnormalised: ``2 M max|K''| / beta`` (self term plus coupling, cf. docs/math.md §6);
         softmax: ``2 (1 + beta)`` (a Gibbs average of ``P_x y``; its weights vary at rate beta).
         Perceptron: ``sum_k |omega_k| (Lip |a_k|^2 + 2 (sigma0 + Lip (|a_k| + |b_k|)) |a_k|)``.
         """

@@ -58,7 +58,7 @@ class Solver:
     - State: ``rho`` (grid array, shape (N,)), ``t``, ``n_steps``, ``dt`` (the step the
       controller proposes next).
     - ``step(t_stop)`` does the bookkeeping: picks ``dt`` (fixed ``time.dt``, or adaptive:
-      ``min(cfl / max(|u|/width), rate_factor / L)``, MATH.md 6), never steps past ``t_stop``,
+      ``min(cfl / max(|u|/width), rate_factor / L)``, docs/math.md §6), never steps past ``t_stop``,
       calls ``_step_impl(dt)``, and on rejection halves ``dt`` and retries.
     - ``_step_impl(dt) -> (rho_new, ok)`` does the numerics only and must not change state.
     - Mass is conserved to round-off by every scheme; ``fv`` keeps ``rho >= 0``.

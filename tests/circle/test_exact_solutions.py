@@ -1,4 +1,4 @@
-"""Exact solutions of MATH.md section 3: the linear-perceptron stationary density (3.1) and the
+"""Exact solutions of docs/math.md §3: the linear-perceptron stationary density (3.1) and the
 linear growth rates about the uniform density (3.2), on both schemes."""
 
 import numpy as np
@@ -11,7 +11,7 @@ from solvers.circle.spectral import spectral
 from solvers.timestepping.simulation import Solver, simulate
 from spectral import CircleBasis
 
-# Linear perceptron v(x) = x^T A x with A = sum_j omega_j a_j a_j^T (MATH.md 3.1)
+# Linear perceptron v(x) = x^T A x with A = sum_j omega_j a_j a_j^T (docs/math.md §3.1)
 LIN_A = np.array([[0.8, 0.3], [-0.2, 0.9], [0.5, -0.5]])
 LIN_OMEGA = np.array([0.2, -0.15, 0.1])
 
@@ -21,7 +21,7 @@ def _linear_matrix() -> np.ndarray:
 
 
 def exact_linear_density(theta: np.ndarray, beta: float) -> np.ndarray:
-    """rho*(t) = 1/(2 pi) - (beta / (4 pi I_2)) (p cos 2t + q sin 2t) (MATH.md 3.1)."""
+    """rho*(t) = 1/(2 pi) - (beta / (4 pi I_2)) (p cos 2t + q sin 2t) (docs/math.md §3.1)."""
     a = _linear_matrix()
     p, q = 0.5 * (a[0, 0] - a[1, 1]), a[0, 1]
     return 1 / (2 * np.pi) - beta / (4 * np.pi * special.iv(2, beta)) * (p * np.cos(2 * theta) + q * np.sin(2 * theta))
@@ -57,7 +57,7 @@ def test_descent_from_perturbation_reaches_exact_energy(scheme, tol):
                       t_end=60.0, snapshot_interval=10.0)
     theta = 2 * np.pi * np.arange(n) / n
     # modes 1 and 3 relax at rates I_1(1) and 9 I_3(1); the modes >= 5 that the nonlinearity
-    # feeds (linearly, through the mode 2 of rho*) relax super-exponentially slowly (MATH.md 3.4):
+    # feeds (linearly, through the mode 2 of rho*) relax super-exponentially slowly (docs/math.md §3.4):
     # the gap left at t = 60 is ~4e-9 relative, the same for both schemes
     rho0 = exact_linear_density(theta, beta) + 0.003 * np.cos(theta - 0.4) + 0.002 * np.sin(3 * theta)
     snaps = []
@@ -72,7 +72,7 @@ def test_descent_from_perturbation_reaches_exact_energy(scheme, tol):
 
 
 def test_energy_gap_is_a_kernel_norm():
-    """E[mu] - E[rho*] = (1/(2 beta)) <K (mu - rho*), mu - rho*> >= 0 (MATH.md 3.1)."""
+    """E[mu] - E[rho*] = (1/(2 beta)) <K (mu - rho*), mu - rho*> >= 0 (docs/math.md §3.1)."""
     beta, n = 2.0, 128
     cfg = make_config(n=n, beta=beta, percep=perceptron("linear", LIN_A, LIN_OMEGA))
     prob = CircleProblem(cfg.model, CircleBasis(n))
@@ -102,7 +102,7 @@ def _measured_rate(scheme, attention, direction, beta, j, dt, t_end, n=64, eps=1
 
 
 def exact_rate(attention, direction, beta, j):
-    """MATH.md 3.2 on S^1 (M = 1): unnormalised s j^2 I_j / beta, softmax s j^2 I_j / (beta I_0)."""
+    """docs/math.md §3.2 on S^1 (M = 1): unnormalised s j^2 I_j / beta, softmax s j^2 I_j / (beta I_0)."""
     s = 1.0 if direction == "ascent" else -1.0
     r = s * j * j * special.iv(j, beta) / beta
     return r / special.iv(0, beta) if attention == "softmax" else r

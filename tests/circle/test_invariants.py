@@ -1,4 +1,4 @@
-"""Invariants of MATH.md 3.3 and the energy identity of MATH.md 1, on both schemes."""
+"""Invariants of docs/math.md §3.3 and the energy identity of docs/math.md §1, on both schemes."""
 
 import numpy as np
 import pytest
@@ -61,13 +61,13 @@ def _identity_error(attention, activation, n):
 @pytest.mark.parametrize("attention", ["unnormalized", "softmax"])
 @pytest.mark.parametrize("activation", ["gelu", "tanh", "linear", "none"])
 def test_energy_identity_dE_dt_equals_s_dissipation(attention, activation):
-    """dE/dt = s int grad U . V drho (MATH.md 1), checked on the spectral right-hand side."""
+    """dE/dt = s int grad U . V drho (docs/math.md §1), checked on the spectral right-hand side."""
     assert _identity_error(attention, activation, 128) <= 1e-7
 
 
 @pytest.mark.parametrize("activation", ["relu", "leaky_relu"])
 def test_energy_identity_for_c1_potentials_holds_to_discretisation_accuracy(activation):
-    """ReLU potentials are only C^1 (MATH.md 1): the identity holds to grid accuracy."""
+    """ReLU potentials are only C^1 (docs/math.md §1): the identity holds to grid accuracy."""
     errors = [_identity_error("unnormalized", activation, n) for n in (128, 512, 2048)]
     assert errors[-1] <= 1e-5
     assert errors[0] > errors[1] > errors[2]
@@ -93,7 +93,7 @@ def test_rotation_equivariance(scheme):
 @pytest.mark.parametrize("case,keeps", [("attention", True), ("linear", True), ("paired_relu", True),
                                         ("relu", False)])
 def test_parity(case, keeps):
-    """Antipodal symmetry is kept for attention, linear sigma and paired ReLU (MATH.md 3.3)."""
+    """Antipodal symmetry is kept for attention, linear sigma and paired ReLU (docs/math.md §3.3)."""
     n = 128
     theta = 2 * np.pi * np.arange(n) / n
     rho0 = (1 + 0.3 * np.cos(2 * theta - 0.3) + 0.1 * np.sin(4 * theta)) / (2 * np.pi)
@@ -110,7 +110,7 @@ def test_parity(case, keeps):
 
 @pytest.mark.parametrize("direction", ["ascent", "descent"])
 def test_two_atoms_follow_the_ode(direction):
-    """Two atoms of mass m at distance D: D' = -2 s m exp(beta cos D) sin D (MATH.md 3.3)."""
+    """Two atoms of mass m at distance D: D' = -2 s m exp(beta cos D) sin D (docs/math.md §3.3)."""
     n, beta, m, d0, t_end = 2048, 1.0, 0.5, 1.2, 0.6
     s = 1.0 if direction == "ascent" else -1.0
     theta = 2 * np.pi * np.arange(n) / n
@@ -132,7 +132,7 @@ def test_two_atoms_follow_the_ode(direction):
 
 @pytest.mark.parametrize("n_atoms", [1, 2, 5])
 def test_stationary_configurations_stay_put(n_atoms):
-    """A single atom, an antipodal pair and n equal atoms equally spaced are stationary (MATH.md 3.3).
+    """A single atom, an antipodal pair and n equal atoms equally spaced are stationary (docs/math.md §3.3).
 
     Their velocity vanishes at the atoms in both directions; under ascent (where they are stable)
     the fv scheme keeps one-cell atoms exactly in place. Under descent they are unstable, and a

@@ -243,7 +243,7 @@ def test_bad_overrides(override: str, key: str) -> None:
 
 @pytest.mark.parametrize("beta, n_min", [(5.0, 75), (50.0, 192)])
 def test_check_resolution_uses_the_bandwidth_table(beta: float, n_min: int) -> None:
-    # MATH.md 2: j*(5) = 25, j*(50) = 64 on S^1; the rule is j* <= N // 3
+    # docs/math.md §2: j*(5) = 25, j*(50) = 64 on S^1; the rule is j* <= N // 3
     jstar = n_min // 3
     ok = load_config(f"[model]\nbeta = {beta}\n[domain]\nresolution = {n_min}\n")
     assert check_resolution(ok) == jstar
@@ -263,7 +263,7 @@ def test_s2_initial_modes_and_centres() -> None:
 
 @pytest.mark.parametrize("beta, lmax", [(1.0, 31), (50.0, 64)])
 def test_check_resolution_on_s2_is_bandwidth_at_most_lmax(beta: float, lmax: int) -> None:
-    # MATH.md 2: S^2 j*(1) = 15, j*(50) = 64; the S^2 rule is j* <= lmax
+    # docs/math.md §2: S^2 j*(1) = 15, j*(50) = 64; the S^2 rule is j* <= lmax
     jstar = {1.0: 15, 50.0: 64}[beta]
     ok = load_config(S2.replace("31", str(lmax)) + f"[model]\nbeta = {beta}\n")
     assert check_resolution(ok) == jstar

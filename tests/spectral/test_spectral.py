@@ -1,4 +1,4 @@
-"""spectral/: Funk-Hecke eigenvalues (Lemma 5.1, MATH.md 2) and the circle basis."""
+"""spectral/: Funk-Hecke eigenvalues (Lemma 5.1, docs/math.md §2) and the circle basis."""
 
 import mpmath as mp
 import numpy as np

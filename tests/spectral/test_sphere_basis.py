@@ -1,4 +1,4 @@
-"""spectral/sphere.py: shtns conventions checked against scipy and quadrature (MATH.md 2)."""
+"""spectral/sphere.py: shtns conventions checked against scipy and quadrature (docs/math.md §2)."""
 
 import subprocess
 import sys
@@ -121,7 +121,7 @@ def test_harmonics_match_shtns_point_synthesis(basis):
 
 @pytest.mark.parametrize("beta", [0.5, 5.0, 20.0])
 def test_funk_hecke_apply_diagonal(beta):
-    # K * delta_y = exp(beta x.y) has coefficients lambda_l conj(Y_lm(y)) (MATH.md 2)
+    # K * delta_y = exp(beta x.y) has coefficients lambda_l conj(Y_lm(y)) (docs/math.md §2)
     b = SphereBasis(30, nlat=64, nphi=128)
     y_th, y_ph = 1.1, 2.3
     y = np.array([np.sin(y_th) * np.cos(y_ph), np.sin(y_th) * np.sin(y_ph), np.cos(y_th)])

@@ -1,4 +1,4 @@
-"""S^2 finite volumes: exact solutions and invariants of MATH.md 3 on the sphere."""
+"""S^2 finite volumes: exact solutions and invariants of docs/math.md §3 on the sphere."""
 
 import dataclasses
 
@@ -49,7 +49,7 @@ def vmf(grid, centre, kappa, mass=1.0):
     return rho * mass / np.sum(rho * grid.area)
 
 
-# ---------------------------------------------------------------- MATH.md 3.1 on S^2
+# ---------------------------------------------------------------- docs/math.md §3.1 on S^2
 LIN_A = np.array([[0.6, 0.2, -0.3], [-0.1, 0.5, 0.4], [0.3, -0.4, 0.2]])
 LIN_OMEGA = np.array([0.15, -0.1, 0.12])
 
@@ -78,7 +78,7 @@ def test_linear_perceptron_density_is_stationary_on_s2(beta, direction):
     assert np.max(np.abs(drho)) <= 1e-12 * scale
 
 
-# ---------------------------------------------------------------- MATH.md 3.2, fv to O(h^2)
+# ---------------------------------------------------------------- docs/math.md §3.2, fv to O(h^2)
 def _fv_rate(lmax, l, m, beta, direction, attention):
     cfg = s2_config(lmax=lmax, beta=beta, direction=direction, attention=attention, t_end=0.4, dt=0.005)
     grid = SphereGrid(lmax)
@@ -161,7 +161,7 @@ def test_general_rotation_with_rotated_weights():
 
 @pytest.mark.parametrize("direction", ["ascent", "descent"])
 def test_atoms_at_pole_and_equator_follow_the_two_atom_ode(direction):
-    """D' = -2 s m exp(beta cos D) sin D (MATH.md 3.3) with one atom at the north pole.
+    """D' = -2 s m exp(beta cos D) sin D (docs/math.md §3.3) with one atom at the north pole.
 
     The atoms are vMF bumps (kappa = 100) a few cells wide; the distance between their centres of
     mass follows the ODE to the grid's accuracy (ascent: 0.008 at lmax 63, 0.0045 at lmax 127).

@@ -1,4 +1,4 @@
-"""solvers/sphere_spectral.py: the S^2 pseudo-spectral scheme against MATH.md 1, 3.1 and 3.2."""
+"""solvers/sphere_spectral.py: the S^2 pseudo-spectral scheme against docs/math.md §1, 3.1 and 3.2."""
 
 import numpy as np
 import pytest
@@ -80,11 +80,11 @@ def test_max_rate_is_speed_over_gauss_spacing():
     assert np.max(np.abs(rhs.basis.forward(drho)[rhs.basis.degrees > rhs.cutoff])) < 1e-14
 
 
-# ---------------------------------------------------------------------------- MATH.md 3.1
+# ---------------------------------------------------------------------------- docs/math.md §3.1
 @pytest.mark.parametrize("direction", ["ascent", "descent"])
 @pytest.mark.parametrize("beta", [1.0, 4.0])
 def test_linear_perceptron_density_is_stationary(beta, direction):
-    """rho* = 1/(4 pi) - kappa x^T A0 x, kappa = beta / (2 lambda_2) gives g = 0 (MATH.md 3.1)."""
+    """rho* = 1/(4 pi) - kappa x^T A0 x, kappa = beta / (2 lambda_2) gives g = 0 (docs/math.md §3.1)."""
     percep = _perceptron("linear", scale=0.5, bias=False)
     a = sum(w * np.outer(v, v) for v, w in zip(percep.a, percep.omega))
     a0 = a - np.trace(a) / 3 * np.eye(3)
@@ -104,7 +104,7 @@ def test_linear_perceptron_density_is_stationary(beta, direction):
     assert np.max(np.hypot(u_t, u_p)) <= 1e-12 * np.max(np.hypot(v_t, v_p))
 
 
-# ---------------------------------------------------------------------------- MATH.md 3.2
+# ---------------------------------------------------------------------------- docs/math.md §3.2
 def exact_rate(attention, direction, beta, l):
     """Unnormalised ``s l(l+1) i_l(beta)/beta`` (M = 1), softmax ``s l(l+1) I_{l+1/2}/(beta I_{1/2})``."""
     s = 1.0 if direction == "ascent" else -1.0
@@ -127,7 +127,7 @@ def _measured_rate(attention, direction, beta, l, m, r, eps=1e-6, lmax=12, n_ste
     eps ~ 1e-6: round-off seeds ~1e-17/eps in the mode; the quadratic term feeds (l, m) only
     when Y_lm^2 has an (l, m) part, which odd l or odd m exclude (parity, longitude frequencies).
     """
-    t_end = 5.0 / abs(r)  # r T <= 5 (MATH.md 3.2); RK4 error in the rate ~ (r dt)^4 / 120
+    t_end = 5.0 / abs(r)  # r T <= 5 (docs/math.md §3.2); RK4 error in the rate ~ (r dt)^4 / 120
     solver_cfg = _config(_model(beta, direction, attention), lmax, t_end / n_steps, t_end)
     b = SphereBasis(lmax)
     i = b.index(l, m)
@@ -151,7 +151,7 @@ def test_spectral_scheme_reproduces_growth_rates(attention, direction, beta, l, 
     assert measured == pytest.approx(r * (1 - 0.05**4 / 120), rel=1e-8)
 
 
-# ---------------------------------------------------------------------------- MATH.md 1
+# ---------------------------------------------------------------------------- docs/math.md §1
 def test_mass_is_conserved_over_a_short_run():
     model = _model(3.0, "ascent", percep=_perceptron("relu"))
     cfg = _config(model, 16, 2e-3, 0.1)
@@ -179,13 +179,13 @@ def _energy_rate_error(model, lmax=24, h=1e-2):
 @pytest.mark.parametrize("attention", ["unnormalized", "softmax"])
 @pytest.mark.parametrize("activation", ["none", "linear", "gelu"])
 def test_energy_identity_for_smooth_potentials(activation, attention):
-    """dE/dt = s int grad U . V drho (MATH.md 1): exact for U of degree <= cutoff (attention,
+    """dE/dt = s int grad U . V drho (docs/math.md §1): exact for U of degree <= cutoff (attention,
     linear), to the (super-exponentially small) spectral tail of a GeLU potential."""
     err = _energy_rate_error(_model(2.0, "descent", attention, _perceptron(activation)))
     assert abs(err) < 1e-10
 
 
 def test_energy_identity_for_relu_to_discretisation_accuracy():
-    """ReLU: v is only C^1 (MATH.md 1); dE/dt differs from s D by grad of v's spectral tail."""
+    """ReLU: v is only C^1 (docs/math.md §1); dE/dt differs from s D by grad of v's spectral tail."""
     err = _energy_rate_error(_model(2.0, "ascent", percep=_perceptron("relu")))
     assert 1e-9 < abs(err) < 1e-4

@@ -1,6 +1,6 @@
 """``meanfield converge``: refinement ladders, distances, observed orders, output, bad input.
 
-Orders are measured on a smooth short run (MATH.md 3.4: W1 and kernel norms, not the sup
+Orders are measured on a smooth short run (docs/math.md §3.4: W1 and kernel norms, not the sup
 norm): the GeLU perceptron with beta = 5 (shifted kernel), a perturbed uniform start, T = 2,
 long before concentration.
 """
@@ -160,7 +160,7 @@ def test_kernel_norm_zero_for_identical_and_positive_otherwise():
 
 @pytest.mark.parametrize("log_shift", [0.0, -2.0])
 def test_kernel_norm_equals_direct_double_sum(log_shift):
-    """``||mu - nu||_K^2 = sum_pq K(x_p, x_q) s_p s_q`` for grid measures (MATH.md 2)."""
+    """``||mu - nu||_K^2 = sum_pq K(x_p, x_q) s_p s_q`` for grid measures (docs/math.md §2)."""
     beta, rng = 2.0, np.random.default_rng(0)
     grids = [SphereGrid(31), SphereGrid(35)]
     rho = [1.0 + rng.random(g.shape) for g in grids]

@@ -1,4 +1,4 @@
-"""solvers/lemma51.py: Lemma 5.1 checker (MATH.md 2, 4) against exact or independent references."""
+"""solvers/lemma51.py: Lemma 5.1 checker (docs/math.md §2, 4) against exact or independent references."""
 
 import argparse
 
@@ -37,7 +37,7 @@ def _vmf_density_s2(kappa, e, points):
 
 @pytest.mark.parametrize("beta", [0.5, 5.0, 20.0])
 def test_vmf_potential_s2_closed_form_against_quadrature(beta):
-    # f(x) = (kappa / sinh kappa) sinh(r) / r (MATH.md 4) vs int exp(beta (x.y - 1)) rho(y) dsigma(y)
+    # f(x) = (kappa / sinh kappa) sinh(r) / r (docs/math.md §4) vs int exp(beta (x.y - 1)) rho(y) dsigma(y)
     m = L.make_measure("vmf", "S2")
     th0, ph0 = m.angles[0]
     e = np.array([np.sin(th0) * np.cos(ph0), np.sin(th0) * np.sin(ph0), np.cos(th0)])

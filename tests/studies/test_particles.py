@@ -1,7 +1,7 @@
 """Particle model (solvers.studies.particles) and the PDE comparison (solvers.studies.compare_particles).
 
-Exact references: the two-atom ODE of MATH.md 3.3 (dimension independent), mass and unit norms,
-the energy's monotonicity (MATH.md 1), rotation equivariance, the placement's quantiles, and
+Exact references: the two-atom ODE of docs/math.md §3.3 (dimension independent), mass and unit norms,
+the energy's monotonicity (docs/math.md §1), rotation equivariance, the placement's quantiles, and
 the PDE at N = 1024 for the paper's S^1 descent setup.
 """
 
@@ -49,7 +49,7 @@ def two_atom_reference(rhs, d0: float, times: np.ndarray) -> np.ndarray:
 @pytest.mark.parametrize("d", [2, 3, 4])
 @pytest.mark.parametrize("direction", ["descent", "ascent"])
 def test_two_atoms_follow_the_ode(d, direction):
-    """MATH.md 3.3: ``D' = -2 s m exp(beta cos D) sin D``, midpoint fixed, in any dimension."""
+    """docs/math.md §3.3: ``D' = -2 s m exp(beta cos D) sin D``, midpoint fixed, in any dimension."""
     beta, m, d0 = 2.0, 0.4, 1.0
     system = ParticleSystem(ModelParams(beta, direction, "unnormalized", "exp"))
     s = system.model.sign
@@ -117,7 +117,7 @@ def test_relu_run_energy_monotone_norms_and_mass(direction):
 
 
 def test_energy_identity():
-    """``dE/dt = s sum_i w_i |g(x_i)|^2`` (MATH.md 1), GeLU perceptron, central difference."""
+    """``dE/dt = s sum_i w_i |g(x_i)|^2`` (docs/math.md §1), GeLU perceptron, central difference."""
     rng = np.random.default_rng(5)
     model = ModelParams(3.0, "descent", "unnormalized", "exp",
                         PerceptronParams("gelu", rng.normal(size=(2, 4)), rng.normal(size=2),
