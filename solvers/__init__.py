@@ -11,5 +11,51 @@ tests/test_layering.py):
 - :mod:`solvers.io`: archives and starting states.
 - :mod:`solvers.plots`: figures.
 - :mod:`solvers.studies`: Lemma 5.1, convergence, sweeps, particles.
+- :mod:`solvers.api`: the Python API re-exported here.
 - :mod:`solvers.cli`: the ``meanfield`` command (imported by nothing).
+
+The public API (imported lazily: ``import solvers`` costs almost nothing)::
+
+    ds = solvers.run("runs/demo.toml", domain__resolution=512)   # -> xarray.Dataset
+    ds = solvers.open_run("output/demo.nc")
+    ds = solvers.resume(ds, t_end=3000.0)
+    cfg = solvers.load_config("runs/demo.toml", model__beta=3)
+
+Building blocks: ``simulate`` (time loop on plain arrays), ``initial_density``,
+``ArchiveWriter``, ``RunConfig``, ``ConfigError``, and ``spectral.kernel_eigenvalues``.
 """
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import Any
+
+_EXPORTS = {
+    "run": "solvers.api", "resume": "solvers.api", "open_run": "solvers.api",
+    "load_config": "solvers.api",
+    "simulate": "solvers.timestepping.simulation", "RunResult": "solvers.timestepping.simulation",
+    "initial_density": "solvers.io.state", "ArchiveWriter": "solvers.io.archive",
+    "RunConfig": "solvers.model.params", "ConfigError": "solvers.model.config",
+}
+__all__ = sorted(_EXPORTS) + ["__version__"]
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("meanfield-spectral")
+    except PackageNotFoundError:  # a source tree that is not installed
+        return "0+unknown"
+
+
+def __getattr__(name: str) -> Any:
+    if name == "__version__":
+        return _version()
+    if name in _EXPORTS:
+        return getattr(import_module(_EXPORTS[name]), name)
+    raise AttributeError(f"module 'solvers' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(list(globals()) + __all__)

@@ -49,6 +49,13 @@ class RunResult:
     n_steps: int
     wall_time: float
 
+    def __repr__(self) -> str:
+        d = self.final.diagnostics
+        masses = ", ".join(f"{m:.4f}" for m in np.asarray(d.atom_mass).ravel() if np.isfinite(m))
+        return (f"RunResult(reason={self.reason!r}, t={self.final.t:.6g}, n_steps={self.n_steps}, "
+                f"wall_time={self.wall_time:.2f} s, mass={d.mass:.12g}, n_atoms={d.n_atoms}, "
+                f"atom_mass=[{masses}])")
+
 
 class Solver:
     """Explicit solver for ``d_t rho = -s div(rho g)`` (paper eq. 2.6) on S^1 or S^2.
