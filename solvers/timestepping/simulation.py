@@ -87,7 +87,8 @@ class Solver:
         mass = float(np.sum(self.rho * self.disc.cell_weight))
         self.rate_dt = tp.rate_factor / max(self.disc.lipschitz_bound(abs(mass)), 1e-300)
         self._rate = self.rhs(self.rho)[1]
-        self.dt = float(dt0) if dt0 else self._propose()
+        self._resumed_dt = float(dt0) if dt0 else None  # a resume's first step: the archived one
+        self.dt = self._propose(peek=True)
         self._warned: set[str] = set()
 
     @property
@@ -95,7 +96,12 @@ class Solver:
         """The manifold's model/grid object (S^1: :class:`CircleProblem`)."""
         return self.disc.problem
 
-    def _propose(self) -> float:
+    def _propose(self, peek: bool = False) -> float:
+        """The next step: fixed ``time.dt``, the archived step of a resume, or adaptive."""
+        if self._resumed_dt is not None:
+            dt = self._resumed_dt
+            self._resumed_dt = self._resumed_dt if peek else None
+            return dt
         if self.config.time.dt is not None:
             return float(self.config.time.dt)
         return min(self.config.time.cfl / max(self._rate, 1e-300), self.rate_dt)
@@ -107,9 +113,10 @@ class Solver:
             h = min(dt, t_stop - self.t)
             rho_new, ok = self._step_impl(h)
             if ok:
-                self.rho, self.t, self.n_steps, self.dt = rho_new, self.t + h, self.n_steps + 1, dt
+                self.rho, self.t, self.n_steps = rho_new, self.t + h, self.n_steps + 1
                 if t_stop - self.t < 1e-12 * max(1.0, abs(t_stop)):
                     self.t = t_stop
+                self.dt = self._propose(peek=True)  # archived: a resume continues with it
                 return h
             dt = 0.5 * h
         raise RuntimeError(f"step size underflow at t={self.t}: the CFL condition cannot be met")
