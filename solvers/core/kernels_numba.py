@@ -23,12 +23,12 @@ from numba import njit
 LIMITER_CODES = {"minmod": 0, "mc": 1, "vanleer": 2, "none": 3}
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", error_model="numpy")
 def _sign(x: float) -> float:
     return 1.0 if x > 0.0 else (-1.0 if x < 0.0 else 0.0)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", error_model="numpy")
 def limited_slope(a: float, b: float, code: int) -> float:
     """The slope of :data:`solvers.core.limiters.LIMITERS` (same operations), scalar."""
     if code == 0:  # minmod
@@ -42,12 +42,12 @@ def limited_slope(a: float, b: float, code: int) -> float:
     return 0.0
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", error_model="numpy")
 def _clip01(s: float) -> float:
     return min(max(s, 0.0), 1.0)
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def circle_fv_rhs(rho, u, code, dt, limit, inv_h, dt_over_h, mass_floor):
     """S^1: ``(d rho/dt, max |u| / h over faces whose upwind cell holds mass)``.
 
@@ -93,12 +93,14 @@ def circle_fv_rhs(rho, u, code, dt, limit, inv_h, dt_over_h, mass_floor):
     return out, speed
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def sphere_fv_rhs(rho, u_phi, u_theta, first, band, right, left, right_face, area, zonal_width,
                   cell_id, dtheta, face_length, code, dt, limit, mass_floor):
     """S^2 on the reduced grid: ``(d rho/dt on the fine (nlat, nphi) grid, max_rate)``.
 
-    Same operations as :class:`solvers.sphere.fv.SphereFV` (see there for the arrays).
+    Same operations as :class:`solvers.sphere.fv.SphereFV` (see there for the arrays), in
+    three passes over the fine grid: reconstruction + meridional fluxes + their outflow sums
+    + meridional rate; limiting + divergence; output.
     """
     nlat, nphi = rho.shape
     n = first.size
@@ -110,45 +112,59 @@ def sphere_fv_rhs(rho, u_phi, u_theta, first, band, right, left, right_face, are
         rho_c[c] = flat[first[c]]
         total += rho_c[c]
     floor = mass_floor * max(total / n, 0.0)
-    # zonal fluxes through the east face of every cell
+    # zonal: reconstruction, flux through the east face of every cell, zonal rate
     east = np.empty(n)
     west = np.empty(n)
     for c in range(n):
-        s = limited_slope(rho_c[c] - rho_c[left[c]], rho_c[right[c]] - rho_c[c], code)
-        east[c] = rho_c[c] + 0.5 * s
-        west[c] = rho_c[c] - 0.5 * s
+        r = rho_c[c]
+        s = limited_slope(r - rho_c[left[c]], rho_c[right[c]] - r, code)
+        east[c] = r + 0.5 * s
+        west[c] = r - 0.5 * s
     fz = np.empty(n)
+    rz = 0.0
     for c in range(n):
         u = uz[right_face[c]]
-        fz[c] = (max(u, 0.0) * east[c] + min(u, 0.0) * west[right[c]]) * dtheta[band[c]]
-    # meridional fluxes (southward positive) through band boundaries, per fine segment
-    rho_f = np.empty((nlat, nphi))
-    for j in range(nlat):
-        for k in range(nphi):
-            rho_f[j, k] = rho_c[cell_id[j, k]]
-    south = np.empty((nlat, nphi))
-    north = np.empty((nlat, nphi))
+        cr = right[c]
+        fz[c] = (max(u, 0.0) * east[c] + min(u, 0.0) * west[cr]) * dtheta[band[c]]
+        if u > 0.0:
+            up, wz = rho_c[c], zonal_width[c]
+        else:
+            up, wz = rho_c[cr], zonal_width[cr]
+        if up > floor:
+            rz = max(rz, abs(u) / wz)
+    # meridional (southward positive) through band boundaries, row by row: face row j lies
+    # between cell rows j-1 and j; the outflow sums are accumulated in the reference's order
+    fm = np.zeros((nlat + 1, nphi))
+    out_s = np.zeros(n)
+    out_n = np.zeros(n)
+    south_prev = np.empty(nphi)  # south-face value of row j-1
+    north_row = np.empty(nphi)
+    rm = 0.0
     for j in range(nlat):
         jm = j - 1 if j > 0 else 0
         jp = j + 1 if j < nlat - 1 else j
         for k in range(nphi):
-            r = rho_f[j, k]
-            s = limited_slope(r - rho_f[jm, k], rho_f[jp, k] - r, code)
-            south[j, k] = r + 0.5 * s
-            north[j, k] = r - 0.5 * s
-    fm = np.zeros((nlat + 1, nphi))
-    for j in range(1, nlat):
-        for k in range(nphi):
-            u = u_theta[j, k]
-            fm[j, k] = (max(u, 0.0) * south[j - 1, k] + min(u, 0.0) * north[j, k]) * face_length[j, k]
-    if limit:
-        out_s = np.zeros(n)
-        out_n = np.zeros(n)
-        for j in range(nlat):
+            r = rho_c[cell_id[j, k]]
+            s = limited_slope(r - rho_c[cell_id[jm, k]], rho_c[cell_id[jp, k]] - r, code)
+            north_row[k] = r - 0.5 * s
+            if j > 0:
+                u = u_theta[j, k]
+                f = (max(u, 0.0) * south_prev[k] + min(u, 0.0) * north_row[k]) * face_length[j, k]
+                fm[j, k] = f
+                if u > 0.0:
+                    up, w = rho_c[cell_id[j - 1, k]], dtheta[j - 1]
+                else:
+                    up, w = r, dtheta[j]
+                if up > floor:
+                    rm = max(rm, abs(u) / w)
+            south_prev[k] = r + 0.5 * s
+        if limit:
             for k in range(nphi):
-                c = cell_id[j, k]
-                out_s[c] += max(fm[j + 1, k], 0.0)
-                out_n[c] += max(-fm[j, k], 0.0)
+                if j > 0:
+                    out_s[cell_id[j - 1, k]] += max(fm[j, k], 0.0)
+                out_n[cell_id[j, k]] += max(-fm[j, k], 0.0)
+    if limit:
+        # (last row's south faces are the pole: zero flux, adds 0.0 like the reference)
         scale = np.empty(n)
         for c in range(n):
             out = max(fz[c], 0.0) + max(-fz[left[c]], 0.0)
@@ -162,12 +178,10 @@ def sphere_fv_rhs(rho, u_phi, u_theta, first, band, right, left, right_face, are
             scale[c] = _clip01(s)
         for c in range(n):
             fz[c] = fz[c] * scale[c] if fz[c] > 0.0 else fz[c] * scale[right[c]]
-        for j in range(nlat + 1):
-            jn = j - 1 if j > 0 else 0
-            js = j if j < nlat else nlat - 1
+        for j in range(1, nlat):
             for k in range(nphi):
                 f = fm[j, k]
-                fm[j, k] = f * scale[cell_id[jn, k]] if f > 0.0 else f * scale[cell_id[js, k]]
+                fm[j, k] = f * scale[cell_id[j - 1, k]] if f > 0.0 else f * scale[cell_id[j, k]]
     merid = np.zeros(n)
     for j in range(nlat):
         for k in range(nphi):
@@ -179,30 +193,10 @@ def sphere_fv_rhs(rho, u_phi, u_theta, first, band, right, left, right_face, are
     for j in range(nlat):
         for k in range(nphi):
             out[j, k] = rate_c[cell_id[j, k]]
-    # max |u| / width over faces whose upwind cell holds mass, both directions
-    rz = 0.0
-    for c in range(n):
-        u = uz[right_face[c]]
-        if u > 0.0:
-            up, wz = rho_c[c], zonal_width[c]
-        else:
-            up, wz = rho_c[right[c]], zonal_width[right[c]]
-        if up > floor:
-            rz = max(rz, abs(u) / wz)
-    rm = 0.0
-    for j in range(nlat - 1):
-        for k in range(nphi):
-            u = u_theta[j + 1, k]
-            if u > 0.0:
-                up, w = rho_f[j, k], dtheta[j]
-            else:
-                up, w = rho_f[j + 1, k], dtheta[j + 1]
-            if up > floor:
-                rm = max(rm, abs(u) / w)
     return out, rz + rm
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def legendre_spectrum(table, c, starts, m_unique, n_freq, row_scale):
     """Longitude spectrum ``spec[j, m] = row_scale[j] sum_{l} table[j, (l, m)] c_(l, m)``.
 
@@ -225,7 +219,7 @@ def legendre_spectrum(table, c, starts, m_unique, n_freq, row_scale):
     return spec
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def signed_sum(a, w, sign):
     """``sign * (a + w)`` elementwise, 2-D."""
     out = np.empty_like(a)
@@ -235,7 +229,7 @@ def signed_sum(a, w, sign):
     return out
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def signed_ratio_sum(g, f, beta, w, sign):
     """``sign * (g / (beta f) + w)`` elementwise, 2-D (softmax attention)."""
     out = np.empty_like(g)
