@@ -4,7 +4,8 @@ Run: ``make bench`` or ``.venv/bin/python benchmarks/bench_s1.py [--quick]``.
 
 1. For N in {256, 1024, 4096, 16384} and both schemes: seconds per step, and its ratio to the
    time of the FFTs one step needs, measured side by side in the same process (fv + SSP-RK3:
-   3 stages x (1 rfft + 1 irfft); spectral + RK4: 4 stages x (2 rfft + 2 irfft)).
+   3 stages x (1 rfft + 1 irfft); spectral + RK4: 4 stages x (2 rfft + 2 irfft)). fv is timed
+   with both backends (``numpy``: the array reference; ``numba``: the compiled kernels).
 2. The paper's S^1 descent setup (beta = 5, ReLU perceptron of the particle code, kernel
    exp_shifted, uniform start; runs/paper_s1_descent.toml) from t = 0 to stationarity at
    several N, with the atom masses, to show the resolution at which the masses agree with
@@ -23,6 +24,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from solvers.circle.fv import fv  # noqa: E402
 from solvers.io.state import initial_density  # noqa: E402
 from solvers.model.config import load_config  # noqa: E402
 from solvers.timestepping.simulation import Solver, simulate  # noqa: E402
@@ -39,11 +41,14 @@ def _best_of(fn, repeats: int = 5) -> float:
     return best
 
 
-def step_cost(scheme: str, n: int, steps: int) -> tuple[float, float]:
-    """(seconds per step, seconds of the FFTs one step needs), best of 5."""
+def step_cost(scheme: str, n: int, steps: int, backend: str | None = None) -> tuple[float, float]:
+    """(seconds per step, seconds of the FFTs one step needs), best of 5; ``backend`` for fv."""
     cfg = load_config(ROOT / "runs" / "paper_s1_descent.toml",
                       [f"domain.resolution={n}", f"time.scheme=\"{scheme}\"", "time.t_end=1e9"])
     solver = Solver(cfg, initial_density(cfg) * (1 + 0.1 * np.cos(3 * np.arange(n) * 2 * np.pi / n)))
+    if backend is not None:
+        solver.rhs = fv(solver.disc.problem, cfg.time.limiter, backend=backend)
+        solver.rhs(solver.rho, 1e-3)  # compile (or load) outside the timing
 
     def run_steps() -> None:
         for _ in range(steps):
@@ -71,11 +76,11 @@ def main() -> None:
     args = parser.parse_args()
     sizes = [256, 1024] if args.quick else [256, 1024, 4096, 16384]
     print("# cost per step (best of 5)")
-    print(f"{'scheme':>9} {'N':>6} {'s/step':>10} {'FFT s/step':>11} {'ratio':>6}")
-    for scheme in ("fv", "spectral"):
+    print(f"{'scheme':>9} {'backend':>7} {'N':>6} {'s/step':>10} {'FFT s/step':>11} {'ratio':>6}")
+    for scheme, backend in (("fv", "numpy"), ("fv", "numba"), ("spectral", None)):
         for n in sizes:
-            per_step, ffts = step_cost(scheme, n, steps=max(20, 40000 // n))
-            print(f"{scheme:>9} {n:>6} {per_step:10.3e} {ffts:11.3e} {per_step / ffts:6.1f}")
+            per_step, ffts = step_cost(scheme, n, max(20, 40000 // n), backend)
+            print(f"{scheme:>9} {backend or '-':>7} {n:>6} {per_step:10.3e} {ffts:11.3e} {per_step / ffts:6.1f}")
     print("\n# paper S^1 descent (beta = 5, ReLU, exp_shifted) to stationarity")
     print(f"{'N':>6} {'wall s':>7} {'t':>7} {'steps':>6} {'reason':>10}  atom masses")
     for n in ([256, 512] if args.quick else [256, 512, 1024, 2048]):

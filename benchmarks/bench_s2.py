@@ -2,7 +2,8 @@
 
 Run: ``.venv/bin/python benchmarks/bench_s2.py [--quick] [--t T]``
 
-For lmax in {63, 127, 255, 511} (fv, and spectral up to 255): seconds per step, its ratio to one
+For lmax in {63, 127, 255, 511} (fv with the ``numpy`` and the ``numba`` backend, and spectral
+up to 255): seconds per step, its ratio to one
 scalar shtns forward + backward transform pair on the same grid (measured side by side), and the
 number of steps the adaptive controller needs to reach ``t = T`` from a perturbed uniform density
 (beta = 1, descent, the particle code's 3-unit ReLU perceptron, kernel exp_shifted). With merged
@@ -29,6 +30,7 @@ from solvers.model.params import (  # noqa: E402
     RunConfig,
     TimeParams,
 )
+from solvers.sphere.fv import SphereFV  # noqa: E402
 from solvers.sphere.grid import SphereGrid  # noqa: E402
 from solvers.timestepping.simulation import Solver  # noqa: E402
 
@@ -60,9 +62,13 @@ def transform_pair_seconds(lmax: int, field: np.ndarray, repeats: int = 5) -> fl
     return best
 
 
-def measure(lmax: int, scheme: str, t_end: float) -> tuple[float, float, int]:
-    """(seconds per step, seconds per transform pair, steps to t_end)."""
-    solver = Solver(config(lmax, scheme, t_end), initial(lmax))
+def measure(lmax: int, scheme: str, t_end: float, backend: str | None = None) -> tuple[float, float, int]:
+    """(seconds per step, seconds per transform pair, steps to t_end); ``backend`` for fv."""
+    cfg = config(lmax, scheme, t_end)
+    solver = Solver(cfg, initial(lmax))
+    if backend is not None:
+        solver.rhs = SphereFV(solver.disc.problem, cfg.time.limiter, backend=backend)
+        solver.rhs(solver.rho, 1e-3)  # compile (or load) outside the timing
     pair = transform_pair_seconds(lmax, solver.rho)
     start = time.perf_counter()
     while solver.t < t_end:
@@ -77,14 +83,15 @@ def main() -> None:
     args = parser.parse_args()
     sizes = [63, 127] if args.quick else [63, 127, 255, 511]
     print(f"# beta = 1 descent, ReLU (3 units), exp_shifted; adaptive steps to t = {args.t}")
-    print(f"{'scheme':>9} {'lmax':>5} {'grid':>10} {'s/step':>10} {'pair s':>10} {'ratio':>6} {'steps':>6}")
-    for scheme in ("fv", "spectral"):
+    print(f"{'scheme':>9} {'backend':>7} {'lmax':>5} {'grid':>10} {'s/step':>10} {'pair s':>10} {'ratio':>6} {'steps':>6}")
+    for scheme, backend in (("fv", "numpy"), ("fv", "numba"), ("spectral", None)):
         for lmax in sizes:
             if scheme == "spectral" and lmax > 255:
                 continue
-            per_step, pair, steps = measure(lmax, scheme, args.t)
+            per_step, pair, steps = measure(lmax, scheme, args.t, backend)
             grid = "x".join(map(str, SphereGrid(lmax).shape))
-            print(f"{scheme:>9} {lmax:>5} {grid:>10} {per_step:10.3e} {pair:10.3e} {per_step / pair:6.1f} {steps:>6}")
+            print(f"{scheme:>9} {backend or '-':>7} {lmax:>5} {grid:>10} {per_step:10.3e} {pair:10.3e} "
+                  f"{per_step / pair:6.1f} {steps:>6}")
 
 
 if __name__ == "__main__":

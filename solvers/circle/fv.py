@@ -14,6 +14,10 @@ forward-Euler step the result will be used with (``fv`` limits its fluxes with i
   only over faces whose upwind cell holds mass (density above ``mass_floor`` times the mean),
   since what the step must resolve is the motion of the mass.
 
+``backend="numba"`` (the default when numba imports, see :mod:`solvers.core.backend`) runs all of
+this after the velocity as one compiled kernel (:func:`solvers.core.kernels_numba.circle_fv_rhs`);
+``backend="numpy"`` runs the array code below, the reference the kernel is tested against.
+
 The pseudo-spectral scheme is in :mod:`solvers.circle.spectral`; the limiters, shared with the
 sphere, in :mod:`solvers.core.limiters`.
 """
@@ -23,6 +27,7 @@ from __future__ import annotations
 import numpy as np
 
 from solvers.circle.problem import CircleProblem
+from solvers.core.backend import resolve_backend
 from solvers.core.discretization import Rhs
 from solvers.core.limiters import LIMITERS
 
@@ -65,21 +70,37 @@ def limit_outflow(flux: np.ndarray, rho: np.ndarray, dt: float, h: float) -> np.
     return np.where(flux > 0, flux * scale, flux * np.roll(scale, -1))
 
 
-def fv(problem: CircleProblem, limiter: str = "mc", mass_floor: float = 1e-6) -> Rhs:
-    """Finite-volume right-hand side (see the module docstring)."""
+def transport(rho: np.ndarray, u: np.ndarray, h: float, limiter: str = "mc", dt: float | None = None,
+              mass_floor: float = 1e-6, backend: str | None = None) -> tuple[np.ndarray, float]:
+    """``(d rho/dt, max_rate)`` for the cell averages ``rho`` and right-face velocities ``u`` (N,)."""
+    inv_h = 1.0 / h
+    if resolve_backend(backend) == "numba":
+        from solvers.core.kernels_numba import LIMITER_CODES, circle_fv_rhs
+
+        limit = dt is not None
+        step = float(dt) if limit else 0.0
+        drho, speed = circle_fv_rhs(np.ascontiguousarray(rho, dtype=float), np.ascontiguousarray(u, dtype=float),
+                                    LIMITER_CODES[limiter], step, limit, inv_h, step / h, mass_floor)
+        return drho, speed * inv_h
+    flux = upwind_flux(rho, u, limiter)
+    if dt is not None:
+        flux = limit_outflow(flux, rho, dt, h)
+    upwind = np.where(u > 0, rho, np.roll(rho, -1))
+    moving = upwind > mass_floor * max(float(np.mean(rho)), 0.0)
+    speed = float(np.max(np.abs(u[moving]))) if moving.any() else 0.0
+    return (np.roll(flux, 1) - flux) * inv_h, speed * inv_h
+
+
+def fv(problem: CircleProblem, limiter: str = "mc", mass_floor: float = 1e-6,
+       backend: str | None = None) -> Rhs:
+    """Finite-volume right-hand side (see the module docstring); ``backend``: "numba" or "numpy"."""
     if limiter not in LIMITERS:
         raise ValueError(f"time.limiter: unknown limiter {limiter!r}; use one of {', '.join(LIMITERS)}")
     basis = problem.basis
-    inv_h = 1.0 / basis.h
+    h, backend = basis.h, resolve_backend(backend)
 
     def rhs(rho: np.ndarray, dt: float | None = None) -> tuple[np.ndarray, float]:
         u = problem.velocity(basis.forward(rho), "face")
-        flux = upwind_flux(rho, u, limiter)
-        if dt is not None:
-            flux = limit_outflow(flux, rho, dt, basis.h)
-        upwind = np.where(u > 0, rho, np.roll(rho, -1))
-        moving = upwind > mass_floor * max(float(np.mean(rho)), 0.0)
-        speed = float(np.max(np.abs(u[moving]))) if moving.any() else 0.0
-        return (np.roll(flux, 1) - flux) * inv_h, speed * inv_h
+        return transport(rho, u, h, limiter, dt, mass_floor, backend)
 
     return rhs

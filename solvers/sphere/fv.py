@@ -12,6 +12,11 @@ each direction. Given the Euler step ``dt``, the outgoing fluxes of any cell tha
 more than it holds are scaled to its content (docs/math.md §6): every forward-Euler sub-step of an SSP
 integrator keeps ``rho >= 0``, and the telescoping fluxes conserve mass to round-off. The state
 is stored on the fine (nlat, nphi) grid, constant over each merged cell.
+
+``backend="numba"`` (the default when numba imports, see :mod:`solvers.core.backend`) computes
+the face velocities with compiled degree sums and everything after them in one compiled kernel
+(:func:`solvers.core.kernels_numba.sphere_fv_rhs`); ``backend="numpy"`` runs the array methods
+below, the reference the kernels are tested against.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from solvers.core.backend import resolve_backend
 from solvers.core.limiters import LIMITERS
 from solvers.sphere.problem import SphereProblem
 
@@ -68,7 +74,8 @@ def _muscl_states(rho: np.ndarray, prev: np.ndarray, nxt: np.ndarray, limiter: s
 class SphereFV:
     """``rhs(rho, dt=None) -> (drho_dt, max_rate)`` for the fine-layout density (nlat, nphi)."""
 
-    def __init__(self, problem: SphereProblem, limiter: str = "mc", mass_floor: float = 1e-6) -> None:
+    def __init__(self, problem: SphereProblem, limiter: str = "mc", mass_floor: float = 1e-6,
+                 backend: str | None = None) -> None:
         if limiter not in LIMITERS:
             raise ValueError(f"time.limiter: unknown limiter {limiter!r}; use one of {', '.join(LIMITERS)}")
         self.problem, self.limiter, self.mass_floor = problem, limiter, mass_floor
@@ -77,6 +84,17 @@ class SphereFV:
         self.dtheta = g.dtheta
         self.face_length = np.sin(g.theta_faces)[:, None] * g.dphi * np.ones((1, g.shape[1]))
         self.face_length[[0, -1]] = 0.0  # the poles
+        self.backend = resolve_backend(backend)
+        if self.backend == "numba":
+            from solvers.core.kernels_numba import LIMITER_CODES
+
+            m, c = self.maps, np.ascontiguousarray
+            self._code = LIMITER_CODES[limiter]
+            self._kernel_maps = (
+                c(m.first, dtype=np.int64), c(m.band, dtype=np.int64), c(m.right, dtype=np.int64),
+                c(m.left, dtype=np.int64), c(m.right_face, dtype=np.int64), c(m.area, dtype=float),
+                c(m.zonal_width, dtype=float), c(m.cell_id, dtype=np.int64), c(self.dtheta, dtype=float),
+                c(self.face_length, dtype=float))
 
     def cells(self, rho: np.ndarray) -> np.ndarray:
         """Value of every finite volume (its fine cells all hold it), shape (n_cells,)."""
@@ -134,10 +152,25 @@ class SphereFV:
         return rz + rm
 
     def __call__(self, rho: np.ndarray, dt: float | None = None) -> tuple[np.ndarray, float]:
-        p, m = self.problem, self.maps
-        rho_c = self.cells(rho)
+        p = self.problem
+        rho = np.ascontiguousarray(rho, dtype=float)
         f_lm = p.kernel_coefficients(rho)
-        u_theta, u_phi = p.velocity(f_lm, "theta_faces"), p.velocity(f_lm, "phi_faces")
+        u_theta = p.velocity(f_lm, "theta_faces", backend=self.backend)
+        u_phi = p.velocity(f_lm, "phi_faces", backend=self.backend)
+        return self.transport(rho, u_theta, u_phi, dt)
+
+    def transport(self, rho: np.ndarray, u_theta: np.ndarray, u_phi: np.ndarray,
+                  dt: float | None = None) -> tuple[np.ndarray, float]:
+        """``(d rho/dt, max_rate)`` for given face velocities (shapes as :meth:`SphereProblem.velocity`)."""
+        if self.backend == "numba":
+            from solvers.core.kernels_numba import sphere_fv_rhs
+
+            limit = dt is not None
+            return sphere_fv_rhs(np.ascontiguousarray(rho, dtype=float), np.ascontiguousarray(u_phi, dtype=float),
+                                 np.ascontiguousarray(u_theta, dtype=float), *self._kernel_maps, self._code,
+                                 float(dt) if limit else 0.0, limit, self.mass_floor)
+        m = self.maps
+        rho_c = self.cells(rho)
         fz = self.zonal_flux(rho_c, u_phi)
         fm = self.meridional_flux(rho_c[m.cell_id], u_theta)
         if dt is not None:
@@ -145,3 +178,4 @@ class SphereFV:
         net = fz[m.left] - fz
         net += np.bincount(m.cell_id.ravel(), (fm[:-1] - fm[1:]).ravel(), rho_c.size)
         return (net / m.area)[m.cell_id], self.max_rate(rho_c, u_phi, u_theta)
+

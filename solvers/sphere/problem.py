@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy import special
 
+from solvers.core.backend import resolve_backend
 from solvers.core.kernel import kernel_log_shift, max_kernel_second_derivative
 from solvers.model import perceptron
 from solvers.model.activations import get_activation
@@ -84,14 +85,29 @@ class Synthesis:
         return cls(sel, m, np.asarray(vals[0]), np.asarray(vals[1]), nphi, starts, m_unique)
 
     def __call__(self, coeffs: np.ndarray, which: str = "p", d_phi: bool = False,
-                 shift: float = 0.0) -> np.ndarray:
-        """Grid values, shape (n_theta, nphi); ``d_phi`` differentiates in longitude."""
+                 shift: float = 0.0, row_scale: np.ndarray | None = None,
+                 backend: str = "numpy") -> np.ndarray:
+        """Grid values, shape (n_theta, nphi); ``d_phi`` differentiates in longitude.
+
+        ``row_scale`` (n_theta,) multiplies row ``j`` (numba backend only: there it is folded
+        into the spectrum, so it costs nothing); ``backend="numba"`` sums over degrees in one
+        compiled loop (:func:`solvers.core.kernels_numba.legendre_spectrum`).
+        """
         c = coeffs[self.sel]
         if d_phi:
             c = c * (1j * self.m)
         if shift:
             c = c * np.exp(1j * self.m * shift)
         table = self.p if which == "p" else self.dp
+        if backend == "numba":
+            from solvers.core.kernels_numba import legendre_spectrum
+
+            scale = np.full(table.shape[0], float(self.nphi)) if row_scale is None else self.nphi * row_scale
+            spec = legendre_spectrum(table, np.ascontiguousarray(c, dtype=complex), self.starts,
+                                     self.m_unique, self.nphi // 2 + 1, scale)
+            return np.fft.irfft(spec, n=self.nphi, axis=1)
+        if row_scale is not None:
+            raise ValueError("row_scale is for the numba backend")
         spec = np.zeros((table.shape[0], self.nphi // 2 + 1), dtype=complex)
         spec[:, self.m_unique] = np.add.reduceat(table * c[None, :], self.starts, axis=1)
         return np.fft.irfft(spec, n=self.nphi, axis=1) * self.nphi
@@ -105,10 +121,13 @@ class SphereProblem:
     ----------
     model : ModelParams
     grid : SphereGrid
+    backend : {"numba", "numpy"} or None
+        Implementation of the face velocities (:mod:`solvers.core.backend`; None: the default).
     """
 
     model: ModelParams
     grid: SphereGrid
+    backend: str | None = None
     _c: dict = field(default_factory=dict, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -120,6 +139,7 @@ class SphereProblem:
         wt_c, wp_c, v_c = perceptron_components(p, g, g.theta, g.phi)
         wt_f, _, _ = perceptron_components(p, g, g.theta_faces, g.phi)
         _, wp_z, _ = perceptron_components(p, g, g.theta, g.phi_faces)
+        object.__setattr__(self, "backend", resolve_backend(self.backend))
         self._c.update(
             L=L, kernel=lam[b.degrees], centres=Synthesis.build(b.degrees, b.orders, L, g.theta, b.nphi),
             faces=Synthesis.build(b.degrees, b.orders, L, g.theta_faces, b.nphi),
@@ -158,7 +178,33 @@ class SphereProblem:
     def _softmax(self) -> bool:
         return self.model.attention == "softmax"
 
-    def velocity(self, f_lm: np.ndarray, where: str) -> np.ndarray:
+    def _velocity_numba(self, f_lm: np.ndarray, where: str) -> np.ndarray:
+        """:meth:`velocity` with the degree sums compiled and the scalings fused."""
+        from solvers.core.kernels_numba import signed_ratio_sum, signed_sum
+
+        beta, g, sign = self.model.beta, self.grid, float(self.sign)
+        if "inv_sin" not in self._c:
+            self._c["inv_sin"] = 1.0 / np.sin(g.theta)
+            self._c["ones_c"], self._c["ones_f"] = np.ones(g.theta.size), np.ones(g.theta_faces.size)
+        if where == "theta_faces":
+            syn, w, ones = self._c["faces"], self._c["w_theta_f"], self._c["ones_f"]
+            kw: dict = {}
+            row = ones
+        elif where == "phi_faces":
+            syn, w, ones = self._c["centres"], self._c["w_phi_z"], self._c["ones_c"]
+            kw = {"shift": 0.5 * g.dphi}
+            row = self._c["inv_sin"]
+        else:
+            raise ValueError(where)
+        which, dphi = ("dp", False) if where == "theta_faces" else ("p", True)
+        if self._softmax:
+            grad = syn(f_lm, which, d_phi=dphi, row_scale=row, backend="numba", **kw)
+            f = syn(f_lm, "p", row_scale=ones, backend="numba", **kw)
+            return signed_ratio_sum(grad, f, beta, w, sign)
+        grad = syn(f_lm, which, d_phi=dphi, row_scale=row / beta, backend="numba", **kw)
+        return signed_sum(grad, w, sign)
+
+    def velocity(self, f_lm: np.ndarray, where: str, backend: str | None = None) -> np.ndarray:
         """Signed transport velocity ``s (attention + perceptron)`` (paper eq. 2.6, 2.9).
 
         Parameters
@@ -168,7 +214,11 @@ class SphereProblem:
         where : {"theta_faces", "phi_faces"}
             ``u_theta`` on band boundaries ``(theta_{j+1/2}, phi_k)``, shape (nlat+1, nphi), or
             ``u_phi`` on longitude faces ``(theta_j, phi_k + dphi/2)``, shape (nlat, nphi).
+        backend : {"numba", "numpy"} or None
+            None: the problem's. The two agree to round-off.
         """
+        if (backend or self.backend) == "numba":
+            return self._velocity_numba(f_lm, where)
         w = self._c["w_theta_f" if where == "theta_faces" else "w_phi_z"]
         return self.sign * (self._attention(f_lm, where) + w)
 
