@@ -1,0 +1,54 @@
+"""``meanfield example``: list the named run configs, or copy one out to edit and run."""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
+
+from solvers.io.runs import describe, find_config, named_configs
+
+
+def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Register ``meanfield example`` on an ``argparse`` subparsers object."""
+    p = subparsers.add_parser(
+        "example", help="list the named run configs (--list) or copy one out (NAME [-o FILE])",
+        description="The named configs (the paper's experiments and the demo) ship with the "
+                    "package. Copy one out, edit it, and run it with meanfield run FILE.")
+    p.add_argument("name", nargs="?", help="config name, e.g. demo or paper_s2_descent_relu")
+    p.add_argument("--list", action="store_true", help="list the names with their descriptions")
+    p.add_argument("-o", "--output", metavar="FILE", help="where to copy it (default NAME.toml; - for stdout)")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing FILE")
+    p.set_defaults(func=run_command)
+    return p
+
+
+def run_command(args: argparse.Namespace) -> int:
+    """List or copy; unknown names and existing files are one-line errors (exit 2)."""
+    if args.list or not args.name:
+        configs = named_configs()
+        if not configs:
+            print("error: no named configs found (a broken install?)", file=sys.stderr)
+            return 2
+        width = max(map(len, configs))
+        for name, path in configs.items():
+            print(f"{name:<{width}}  {describe(path)}")
+        return 0
+    try:
+        source = find_config(args.name)
+    except KeyError as err:
+        print(f"error: {err.args[0]}", file=sys.stderr)
+        return 2
+    if args.output == "-":
+        sys.stdout.write(source.read_text(encoding="utf-8"))
+        return 0
+    out = Path(args.output or source.name)
+    if out.exists() and not args.overwrite:
+        print(f"error: {out} exists: pass --overwrite or choose another -o FILE", file=sys.stderr)
+        return 2
+    out.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(source, out)
+    print(f"wrote {out}; run it with: meanfield run {out}")
+    return 0
