@@ -133,9 +133,10 @@ def steepest_ascent(values: np.ndarray, graph: CellGraph, labels: np.ndarray | N
     i, j, slope = i[ok], j[ok], slope[ok]
     order = np.lexsort((slope, i))  # per i, the steepest last
     i, j = i[order], j[order]
-    last = np.r_[i[1:] != i[:-1], True]
     pointer = np.arange(values.size)
-    pointer[i[last]] = j[last]
+    if i.size:
+        last = np.r_[i[1:] != i[:-1], True]
+        pointer[i[last]] = j[last]
     return pointer
 
 

@@ -62,6 +62,26 @@ class Diagnostics:
 
 
 @dataclass(frozen=True)
+class Stationarity:
+    """Which stop criteria held at a snapshot, over the window ``stationary_window_time``
+    before it (see :class:`solvers.model.params.TimeParams`).
+
+    window : the snapshots span the whole window; transport : the stationarity measure stayed
+    under ``stationary_tol``; atoms : same atom identities throughout; masses : every atom's
+    mass and the diffuse mass changed by at most ``stationary_mass_rate`` per unit time.
+    """
+
+    window: bool = False
+    transport: bool = False
+    atoms: bool = False
+    masses: bool = False
+
+    @property
+    def held(self) -> bool:
+        return self.window and self.transport and self.atoms and self.masses
+
+
+@dataclass(frozen=True)
 class Snapshot:
     """One saved state.
 
@@ -76,6 +96,8 @@ class Snapshot:
     rho : ndarray, shape (N,)
         Grid density (S^1: cell averages at cell centres ``theta_i = 2 pi i / N``).
     diagnostics : Diagnostics
+    stationarity : Stationarity or None
+        The stop criteria at this snapshot (None: not evaluated).
     """
 
     t: float
@@ -83,3 +105,4 @@ class Snapshot:
     dt: float
     rho: np.ndarray
     diagnostics: Diagnostics
+    stationarity: Stationarity | None = None

@@ -146,7 +146,9 @@ class AtomParams:
     ``contrast * M / |S|`` grouped by single linkage within ``radius``.
 
     ``contrast``: a basin is an atom only if its peak density exceeds ``contrast * M / |S|``
-    (so a smooth spread-out density has no atoms); ``min_mass``: and if it holds this much.
+    (so a smooth spread-out density has no atoms); ``min_mass``: and if it holds this much
+    (default 0.02: lighter clumps, e.g. the slowly draining ones on the ridges of ``U`` between
+    atoms, count as diffuse mass).
     ``radius``: grouping distance of ``"paper"``; None: ``min(0.5/sqrt(beta), pi/4)`` on S^1,
     ``min(0.5/sqrt(beta), pi/6)`` on S^2; never below 1.5 cells.
     ``core_radius``: radius of an atom's core (its position and ``core_mass``); None: the
@@ -159,7 +161,7 @@ class AtomParams:
     method: str = "basin"
     radius: float | None = None
     contrast: float = 5.0
-    min_mass: float = 1e-3
+    min_mass: float = 0.02
     saddle_ratio: float = 0.5
     core_radius: float | None = None
     max_radius: float | None = None
