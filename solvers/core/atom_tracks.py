@@ -22,6 +22,14 @@ from dataclasses import dataclass, field
 import numpy as np
 
 
+DEFAULT_LINK_RADIUS = float(np.pi / 8.0)
+
+
+def link_radius(value: float | None) -> float:
+    """``atoms.link_radius``, default pi/8."""
+    return DEFAULT_LINK_RADIUS if value is None else float(value)
+
+
 def unit_vectors(position: np.ndarray) -> np.ndarray:
     """Positions as unit vectors: S^1 angles (n,) -> (n, 2); S^2 vectors (n, 3) normalised."""
     pos = np.asarray(position, dtype=float)

@@ -32,6 +32,7 @@ from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 from scipy.spatial import cKDTree
 
+from solvers.core.atom_tracks import DEFAULT_LINK_RADIUS
 from solvers.model.params import AtomParams
 
 
@@ -75,7 +76,7 @@ def resolve_radii(params: AtomParams, beta: float, cell: float, paper_cap: float
     core = params.core_radius if params.core_radius is not None else 1.0 / (2.0 * beta)
     group = params.radius if params.radius is not None else min(0.5 / np.sqrt(beta), paper_cap)
     cap = params.max_radius if params.max_radius is not None else np.pi / 4.0
-    link = params.link_radius if params.link_radius is not None else np.pi / 8.0
+    link = params.link_radius if params.link_radius is not None else DEFAULT_LINK_RADIUS
     return Radii(max(core, 1.5 * cell), max(cap, 1.5 * cell), max(group, 1.5 * cell), link)
 
 

@@ -24,7 +24,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from solvers.core.discretization import Discretization
-from solvers.core.atom_tracks import AtomTracks
+from solvers.core.atom_tracks import AtomTracks, link_radius
 from solvers.core.snapshot import Snapshot, Stationarity
 from solvers.model.params import RunConfig
 from solvers.timestepping.integrators import get_integrator, rk_step
@@ -222,8 +222,7 @@ def _is_stationary(history: list[Snapshot], config: RunConfig) -> bool:
 
 
 def _link_radius(config: RunConfig) -> float:
-    link = config.atoms.link_radius
-    return float(link) if link is not None else float(np.pi / 8.0)
+    return link_radius(config.atoms.link_radius)
 
 
 def simulate(config: RunConfig, rho0: np.ndarray, *, t0: float = 0.0, step0: int = 0,
