@@ -266,8 +266,8 @@ def define_atom_tracks(nc: netCDF4.Dataset) -> None:
     """Per-identity atom records and the per-snapshot stop criteria (absent from old archives)."""
     for name, (dtype, unit, long_name) in ATOM_TRACK_VARIABLES.items():
         if name not in nc.variables:
-            fill = np.nan if dtype == "f8" else -1
-            _var(nc, name, dtype, ("atom",), unit, long_name, fill_value=fill)
+            fill = {"fill_value": np.nan} if dtype == "f8" else {}  # ints: -1 written, not a fill
+            _var(nc, name, dtype, ("atom",), unit, long_name, **fill)
     for name in STATIONARITY_VARIABLES:
         if f"stationary_{name}" not in nc.variables:
             _var(nc, f"stationary_{name}", "i1", ("time",), "1",
