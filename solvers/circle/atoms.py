@@ -1,11 +1,12 @@
-"""Atom (cluster) detection for grid densities on S^1.
+"""Atoms (clusters) of grid densities on S^1 (paper section 4; docs/math.md §5).
 
-The paper (section 4) groups particles within ``min(1/(2 beta), pi/4)`` on S^1 and counts the
-groups; Theorem 3.5 bounds the mass of a cluster of diameter ``<= 1/(2 beta)`` (docs/math.md §5).
-For a density we do the same with the cells as weighted particles, after discarding cells
-whose density is below ``contrast`` times the uniform density ``M / 2 pi`` (so a smooth,
-spread-out density has no atoms), and report groups holding at least ``min_mass``. The radius
-is never below 1.5 cell widths (:func:`effective_radius`).
+The shared algorithm is :mod:`solvers.core.atoms`; here the S^1 specifics:
+
+- the cell graph: cells ``theta_i`` with neighbours ``i +- 1`` (periodic);
+- the flow pointer from the sign of the velocity at the faces: cell ``i`` drains right if
+  ``u_{i+1/2} > 0``, left if ``u_{i-1/2} < 0``; both: a source (in no basin, its mass is
+  diffuse); neither: a sink (the core of a basin);
+- ``method = "paper"`` groups within ``min(0.5/sqrt(beta), pi/4)`` (paper section 4).
 """
 
 from __future__ import annotations
@@ -14,20 +15,26 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from solvers.core.atoms import CellGraph, detect, resolve_radii
 from solvers.model.params import AtomParams
 
 
 @dataclass(frozen=True)
 class Atoms:
-    """Detected atoms, sorted by position.
+    """Atoms of one S^1 state, sorted by position.
 
-    mass : ndarray, shape (n_atoms,)
-    position : ndarray, shape (n_atoms,)
-        Circular centre of mass in [0, 2 pi).
+    mass, core_mass : ndarray, shape (n,)
+        Basin mass (whole atom) and the mass within the core radius of the position.
+    position : ndarray, shape (n,)
+        Centre of mass of the core, in [0, 2 pi).
+    diffuse_mass : float
+        Mass in no atom.
     """
 
     mass: np.ndarray
     position: np.ndarray
+    core_mass: np.ndarray
+    diffuse_mass: float = 0.0
 
     @property
     def count(self) -> int:
@@ -35,62 +42,61 @@ class Atoms:
 
 
 def default_radius(beta: float) -> float:
-    """Grouping distance ``min(1/(2 beta), pi/4)`` on S^1 (paper section 4)."""
+    """``min(1/(2 beta), pi/4)`` on S^1 (docs/math.md §5; the core radius before the cap)."""
     return min(1.0 / (2.0 * beta), np.pi / 4.0)
 
 
-def effective_radius(radius: float, cell: float) -> float:
-    """The grouping radius, but at least 1.5 cell widths.
-
-    A finite-volume atom occupies one or two cells; at large beta the paper's radius
-    ``1/(2 beta)`` falls below a cell (beta = 50 at N = 256), and the two cells of one atom
-    would count as two atoms.
-    """
-    return max(radius, 1.5 * cell)
-
-
-def _groups(idx: np.ndarray, theta: np.ndarray, radius: float) -> list[np.ndarray]:
-    """Single-linkage groups of the sorted cell indices ``idx`` on the circle."""
-    if idx.size == 0:
-        return []
-    pos = theta[idx]
-    gaps = np.diff(np.append(pos, pos[0] + 2.0 * np.pi))  # gap after each cell, cyclic
-    breaks = np.nonzero(gaps > radius + 1e-12)[0]
-    if breaks.size == 0:
-        return [idx]
-    start = (breaks[-1] + 1) % idx.size  # begin right after a break: no group straddles the seam
-    order = np.roll(idx, -start)
-    cut = np.sort((breaks - start) % idx.size) + 1
-    return [g for g in np.split(order, cut) if g.size]
+def circle_graph(theta: np.ndarray) -> CellGraph:
+    """The periodic cell graph of N equal cells centred at ``theta`` (N,)."""
+    n = theta.size
+    idx = np.arange(n)
+    points = np.stack([np.cos(theta), np.sin(theta)], axis=1)
+    return CellGraph(points, np.full(n, 2.0 * np.pi / n), np.stack([idx, (idx + 1) % n], axis=1),
+                     2.0 * np.pi)
 
 
-def detect_atoms(theta: np.ndarray, cell_mass: np.ndarray, beta: float, params: AtomParams) -> Atoms:
-    """Group the mass of a grid density into atoms.
+def flow_pointer(face_velocity: np.ndarray) -> np.ndarray:
+    """Where each cell's mass flows, from the velocity at the right faces (N,): ``i + 1``,
+    ``i - 1``, ``i`` (a sink) or -1 (a source), shape (N,)."""
+    n = face_velocity.size
+    right = face_velocity > 0.0
+    left = np.roll(face_velocity, 1) < 0.0
+    idx = np.arange(n)
+    pointer = np.where(right, (idx + 1) % n, np.where(left, (idx - 1) % n, idx))
+    return np.where(right & left, -1, pointer)
+
+
+def detect_atoms(theta: np.ndarray, cell_mass: np.ndarray, beta: float, params: AtomParams,
+                 face_velocity: np.ndarray | None = None) -> Atoms:
+    """Atoms of a grid density on S^1 (see :mod:`solvers.core.atoms`).
 
     Parameters
     ----------
     theta : ndarray, shape (N,)
-        Cell centres.
+        Cell centres ``2 pi i / N``.
     cell_mass : ndarray, shape (N,)
-        ``rho_i * h`` (negative values, possible with the spectral scheme, are ignored).
+        ``rho_i * h``.
     beta : float
     params : AtomParams
+    face_velocity : ndarray, shape (N,), optional
+        Signed velocity at the right faces ``theta_i + h/2`` (needed by ``method = "basin"``;
+        without it the density's steepest ascent stands in for the flow).
 
     Returns
     -------
     Atoms
     """
-    n = theta.size
-    total = float(np.sum(np.maximum(cell_mass, 0.0)))
-    radius = effective_radius(params.radius if params.radius is not None else default_radius(beta),
-                              2.0 * np.pi / n)
-    idx = np.nonzero(cell_mass > params.contrast * total / n)[0]
-    masses, positions = [], []
-    for g in _groups(idx, theta, radius):
-        m = float(cell_mass[g].sum())
-        if m >= params.min_mass:
-            z = np.sum(cell_mass[g] * np.exp(1j * theta[g]))
-            masses.append(m)
-            positions.append(float(np.angle(z)) % (2.0 * np.pi))
-    order = np.argsort(positions)
-    return Atoms(np.asarray(masses)[order], np.asarray(positions)[order])
+    graph = circle_graph(theta)
+    h = 2.0 * np.pi / theta.size
+    density = cell_mass / h
+    if face_velocity is None:
+        from solvers.core.atoms import steepest_ascent
+
+        pointer = steepest_ascent(density, graph)
+    else:
+        pointer = flow_pointer(np.asarray(face_velocity, dtype=float))
+    found = detect(pointer, density, cell_mass, graph, params,
+                   resolve_radii(params, beta, h, np.pi / 4.0))
+    position = np.mod(np.arctan2(found.unit[:, 1], found.unit[:, 0]), 2.0 * np.pi)
+    order = np.argsort(position)
+    return Atoms(found.mass[order], position[order], found.core_mass[order], found.diffuse_mass)

@@ -93,7 +93,8 @@ def compute_diagnostics(problem: CircleProblem, rhs: Rhs, rho: np.ndarray,
     drho, _ = rhs(rho)
     speed = np.abs(problem.velocity(rho_hat, "center"))
     support = rho > SUPPORT_FLOOR * abs(mass) / (2.0 * np.pi)
-    found = detect_atoms(b.theta, cell_mass, problem.model.beta, atoms)
+    found = detect_atoms(b.theta, cell_mass, problem.model.beta, atoms,
+                         face_velocity=problem.velocity(rho_hat, "face"))
     return Diagnostics(
         mass=mass, min_rho=float(rho.min()), max_rho=float(rho.max()),
         energy=problem.energy(rho), dissipation=problem.dissipation(rho),
@@ -101,4 +102,5 @@ def compute_diagnostics(problem: CircleProblem, rhs: Rhs, rho: np.ndarray,
         max_support_velocity=float(speed[support].max()) if support.any() else 0.0,
         tail_energy=tail_energy(rho_hat, k_max),
         n_atoms=found.count, atom_mass=found.mass, atom_position=found.position,
+        atom_core_mass=found.core_mass, diffuse_mass=found.diffuse_mass,
     )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -30,9 +30,13 @@ class Diagnostics:
     n_atoms : int
         Number of detected atoms (clusters).
     atom_mass : ndarray, shape (n_atoms,)
-        Masses, sorted by position.
-    atom_position : ndarray, shape (n_atoms,)
-        S^1: angle in [0, 2 pi) (circular centre of mass of the cluster).
+        Masses of the whole atoms (basins, :mod:`solvers.core.atoms`); S^1: sorted by position.
+    atom_position : ndarray, shape (n_atoms,) on S^1, (n_atoms, 3) on S^2
+        S^1: angle in [0, 2 pi); S^2: unit vector (centre of mass of the atom's core).
+    atom_core_mass : ndarray, shape (n_atoms,)
+        Mass within the core radius (default ``1/(2 beta)``, Theorem 3.5) of the position.
+    diffuse_mass : float
+        Mass in no atom.
     theorem_3_5_bound : float
         ``16/(16 + 3 e^{11/8})`` (paper Theorem 3.5, docs/math.md §5), stored beside ``max_atom_mass``.
     """
@@ -48,11 +52,33 @@ class Diagnostics:
     n_atoms: int
     atom_mass: np.ndarray
     atom_position: np.ndarray
+    atom_core_mass: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    diffuse_mass: float = float("nan")
     theorem_3_5_bound: float = 16.0 / (16.0 + 3.0 * float(np.exp(11.0 / 8.0)))
 
     @property
     def max_atom_mass(self) -> float:
         return float(self.atom_mass.max()) if self.atom_mass.size else 0.0
+
+
+@dataclass(frozen=True)
+class Stationarity:
+    """Which stop criteria held at a snapshot, over the window ``stationary_window_time``
+    before it (see :class:`solvers.model.params.TimeParams`).
+
+    window : the snapshots span the whole window; transport : the stationarity measure stayed
+    under ``stationary_tol``; atoms : same atom identities throughout; masses : every atom's
+    mass and the diffuse mass changed by at most ``stationary_mass_rate`` per unit time.
+    """
+
+    window: bool = False
+    transport: bool = False
+    atoms: bool = False
+    masses: bool = False
+
+    @property
+    def held(self) -> bool:
+        return self.window and self.transport and self.atoms and self.masses
 
 
 @dataclass(frozen=True)
@@ -70,6 +96,8 @@ class Snapshot:
     rho : ndarray, shape (N,)
         Grid density (S^1: cell averages at cell centres ``theta_i = 2 pi i / N``).
     diagnostics : Diagnostics
+    stationarity : Stationarity or None
+        The stop criteria at this snapshot (None: not evaluated).
     """
 
     t: float
@@ -77,3 +105,4 @@ class Snapshot:
     dt: float
     rho: np.ndarray
     diagnostics: Diagnostics
+    stationarity: Stationarity | None = None

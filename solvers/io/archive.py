@@ -55,10 +55,14 @@ import netCDF4
 import numpy as np
 import xarray as xr
 
+from solvers.core.atom_tracks import AtomTracks, link_radius
 from solvers.core.snapshot import Snapshot
 from solvers.io.layout import (  # noqa: F401  (public names re-exported)
     _HDF5_SIGNATURE,
     ARCHIVE_FORMAT,
+    ATOM_TRACK_VARIABLES,
+    STATIONARITY_VARIABLES,
+    define_atom_tracks,
     CIRCLE_ATOM_VARIABLES,
     DIAGNOSTIC_VARIABLES,
     KERNEL_CONVENTIONS,
@@ -181,6 +185,25 @@ class ArchiveWriter:
         self._nc = self._open_append(config) if append else self._create(config, overwrite)
         self._n = _valid_records(self._nc)
         self._last_t = float(self._nc["time"][self._n - 1]) if self._n else -np.inf
+        self._tracks = self._load_tracks(config)
+
+    def _load_tracks(self, config: RunConfig) -> AtomTracks:
+        """Atom identities: new, or continued from the last record of an appended archive."""
+        link = link_radius(config.atoms.link_radius)
+        dim = 2 if self.phi is None else 3
+        nc, width = self._nc, len(self._nc.dimensions["atom"])
+        if self._n == 0 or width == 0:
+            define_atom_tracks(nc)
+            return AtomTracks(link, dim)
+        row = lambda name: np.ma.filled(np.ma.asarray(nc[name][self._n - 1, :width], float), np.nan)
+        pos = row("atom_position") if dim == 2 else np.stack([row(f"atom_{c}") for c in "xyz"], 1)
+        old = {k: np.ma.filled(np.ma.asarray(nc[k][:width]), -1 if k.endswith(("parent", "into"))
+                               else np.nan) for k in ATOM_TRACK_VARIABLES if k in nc.variables}
+        define_atom_tracks(nc)
+        nan, neg = np.full(width, np.nan), np.full(width, -1)
+        return AtomTracks.restore(link, row("atom_mass"), pos, old.get("atom_birth_time", nan),
+                                  old.get("atom_end_time", nan), old.get("atom_parent", neg),
+                                  old.get("atom_merged_into", neg))
 
     def _create(self, config: RunConfig, overwrite: bool) -> netCDF4.Dataset:
         if self.path.exists() and not overwrite:
@@ -258,13 +281,14 @@ class ArchiveWriter:
     def _write_record(self, i: int, snapshot: Snapshot, rho: np.ndarray) -> None:
         nc, d = self._nc, snapshot.diagnostics
         nc["rho"][i, ...] = rho
+        mass, pos, core = self._by_identity(snapshot)
         if self.phi is None:
             c, prefix = rho_hat(rho), "rho_hat"
-            atoms = {"atom_mass": np.asarray(d.atom_mass, float),
-                     "atom_position": np.asarray(d.atom_position, float)}
+            atoms = {"atom_mass": mass, "atom_position": pos}
         else:
             c, prefix = self.grid.basis.forward(rho), "rho_lm"
-            atoms = sphere_atom_columns(d.atom_mass, d.atom_position)
+            atoms = sphere_atom_columns(mass, pos)
+        atoms["atom_core_mass"] = core
         nc[f"{prefix}_real"][i, :] = c.real
         nc[f"{prefix}_imag"][i, :] = c.imag
         nc["step"][i] = int(snapshot.step)
@@ -272,7 +296,38 @@ class ArchiveWriter:
         for name in DIAGNOSTIC_VARIABLES:
             nc[name][i] = getattr(d, name)
         self._write_atoms(i, atoms)
+        self._write_tracks(i, snapshot)
         nc["time"][i] = float(snapshot.t)  # last: a record counts once its time is written
+
+    def _by_identity(self, snapshot: Snapshot) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Link the snapshot's atoms to identities; mass (k,), position (k,) or (k, 3), core
+        mass (k,) with one column per identity so far, NaN where an identity is not alive."""
+        d = snapshot.diagnostics
+        mass = np.asarray(d.atom_mass, float).reshape(-1)
+        position = np.asarray(d.atom_position, float)
+        if position.size != mass.size * (1 if self.phi is None else 3):
+            raise ValueError(f"atom_position has shape {position.shape}, expected "
+                             f"({mass.size},{'' if self.phi is None else ' 3'})")
+        ids = self._tracks.link(float(snapshot.t), mass, position)
+        k = self._tracks.size
+        core = np.asarray(d.atom_core_mass, float).reshape(-1)
+        out_m, out_c = np.full(k, np.nan), np.full(k, np.nan)
+        out_p = np.full(k, np.nan) if self.phi is None else np.full((k, 3), np.nan)
+        out_m[ids] = mass
+        out_p[ids] = position.reshape(-1) if self.phi is None else position.reshape(-1, 3)
+        out_c[ids] = core if core.size == mass.size else np.nan
+        return out_m, out_p, out_c
+
+    def _write_tracks(self, i: int, snapshot: Snapshot) -> None:
+        """Per-identity records (whole arrays) and the stop criteria of this snapshot."""
+        nc, tr, k = self._nc, self._tracks, self._tracks.size
+        if k:
+            for name, values in (("atom_birth_time", tr.birth_time), ("atom_end_time", tr.end_time),
+                                 ("atom_parent", tr.parent), ("atom_merged_into", tr.merged_into)):
+                nc[name][0:k] = values
+        st = snapshot.stationarity
+        for name in STATIONARITY_VARIABLES:
+            nc[f"stationary_{name}"][i] = -1 if st is None else int(getattr(st, name))
 
     def _write_atoms(self, i: int, columns: dict[str, np.ndarray]) -> None:
         """Write equal-length 1-D atom columns as NaN-padded rows of the ``atom`` dimension."""

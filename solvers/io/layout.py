@@ -35,21 +35,39 @@ DIAGNOSTIC_VARIABLES: dict[str, tuple[str, str, str]] = {
     "max_support_velocity": ("f8", "radian", "max |velocity| over cells holding mass"),
     "tail_energy": ("f8", "1", "fraction of sum |rho_k|^2 in the top third of resolved modes"),
     "n_atoms": ("i4", "1", "number of detected atoms (clusters)"),
+    "diffuse_mass": ("f8", "1", "mass in no atom"),
     "max_atom_mass": ("f8", "1", "largest atom mass (0 without atoms)"),
     "theorem_3_5_bound": ("f8", "1", "16 / (16 + 3 e^(11/8)), paper Theorem 3.5"),
 }
-# name -> (units, long_name), all (time, atom), NaN padded
+# name -> (units, long_name), all (time, atom): column = atom identity, NaN where not alive
 CIRCLE_ATOM_VARIABLES = {
-    "atom_mass": ("1", "atom mass"),
-    "atom_position": ("radian", "atom position: circular centre of mass in [0, 2 pi)"),
+    "atom_mass": ("1", "atom mass (whole basin)"),
+    "atom_core_mass": ("1", "atom mass within the core radius of its position"),
+    "atom_position": ("radian", "atom position: circular centre of mass of the core in [0, 2 pi)"),
 }
 SPHERE_ATOM_VARIABLES = {
-    "atom_mass": ("1", "atom mass"),
+    "atom_mass": ("1", "atom mass (whole basin)"),
+    "atom_core_mass": ("1", "atom mass within the core radius of its position"),
     "atom_x": ("1", "atom position: x of the unit vector (normalised centre of mass)"),
     "atom_y": ("1", "atom position: y of the unit vector"),
     "atom_z": ("1", "atom position: z of the unit vector"),
     "atom_colatitude": ("radian", "atom colatitude arccos(z) in [0, pi]"),
     "atom_longitude": ("radian", "atom longitude atan2(y, x) in [0, 2 pi)"),
+}
+
+
+# per identity, (atom): name -> (netCDF type, units, long_name)
+ATOM_TRACK_VARIABLES: dict[str, tuple[str, str, str]] = {
+    "atom_birth_time": ("f8", "1", "time of the first snapshot holding the atom"),
+    "atom_end_time": ("f8", "1", "time of the first snapshot without the atom (NaN: alive)"),
+    "atom_parent": ("i4", "1", "identity the atom split from at its birth (-1: none)"),
+    "atom_merged_into": ("i4", "1", "identity the atom merged into at its end (-1: none)"),
+}
+# stop criteria at each snapshot, (time): 1 held, 0 not, -1 not evaluated
+STATIONARITY_VARIABLES = ("window", "transport", "atoms", "masses")
+ATOM_METHODS_TEXT = {
+    "basin": "basin: flow basins split at density saddles (solvers.core.atoms)",
+    "paper": "paper: cells denser than contrast * M / |S|, single linkage within radius",
 }
 
 
@@ -168,6 +186,7 @@ def _global_attributes(config: RunConfig) -> dict[str, Any]:
         "python": platform.python_version(),
         "numpy": np.__version__,
         "config_text": config.text,
+        "atom_method": ATOM_METHODS_TEXT.get(config.atoms.method, config.atoms.method),
     }
     attrs.update(config_attributes(config))
     return attrs
@@ -240,6 +259,20 @@ def _define_records(nc: netCDF4.Dataset, grid: _Grid) -> None:
     for name, (unit, long_name) in (SPHERE_ATOM_VARIABLES if s2 else CIRCLE_ATOM_VARIABLES).items():
         _var(nc, name, "f8", ("time", "atom"), unit, f"{long_name} (NaN padded)",
              chunksizes=(1, _ATOM_CHUNK))
+    define_atom_tracks(nc)
+
+
+def define_atom_tracks(nc: netCDF4.Dataset) -> None:
+    """Per-identity atom records and the per-snapshot stop criteria (absent from old archives)."""
+    for name, (dtype, unit, long_name) in ATOM_TRACK_VARIABLES.items():
+        if name not in nc.variables:
+            fill = {"fill_value": np.nan} if dtype == "f8" else {}  # ints: -1 written, not a fill
+            _var(nc, name, dtype, ("atom",), unit, long_name, **fill)
+    for name in STATIONARITY_VARIABLES:
+        if f"stationary_{name}" not in nc.variables:
+            _var(nc, f"stationary_{name}", "i1", ("time",), "1",
+                 f"stop criterion '{name}' held at this snapshot (1), not (0), not evaluated (-1)",
+                 fill_value=-1)
 
 
 def _valid_records(nc: netCDF4.Dataset) -> int:

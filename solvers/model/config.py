@@ -24,6 +24,7 @@ except ModuleNotFoundError:  # Python 3.10
 
 from solvers.model.activations import ACTIVATIONS as _ACTIVATION_TABLE
 from solvers.model.params import (
+    ATOM_METHODS,
     ATTENTIONS,
     DIRECTIONS,
     INTEGRATOR_NAMES,
@@ -333,7 +334,7 @@ def _time(t: dict[str, Any]) -> TimeParams:
         "scheme": lambda k, v: choice(k, v, CFL_MAX),
         "integrator": lambda k, v: choice(k, v, INTEGRATORS),
         "max_steps": lambda k, v: integer(k, v, 1), "stop_when_stationary": boolean,
-        "stationary_window": lambda k, v: integer(k, v, 1),
+        "stationary_window_time": _positive, "stationary_mass_rate": _positive,
         "stationary_measure": lambda k, v: choice(k, v, ("transport", "velocity")),
         "limiter": lambda k, v: choice(k, v, LIMITERS)}))
     why = "(positivity of the finite-volume scheme needs cfl <= 0.5)" if params.scheme == "fv" \
@@ -344,7 +345,10 @@ def _time(t: dict[str, Any]) -> TimeParams:
 
 def _atoms(t: dict[str, Any]) -> AtomParams:
     return AtomParams(**_scalars("atoms", t, {
-        "radius": _positive, "contrast": _positive,
+        "method": lambda k, v: choice(k, v, ATOM_METHODS),
+        "radius": _positive, "contrast": _positive, "core_radius": _positive,
+        "max_radius": _positive, "link_radius": _positive,
+        "saddle_ratio": lambda k, v: number(k, v, lo=0.0, hi=1.0, lo_open=False),
         "min_mass": lambda k, v: number(k, v, lo=0.0, lo_open=False)}))
 
 

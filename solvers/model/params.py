@@ -105,12 +105,16 @@ class TimeParams:
     ``scheme``: ``fv`` (finite volume + SSP-RK3) or ``spectral`` (pseudo-spectral + RK4).
     ``dt``: fixed step if not None, else adaptive from ``cfl`` and ``rate_factor``
     (step <= rate_factor / L, L the Lipschitz bound of the velocity, docs/math.md §6).
-    ``stop_when_stationary``: stop when the atom count is unchanged over
-    ``stationary_window`` snapshots and the stationarity measure is ``<= stationary_tol``:
-    ``stationary_measure = "transport"`` (default): the transport rate ``||d rho/dt||_1 / M``;
+    ``stop_when_stationary``: stop when, over the last ``stationary_window_time`` time units
+    (at least two snapshots), (1) the stationarity measure stays ``<= stationary_tol``, (2) the
+    atoms are the same (same count and identities), and (3) every atom's mass and the diffuse
+    mass change by at most ``stationary_mass_rate`` per unit time (between any two snapshots of
+    the window and across it). ``stationary_measure = "transport"`` (default): the transport
+    rate ``||d rho/dt||_1 / M``;
     ``"velocity"``: the paper's rule (section 4), max |velocity| over the cells holding mass. On a
     grid the second never vanishes exactly (an atom's cell centre sits up to h/2 from the zero of
     the velocity, and thin tails keep moving), so it needs a tolerance of order ``h max|u'|``.
+    (``stationary_window``, a count of snapshots, was replaced by ``stationary_window_time``.)
     """
 
     t_end: float = 10.0
@@ -122,24 +126,46 @@ class TimeParams:
     max_steps: int = 10_000_000
     stop_when_stationary: bool = False
     stationary_tol: float = 1e-6
-    stationary_window: int = 5
+    stationary_window_time: float = 100.0
+    stationary_mass_rate: float = 1e-6
     stationary_measure: str = "transport"
     limiter: str = "mc"
 
 
+ATOM_METHODS = ("basin", "paper")
+
+
 @dataclass(frozen=True)
 class AtomParams:
-    """Atom (cluster) detection (paper section 4; docs/math.md §5).
+    """Atom (cluster) detection (paper section 4, Theorem 3.5; docs/math.md §5).
 
-    ``radius``: grouping distance; None means ``min(1/(2 beta), pi/4)`` on S^1 and
-    ``min(1/(2 beta), pi/6)`` on S^2; never below 1.5 cell widths.
-    ``contrast``: a cell takes part if its density exceeds ``contrast * M / |S|``.
-    ``min_mass``: groups lighter than this are ignored.
+    ``method = "basin"`` (default, :mod:`solvers.core.atoms`): an atom is a flow basin (the
+    cells whose mass drains into one sink of the velocity), split at density saddles lower than
+    ``saddle_ratio`` times the smaller of the two peaks, cut at ``max_radius`` from its peak.
+    ``method = "paper"``: the paper particle code's convention, cells denser than
+    ``contrast * M / |S|`` grouped by single linkage within ``radius``.
+
+    ``contrast``: a basin is an atom only if its peak density exceeds ``contrast * M / |S|``
+    (so a smooth spread-out density has no atoms); ``min_mass``: and if it holds this much
+    (default 0.02: lighter clumps, e.g. the slowly draining ones on the ridges of ``U`` between
+    atoms, count as diffuse mass).
+    ``radius``: grouping distance of ``"paper"``; None: ``min(0.5/sqrt(beta), pi/4)`` on S^1,
+    ``min(0.5/sqrt(beta), pi/6)`` on S^2; never below 1.5 cells.
+    ``core_radius``: radius of an atom's core (its position and ``core_mass``); None: the
+    paper's ``1/(2 beta)`` (Theorem 3.5), never below 1.5 cells.
+    ``max_radius``: cap on an atom's radius (None: pi/4): cells farther from the peak are diffuse.
+    ``link_radius``: largest move of an atom between two snapshots for its identity to
+    persist (None: pi/8).
     """
 
+    method: str = "basin"
     radius: float | None = None
     contrast: float = 5.0
-    min_mass: float = 1e-3
+    min_mass: float = 0.02
+    saddle_ratio: float = 0.5
+    core_radius: float | None = None
+    max_radius: float | None = None
+    link_radius: float | None = None
 
 
 @dataclass(frozen=True)

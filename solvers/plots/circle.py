@@ -110,6 +110,10 @@ def _atom_tracks(ax: Axes, ds: xr.Dataset) -> None:
     pos = ds["atom_position"].values[rows]
     t = np.broadcast_to(ds["time"].values[rows][:, None], mass.shape)
     ok = np.isfinite(mass) & np.isfinite(pos)
+    for k in range(mass.shape[1]):  # one line per atom identity (columns), broken at the seam
+        track = np.where(ok[:, k], pos[:, k], np.nan)
+        track[1:][np.abs(np.diff(track)) > np.pi] = np.nan
+        ax.plot(track, t[:, k], color="cyan", lw=0.6, alpha=0.8)
     if ok.any():
         ax.scatter(
             pos[ok],

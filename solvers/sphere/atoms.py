@@ -1,9 +1,13 @@
-"""Atom (cluster) detection for grid densities on S^2.
+"""Atoms (clusters) of grid densities on S^2 (paper section 4; docs/math.md §5).
 
-As on S^1 (:mod:`solvers.circle.atoms`): cells denser than ``contrast * M / 4 pi`` are treated as
-weighted particles at their centres and grouped by single linkage within geodesic distance
-``radius`` (default ``min(1/(2 beta), pi/(2 d))`` with d = 3, the paper's rule); groups holding
-at least ``min_mass`` are atoms, located at their normalised centre of mass.
+The shared algorithm is :mod:`solvers.core.atoms`; here the S^2 specifics:
+
+- the cell graph of the Gauss grid (nlat, nphi): neighbours along a latitude (periodic), along a
+  meridian, diagonally, and across each pole (``phi`` and ``phi + pi`` on the polar rows);
+- the flow pointer by steepest ascent of ``s U`` over that graph, ``U = dE/dmu`` the first
+  variation (docs/math.md §1; softmax: ``log(K*rho)/beta + v/2``), since the velocity is
+  ``s grad U``: each basin of ``s U`` is the region that drains into one sink;
+- ``method = "paper"`` groups within ``min(0.5/sqrt(beta), pi/6)`` (paper section 4, d = 3).
 """
 
 from __future__ import annotations
@@ -11,19 +15,29 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.sparse import coo_matrix
-from scipy.sparse.csgraph import connected_components
-from scipy.spatial import cKDTree
 
+from solvers.core.atoms import CellGraph, detect, resolve_radii, steepest_ascent
 from solvers.model.params import AtomParams
 
 
 @dataclass(frozen=True)
 class SphereAtoms:
-    """Detected atoms, heaviest first: ``mass`` (n,), ``position`` (n, 3) unit vectors."""
+    """Atoms of one S^2 state, heaviest first.
+
+    mass, core_mass : ndarray, shape (n,)
+    position : ndarray, shape (n, 3)
+        Unit vectors: the normalised centre of mass of each core.
+    diffuse_mass : float
+    """
 
     mass: np.ndarray
     position: np.ndarray
+    core_mass: np.ndarray = None  # type: ignore[assignment]
+    diffuse_mass: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.core_mass is None:
+            object.__setattr__(self, "core_mass", np.asarray(self.mass, dtype=float).copy())
 
     @property
     def count(self) -> int:
@@ -31,41 +45,55 @@ class SphereAtoms:
 
 
 def default_radius(beta: float, dim: int = 3) -> float:
-    """``min(1/(2 beta), pi/(2 d))`` (paper section 4)."""
+    """``min(1/(2 beta), pi/(2 d))`` (docs/math.md §5)."""
     return min(1.0 / (2.0 * beta), np.pi / (2.0 * dim))
 
 
+def grid_edges(nlat: int, nphi: int) -> np.ndarray:
+    """Neighbour pairs of the flattened (nlat, nphi) grid, shape (E, 2)."""
+    idx = np.arange(nlat * nphi).reshape(nlat, nphi)
+    east = np.roll(idx, -1, axis=1)
+    pairs = [(idx, east), (idx[:-1], idx[1:]), (idx[:-1], east[1:]), (east[:-1], idx[1:])]
+    half = np.roll(idx, -(nphi // 2), axis=1)
+    pairs += [(idx[:1, : nphi // 2], half[:1, : nphi // 2]),
+              (idx[-1:, : nphi // 2], half[-1:, : nphi // 2])]
+    return np.concatenate([np.stack([a.ravel(), b.ravel()], axis=1) for a, b in pairs])
+
+
+def sphere_graph(points: np.ndarray, area: np.ndarray) -> CellGraph:
+    """Cell graph from centres (nlat, nphi, 3) or (n, 3) with ``area`` of shape (nlat, nphi)."""
+    nlat, nphi = area.shape
+    return CellGraph(points.reshape(-1, 3), np.sqrt(area).ravel(), grid_edges(nlat, nphi), 4.0 * np.pi)
+
+
 def detect_atoms(points: np.ndarray, cell_mass: np.ndarray, area: np.ndarray, beta: float,
-                 params: AtomParams, cell: float = 0.0) -> SphereAtoms:
-    """Group the mass of a grid density into atoms.
+                 params: AtomParams, cell: float = 0.0, potential: np.ndarray | None = None
+                 ) -> SphereAtoms:
+    """Atoms of a grid density on S^2 (see :mod:`solvers.core.atoms`).
 
     Parameters
     ----------
-    points : ndarray, shape (n, 3)
-        Cell centres (unit vectors).
-    cell_mass : ndarray, shape (n,)
-        ``rho * area`` per cell (negative values are ignored).
-    area : ndarray, shape (n,)
-        Cell areas (for the contrast test: density = mass / area).
+    points : ndarray, shape (nlat * nphi, 3)
+        Cell centres (unit vectors), row-major over (nlat, nphi).
+    cell_mass : ndarray, shape (nlat * nphi,) or (nlat, nphi)
+        ``rho * area``.
+    area : ndarray, shape (nlat, nphi)
+        Cell areas (the grid's shape gives the neighbours).
     beta : float
     params : AtomParams
     cell : float
-        Largest cell width (radians): the radius is never below 1.5 cells (an atom occupies
-        one or two cells of the finite-volume grid).
+        Largest cell width in radians (the radii are at least 1.5 cells).
+    potential : ndarray, same size as ``cell_mass``, optional
+        ``s U``, whose steepest ascent is the flow (``basin``); without it the density's
+        steepest ascent stands in.
     """
-    total = float(np.sum(np.maximum(cell_mass, 0.0)))
-    radius = max(params.radius if params.radius is not None else default_radius(beta), 1.5 * cell)
-    idx = np.nonzero(cell_mass / area > params.contrast * total / (4.0 * np.pi))[0]
-    if idx.size == 0:
-        return SphereAtoms(np.zeros(0), np.zeros((0, 3)))
-    pts, mass = points[idx], cell_mass[idx]
-    pairs = cKDTree(pts).query_pairs(2.0 * np.sin(0.5 * radius) * (1 + 1e-12), output_type="ndarray")
-    graph = coo_matrix((np.ones(len(pairs)), (pairs[:, 0], pairs[:, 1])), shape=(idx.size,) * 2)
-    n_groups, label = connected_components(graph, directed=False)
-    masses = np.bincount(label, mass, n_groups)
-    centre = np.stack([np.bincount(label, mass * pts[:, i], n_groups) for i in range(3)], axis=1)
-    keep = masses >= params.min_mass
-    masses, centre = masses[keep], centre[keep]
-    centre /= np.linalg.norm(centre, axis=1, keepdims=True)
-    order = np.argsort(-masses)
-    return SphereAtoms(masses[order], centre[order])
+    area = np.asarray(area, dtype=float)
+    graph = sphere_graph(np.asarray(points, dtype=float), area)
+    mass = np.asarray(cell_mass, dtype=float).ravel()
+    density = mass / area.ravel()
+    ascent = density if potential is None else np.asarray(potential, dtype=float).ravel()
+    found = detect(steepest_ascent(ascent, graph), density, mass, graph, params,
+                   resolve_radii(params, beta, cell, np.pi / 6.0))
+    order = np.argsort(-found.mass, kind="stable")
+    return SphereAtoms(found.mass[order], found.unit[order], found.core_mass[order],
+                       found.diffuse_mass)

@@ -71,8 +71,9 @@ class SphereDiscretization:
         support = rho > SUPPORT_FLOOR * abs(mass) / (4 * np.pi)
         b = g.basis
         l_max = b.lmax if self.scheme == "fv" else self.rhs.cutoff
-        found = detect_atoms(self._points, cell_mass.ravel(), g.area.ravel(), p.model.beta, atoms,
-                             cell=float(max(g.dtheta.max(), g.dphi)))
+        found = detect_atoms(self._points, cell_mass, g.area, p.model.beta, atoms,
+                             cell=float(max(g.dtheta.max(), g.dphi)),
+                             potential=self.flow_potential(fields))
         return Diagnostics(
             mass=mass, min_rho=float(rho.min()), max_rho=float(rho.max()),
             energy=p.energy(rho, fields), dissipation=p.dissipation(rho, fields),
@@ -80,4 +81,13 @@ class SphereDiscretization:
             max_support_velocity=float(speed[support].max()) if support.any() else 0.0,
             tail_energy=degree_tail(b.forward(rho), b.degrees, b.orders, l_max),
             n_atoms=found.count, atom_mass=found.mass, atom_position=found.position,
+            atom_core_mass=found.core_mass, diffuse_mass=found.diffuse_mass,
         )
+
+    def flow_potential(self, fields: dict[str, np.ndarray]) -> np.ndarray:
+        """``s U`` at the cell centres, shape (nlat, nphi): the velocity is its gradient
+        (``U = K*rho/beta + v/2``, softmax ``log(K*rho)/beta + v/2``; docs/math.md §1)."""
+        p = self.problem
+        f = fields["f"]
+        attention = np.log(np.maximum(f, 1e-300)) if p.model.attention == "softmax" else f
+        return p.sign * (attention / p.model.beta + 0.5 * p._c["v_c"])

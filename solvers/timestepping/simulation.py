@@ -18,13 +18,14 @@ from __future__ import annotations
 import math
 import time as wallclock
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable, Sequence
 
 import numpy as np
 
 from solvers.core.discretization import Discretization
-from solvers.core.snapshot import Snapshot
+from solvers.core.atom_tracks import AtomTracks, link_radius
+from solvers.core.snapshot import Snapshot, Stationarity
 from solvers.model.params import RunConfig
 from solvers.timestepping.integrators import get_integrator, rk_step
 
@@ -167,19 +168,75 @@ class Solver:
         return Snapshot(self.t, self.n_steps, self.dt, self.rho.copy(), diag)
 
 
+@dataclass(frozen=True)
+class _Record:
+    """What the stop rule keeps of one snapshot: masses by atom identity."""
+
+    t: float
+    measure: float
+    ids: frozenset
+    mass: dict
+    diffuse: float
+
+
+class StopRule:
+    """Paper section 4, made to wait for the atoms (see :class:`TimeParams`).
+
+    Stationary at a snapshot when, over the last ``stationary_window_time`` (at least two
+    snapshots spanning it): the measure (transport rate / M, or max support velocity) stayed
+    ``<= stationary_tol``; the atom identities (:class:`AtomTracks`) did not change; and every
+    atom's mass and the diffuse mass changed by at most ``stationary_mass_rate`` per unit time,
+    between consecutive snapshots and across the window.
+    """
+
+    def __init__(self, config: RunConfig, link_radius: float) -> None:
+        self.time = config.time
+        self.tracks = AtomTracks(link_radius, 2 if config.domain.manifold == "S1" else 3)
+        self.records: list[_Record] = []
+
+    def _measure(self, snap: Snapshot) -> float:
+        d = snap.diagnostics
+        if self.time.stationary_measure == "velocity":
+            return d.max_support_velocity
+        return d.transport_rate / max(abs(d.mass), 1e-300)
+
+    def __call__(self, snap: Snapshot) -> Stationarity:
+        d = snap.diagnostics
+        ids = self.tracks.link(snap.t, d.atom_mass, d.atom_position)
+        diffuse = d.diffuse_mass if np.isfinite(d.diffuse_mass) else d.mass - float(np.sum(d.atom_mass))
+        self.records.append(_Record(snap.t, self._measure(snap), frozenset(ids.tolist()),
+                                    dict(zip(ids.tolist(), np.asarray(d.atom_mass, float))), diffuse))
+        span = self.time.stationary_window_time
+        while len(self.records) > 2 and self.records[1].t <= snap.t - span * (1 + 1e-9):
+            self.records.pop(0)  # keep the window plus the snapshot just before it
+        window = [r for r in self.records if r.t >= snap.t - span * (1 + 1e-9)]
+        full = len(window) >= 2 and window[-1].t - window[0].t >= span * (1 - 1e-9)
+        same = full and all(r.ids == window[-1].ids for r in window)
+        return Stationarity(full, full and all(r.measure <= self.time.stationary_tol for r in window),
+                            same, same and self._masses_settled(window))
+
+    def _masses_settled(self, window: list[_Record]) -> bool:
+        rate = self.time.stationary_mass_rate
+        pairs = list(zip(window[:-1], window[1:])) + [(window[0], window[-1])]
+        for a, b in pairs:
+            dt = b.t - a.t
+            changes = [abs(b.diffuse - a.diffuse)] + [abs(b.mass[k] - a.mass[k]) for k in b.ids]
+            if max(changes) > rate * dt:
+                return False
+        return True
+
+
 def _is_stationary(history: list[Snapshot], config: RunConfig) -> bool:
-    """Paper section 4: atom count unchanged over ``window`` snapshots, and nothing moves
-    (transport rate ``||d rho/dt||_1 <= tol M``, or max |velocity| on the support ``<= tol``)."""
-    window, tol = config.time.stationary_window, config.time.stationary_tol
-    if len(history) < window:
-        return False
-    recent = history[-window:]
-    if len({s.diagnostics.n_atoms for s in recent}) != 1:
-        return False
-    d = recent[-1].diagnostics
-    if config.time.stationary_measure == "velocity":
-        return d.max_support_velocity <= tol
-    return d.transport_rate <= tol * abs(d.mass)
+    """Whether the last snapshot of ``history`` is stationary under :class:`StopRule`."""
+    rule = StopRule(config, _link_radius(config))
+    result = Stationarity()
+    for snap in history:
+        result = rule(snap)
+    return result.held
+
+
+def _link_radius(config: RunConfig) -> float:
+    return link_radius(config.atoms.link_radius)
 
 
 def simulate(config: RunConfig, rho0: np.ndarray, *, t0: float = 0.0, step0: int = 0,
@@ -189,18 +246,20 @@ def simulate(config: RunConfig, rho0: np.ndarray, *, t0: float = 0.0, step0: int
     start = wallclock.perf_counter()
     solver = Solver(config, rho0, t0, step0, dt0)
     interval, t_end = config.output.snapshot_interval, config.time.t_end
-    history: list[Snapshot] = []
+    rule = StopRule(config, _link_radius(config))
 
     def emit() -> Snapshot:
         snap = solver.snapshot()
-        history.append(snap)
+        snap = replace(snap, stationarity=rule(snap))
         for tracker in trackers:
             tracker(snap)
         if progress is not None:
             progress(snap.t, snap.step, snap.dt, snap.diagnostics)
         return snap
 
-    snap = emit() if step0 == 0 else solver.snapshot()
+    snap = emit() if step0 == 0 else replace(solver.snapshot(), stationarity=None)
+    if step0 > 0:
+        rule(snap)  # a resumed window starts at the resumed state
     reason, last_report = "t_end", wallclock.perf_counter()
     while solver.t < t_end:
         if solver.n_steps - step0 >= config.time.max_steps:
@@ -210,7 +269,7 @@ def simulate(config: RunConfig, rho0: np.ndarray, *, t0: float = 0.0, step0: int
         solver.step(next_snap)
         if solver.t >= next_snap:
             snap = emit()
-            if config.time.stop_when_stationary and _is_stationary(history, config):
+            if config.time.stop_when_stationary and snap.stationarity.held:
                 reason = "stationary"
                 break
         elif progress is not None and wallclock.perf_counter() - last_report > 0.1:

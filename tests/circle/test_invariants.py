@@ -186,12 +186,14 @@ def test_one_atom_in_two_cells_counts_once_at_large_beta():
 
 @pytest.mark.parametrize("measure,tol", [("transport", 1e-9), ("velocity", 1e-9)])
 def test_stationarity_rules_stop_an_exactly_stationary_run(measure, tol):
-    """A single one-cell atom under ascent never moves: both rules stop after the window."""
+    """A single one-cell atom under ascent never moves: both rules stop after the window
+    (``stationary_window_time = 4``: at t = 4, the fifth snapshot)."""
     n = 128
     rho0 = np.zeros(n)
     rho0[5] = n / (2 * np.pi)
     cfg = make_config(n=n, beta=2.0, direction="ascent", t_end=100.0, snapshot_interval=1.0,
-                      stop_when_stationary=True, stationary_tol=tol, stationary_measure=measure)
+                      stop_when_stationary=True, stationary_tol=tol, stationary_measure=measure,
+                      stationary_window_time=4.0)
     result, snaps = _run(cfg, rho0)
-    assert result.reason == "stationary"
+    assert result.reason == "stationary", snaps[-1].stationarity
     assert len(snaps) == 5  # the window

@@ -179,7 +179,12 @@ def test_append_keeps_old_records(tmp_path: Path) -> None:
             writer.write_snapshot(make_snapshot(0.2))
     ds = open_run(path)
     np.testing.assert_allclose(ds["time"], [0.0, 0.5, 1.0, 1.5])
-    assert ds.sizes["atom"] == 5 and np.isnan(ds["atom_mass"].values[1, 3:]).all()
+    # columns are identities: the resumed run continues atom 0 (alive at t = 1, position 0.5);
+    # atoms 1 and 2 ended at t = 1, so the four other atoms at t = 1.5 are new identities 3..6
+    assert ds.sizes["atom"] == 7 and np.isnan(ds["atom_mass"].values[1, 3:]).all()
+    np.testing.assert_allclose(ds["atom_mass"].values[3, [0, 3, 4, 5, 6]], [0.1, 0.2, 0.3, 0.4, 0.5])
+    np.testing.assert_allclose(ds["atom_birth_time"], [0.5, 0.5, 0.5, 1.5, 1.5, 1.5, 1.5])
+    np.testing.assert_allclose(ds["atom_end_time"].values[:3], [np.nan, 1.0, 1.0])
     np.testing.assert_array_equal(ds["rho"].values[3], make_snapshot(1.5).rho)
     history = ds.attrs["history"].splitlines()
     assert len(history) == 2 and "resumed" in history[1] and "time__t_end" in history[1]

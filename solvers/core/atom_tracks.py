@@ -1,0 +1,163 @@
+"""Identities of atoms across snapshots (shared by S^1 and S^2; docs/math.md §5).
+
+:class:`AtomTracks` links the atoms of each new snapshot to the living identities of the
+previous one, incrementally: greedy matching of the cheapest pairs first, with cost
+``distance / link_radius + |m_new - m_old| / max(m_new, m_old)`` over pairs closer than
+``link_radius``. Then
+
+- an unmatched living identity ends at this snapshot; if a new atom lies within ``link_radius``
+  it *merged into* the nearest one (``merged_into``), else it dissolved (``merged_into = -1``);
+- an unmatched new atom is born at this snapshot; its ``parent`` is the nearest living identity
+  within ``link_radius`` (a split), else -1.
+
+Everything the linking needs (last positions and masses of the living identities, and the
+per-identity records) is what the archive stores, so a resumed run continues the identities
+(:meth:`AtomTracks.restore`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+
+DEFAULT_LINK_RADIUS = float(np.pi / 8.0)
+
+
+def link_radius(value: float | None) -> float:
+    """``atoms.link_radius``, default pi/8."""
+    return DEFAULT_LINK_RADIUS if value is None else float(value)
+
+
+def unit_vectors(position: np.ndarray) -> np.ndarray:
+    """Positions as unit vectors: S^1 angles (n,) -> (n, 2); S^2 vectors (n, 3) normalised."""
+    pos = np.asarray(position, dtype=float)
+    if pos.ndim == 1:
+        return np.stack([np.cos(pos), np.sin(pos)], axis=-1)
+    return pos / np.maximum(np.linalg.norm(pos, axis=1, keepdims=True), 1e-300)
+
+
+@dataclass
+class AtomTracks:
+    """Living identities and the record of every identity so far (``k`` identities).
+
+    Attributes
+    ----------
+    link_radius : float
+    unit : ndarray, shape (k, d)
+        Last position of each identity (NaN once it has ended).
+    mass : ndarray, shape (k,)
+        Last mass (NaN once ended).
+    birth_time, end_time : ndarray, shape (k,)
+        First and last+1 snapshot time (``end_time`` NaN while alive).
+    parent, merged_into : ndarray of int, shape (k,)
+        Identity it split from / merged into (-1: none).
+    """
+
+    link_radius: float
+    dim: int
+    unit: np.ndarray = field(default=None)  # type: ignore[assignment]
+    mass: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    birth_time: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    end_time: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    parent: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    merged_into: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+
+    def __post_init__(self) -> None:
+        if self.unit is None:
+            self.unit = np.zeros((0, self.dim))
+
+    @property
+    def size(self) -> int:
+        return int(self.mass.size)
+
+    @property
+    def alive(self) -> np.ndarray:
+        """Indices of the living identities."""
+        return np.flatnonzero(np.isfinite(self.mass))
+
+    def _match(self, unit: np.ndarray, mass: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Greedy matching: (old identity, new atom) pairs, cheapest first."""
+        old = self.alive
+        if old.size == 0 or mass.size == 0:
+            return np.zeros(0, np.int64), np.zeros(0, np.int64)
+        dist = np.arccos(np.clip(self.unit[old] @ unit.T, -1.0, 1.0))
+        m_old = self.mass[old][:, None]
+        cost = dist / self.link_radius + np.abs(mass - m_old) / np.maximum(np.maximum(mass, m_old), 1e-300)
+        cost[dist > self.link_radius] = np.inf
+        pairs_o, pairs_n, used_o, used_n = [], [], set(), set()
+        for flat in np.argsort(cost, axis=None, kind="stable"):
+            o, n = np.unravel_index(flat, cost.shape)
+            if not np.isfinite(cost[o, n]):
+                break
+            if o not in used_o and n not in used_n:
+                used_o.add(o), used_n.add(n), pairs_o.append(old[o]), pairs_n.append(n)
+        return np.asarray(pairs_o, np.int64), np.asarray(pairs_n, np.int64)
+
+    def _nearest(self, unit: np.ndarray, candidates: np.ndarray, targets: np.ndarray) -> int:
+        """Index into ``targets`` (m, d) nearest to ``unit`` within link_radius, else -1."""
+        if candidates.size == 0:
+            return -1
+        dist = np.arccos(np.clip(targets[candidates] @ unit, -1.0, 1.0))
+        k = int(np.argmin(dist))
+        return int(candidates[k]) if dist[k] <= self.link_radius else -1
+
+    def link(self, t: float, mass: np.ndarray, position: np.ndarray) -> np.ndarray:
+        """Assign identities to the atoms of the snapshot at time ``t``.
+
+        Parameters
+        ----------
+        t : float
+        mass : ndarray, shape (n,)
+        position : ndarray, shape (n,) angles on S^1 or (n, 3) on S^2
+
+        Returns
+        -------
+        ndarray of int, shape (n,): the identity of each atom.
+        """
+        mass = np.asarray(mass, dtype=float).reshape(-1)
+        unit = unit_vectors(position).reshape(mass.size, self.dim)
+        old_alive = self.alive
+        old_unit = self.unit.copy()
+        m_o, m_n = self._match(unit, mass)
+        ids = np.full(mass.size, -1, dtype=np.int64)
+        ids[m_n] = m_o
+        for o in np.setdiff1d(old_alive, m_o):  # ended: merged into the nearest new atom
+            n = self._nearest(old_unit[o], np.arange(mass.size), unit)
+            self.merged_into[o] = ids[n] if n >= 0 and ids[n] >= 0 else -1
+            self.end_time[o], self.mass[o] = t, np.nan
+            self.unit[o] = np.nan
+        for n in np.flatnonzero(ids < 0):  # born: split from the nearest living identity
+            ids[n] = self._new(t, self._nearest(unit[n], old_alive, old_unit))
+        for o in np.setdiff1d(old_alive, m_o):  # merges into newborn atoms
+            if self.merged_into[o] < 0:
+                n = self._nearest(old_unit[o], np.arange(mass.size), unit)
+                self.merged_into[o] = ids[n] if n >= 0 else -1
+        self.unit[ids], self.mass[ids] = unit, mass
+        return ids
+
+    def _new(self, t: float, parent: int) -> int:
+        self.unit = np.vstack([self.unit, np.full((1, self.dim), np.nan)])
+        self.mass = np.append(self.mass, np.nan)
+        self.birth_time = np.append(self.birth_time, t)
+        self.end_time = np.append(self.end_time, np.nan)
+        self.parent = np.append(self.parent, parent).astype(np.int64)
+        self.merged_into = np.append(self.merged_into, -1).astype(np.int64)
+        return self.size - 1
+
+    @classmethod
+    def restore(cls, link_radius: float, mass: np.ndarray, position: np.ndarray,
+                birth_time: np.ndarray, end_time: np.ndarray, parent: np.ndarray,
+                merged_into: np.ndarray) -> AtomTracks:
+        """Rebuild the state from an archive: the last record's row by identity (``mass`` (k,),
+        NaN for ended identities; ``position`` (k,) or (k, 3)) and the per-identity records."""
+        mass = np.asarray(mass, dtype=float)
+        pos = np.asarray(position, dtype=float)
+        dim = 2 if pos.ndim == 1 else 3
+        unit = np.full((mass.size, dim), np.nan)
+        live = np.isfinite(mass)
+        unit[live] = unit_vectors(pos[live])
+        return cls(link_radius, dim, unit, mass.copy(), np.asarray(birth_time, float),
+                   np.asarray(end_time, float), np.asarray(parent, np.int64),
+                   np.asarray(merged_into, np.int64))
