@@ -4,9 +4,10 @@
   data fv is second order in space, spectral exponential in space, and in time the integrator's
   order. A ReLU (or leaky ReLU) perceptron has a C^1 potential only (MATH.md 1, docs/math.md §1):
   its velocity has a kink, so no ladder is exponential and the scheme's order is only an upper
-  bound ("algebraic <= p"). A concentrated density (atoms detected, or more than
-  :data:`TAIL_CONCENTRATED` of ``sum |rho_k|^2`` in the top third of the modes) has the same
-  effect: the limiter clips at extrema and the spectral scheme resolves no atom.
+  bound ("algebraic <= p"). A concentrated density (atoms detected in the finest run, or more
+  than :data:`TAIL_CONCENTRATED` of its ``sum_{k>0} |rho_k|^2`` in the top third of the modes:
+  a spectrum that does not decay) has the same effect: the limiter clips at extrema and the
+  spectral scheme resolves no atom. Coarser runs are not asked: they are under-resolved first.
 - :func:`order_flags`: ``E`` (erratic) where an observed order differs from the previous one by
   more than ``tol``; ``P`` (pre-asymptotic) where it is not yet within ``tol`` of an exact design
   order, above an upper bound by more than ``tol``, or not positive (exponential: where it does
@@ -14,7 +15,8 @@
 - :func:`richardson`: the limit and the error of the finest level of a scalar sequence (energy,
   atom masses) from its last three levels, ``p = log((q1 - q0) / (q2 - q1)) / log r``,
   ``q* = q2 + (q2 - q1) / (r^p - 1)``, applied only where those levels are in the asymptotic
-  range (the order is unflagged, or within ``tol`` of the previous one for an algebraic bound).
+  range (the order is unflagged, or within ``tol`` of the previous one for an algebraic bound)
+  and the last difference is above round-off (:data:`ROUNDOFF` relative).
   For a distance ladder the finest run's error is ``d(u_{n-2}, u_{n-1}) / (r^p - 1)`` (the tail
   of a geometric series of successive distances).
 """
@@ -27,9 +29,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-TAIL_CONCENTRATED = 1e-6  # top-third spectral energy fraction above which data is "concentrated"
+TAIL_CONCENTRATED = 1e-3  # top-third spectral power fraction above which data is "concentrated"
 ORDER_TOL = 0.3  # default tolerance of the flags (orders)
 NOT_SMOOTH = ("relu", "leaky_relu")
+ROUNDOFF = 1e-13  # relative size of a difference that is round-off
 
 
 @dataclass(frozen=True)
@@ -71,11 +74,9 @@ def design_order(space: bool, scheme: str, integrator_order: int, activation: st
     return DesignOrder("algebraic", nominal if nominal is not None else 2, True, ", ".join(reasons))
 
 
-def is_concentrated(n_atoms: Sequence[int], tail_energy: Sequence[float]) -> bool:
-    """Atoms in some run, or a spectral tail above :data:`TAIL_CONCENTRATED` in some run."""
-    tails = np.asarray(tail_energy, dtype=float)
-    return bool(np.any(np.asarray(n_atoms) > 0) or np.any(tails[np.isfinite(tails)]
-                                                         > TAIL_CONCENTRATED))
+def is_concentrated(n_atoms: int, tail_energy: float) -> bool:
+    """Atoms in the finest run, or its spectral tail above :data:`TAIL_CONCENTRATED`."""
+    return bool(n_atoms > 0 or (np.isfinite(tail_energy) and tail_energy > TAIL_CONCENTRATED))
 
 
 def order_flags(orders: Sequence[float], design: DesignOrder, tol: float = ORDER_TOL
@@ -121,8 +122,8 @@ def richardson(values: Sequence[float], ratio: float) -> tuple[float, float, flo
     if q.size < 3 or not np.all(np.isfinite(q)):
         return nan
     d1, d2 = q[1] - q[0], q[2] - q[1]
-    if d2 == 0.0:
-        return float(q[2]), 0.0, math.inf
+    if abs(d2) <= ROUNDOFF * np.max(np.abs(q)):  # round-off: no order, no estimate
+        return nan
     if d1 == 0.0 or np.sign(d1) != np.sign(d2) or abs(d2) >= abs(d1):
         return nan
     p = math.log(d1 / d2) / math.log(ratio)
