@@ -100,3 +100,41 @@ def test_summary_records_resolution_refinements_and_verdict(tmp_path):
     assert ds["resolution"].values.tolist() == [512, 512]
     assert ds["refinements"].values.tolist() == [1, 1]
     assert ds["resolution_check"].values.tolist() == ["passed", "failed"]
+
+
+TINY = """
+[domain]
+manifold = "S1"
+resolution = 64
+[model]
+beta = 1.0
+direction = "descent"
+kernel = "exp_shifted"
+[perceptron]
+activation = "relu"
+a = [[-0.9967456002240224, 0.0806114658969388], [-0.6198538201675943, -0.784717300448792]]
+omega = [0.6324575844117477, -0.4696753890279187]
+[time]
+t_end = 4.0
+[output]
+snapshot_interval = 2.0
+"""
+
+
+def test_sweep_with_auto_resolution_records_the_check(tmp_path):
+    cfg = tmp_path / "tiny.toml"
+    cfg.write_text(TINY)
+    out, lines = tmp_path / "sw", []
+    check = rs.ResolutionCheck(mass_tol=0.05, max_refinements=2)
+    with sweep.dask_client(workers=1, processes=False) as client:
+        ds = sweep.run_sweep(cfg, [sweep.parse_param("model.beta=1")], out, client=client,
+                             auto_resolution=True, check=check, echo=lines.append)
+        again = sweep.run_sweep(cfg, [sweep.parse_param("model.beta=1")], out, client=client,
+                                auto_resolution=True, check=check, echo=lines.append)
+    row = ds.sel(beta=1)
+    assert str(row["resolution_check"].values) == "passed" and int(row["refinements"]) >= 1
+    levels = str(row["resolution_levels"].values).split()
+    assert levels[0].startswith("64:") and int(row["resolution"]) == int(levels[-1].split(":")[0])
+    assert (out / "beta-1.nc").is_file() and (out / "beta-1.N64.nc").is_file()
+    assert "check passed" in lines[0] and "skipped" in lines[1]
+    assert again["resolution"].equals(ds["resolution"])
