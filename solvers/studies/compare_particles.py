@@ -7,7 +7,7 @@ At each time we report
 - S^1: the exact Wasserstein-1 distance (:mod:`solvers.studies.wasserstein`) between the PDE's
   piecewise-constant density and the particle measure;
 - S^1 and S^2: the kernel distance ``sqrt(<K(mu - nu), mu - nu>)``, from the moments of both
-  measures (paper Lemma 5.1, MATH.md 2): S^1 ``sum_k I_k(beta) |mu_k - nu_k|^2`` with
+  measures (paper Lemma 5.1, docs/math.md §2): S^1 ``sum_k I_k(beta) |mu_k - nu_k|^2`` with
   ``mu_k = int e^{-ik theta} dmu``; S^2 ``sum_lm lambda_l |mu_lm - nu_lm|^2`` with
   ``mu_lm = int conj(Y_lm) dmu``; both times ``exp(-beta)`` for ``exp_shifted``. Degrees stop at
   the kernel bandwidth j* (S^1) or lmax (S^2): the dropped terms are below 1e-16 of lambda_0.

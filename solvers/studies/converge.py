@@ -3,13 +3,13 @@
 The space ladder runs the config at each ``domain.resolution`` with its own time settings
 (adaptive, or ``--set time.dt=...``); the time ladder runs it at the finest resolution with each
 fixed ``time.dt``. All runs go to ``T`` (``stop_when_stationary = false``, one snapshot at T).
-Errors are against the finest run of the ladder (MATH.md 3.4: never the sup norm):
+Errors are against the finest run of the ladder (docs/math.md §3.4: never the sup norm):
 
 - S^1: Wasserstein-1, ``min_c int |F_a - F_b - c|``, CDFs sampled at common points (the grids
   ``theta_i = 2 pi i / N`` are not nested). fv cell averages: CDF piecewise linear through the
   exact face values. Spectral point values: the trigonometric polynomial integrated mode by mode
   (at the faces: the cell averages, mode k times ``sinc(k/N)``), keeping spectral accuracy.
-- S^2: ``||mu - nu||_K = sqrt(sum_l lambda_l sum_m |mu_lm - nu_lm|^2)`` (MATH.md 2, the run's
+- S^2: ``||mu - nu||_K = sqrt(sum_l lambda_l sum_m |mu_lm - nu_lm|^2)`` (docs/math.md §2, the run's
   kernel convention) from the moments ``SphereBasis(lmax).forward(rho)`` of each grid measure
   (cell mass at the cell centre, area = quadrature weight), ``l <= min(lmax_a, lmax_b, j*)``.
 - ``|E - E_ref|`` and the atom masses, matched to the reference atoms by position.
@@ -110,7 +110,7 @@ def sphere_moments(rho: np.ndarray, lmax: int, degree: int) -> np.ndarray:
 
 def kernel_distance_s2(rho_a: np.ndarray, lmax_a: int, rho_b: np.ndarray, lmax_b: int,
                        beta: float, log_shift: float = 0.0) -> float:
-    """``||mu_a - mu_b||_K`` of two S^2 grid measures (MATH.md 2; Funk-Hecke, Lemma 5.1);
+    """``||mu_a - mu_b||_K`` of two S^2 grid measures (docs/math.md §2; Funk-Hecke, Lemma 5.1);
     ``log_shift``: 0 for ``exp(beta x.y)``, ``-beta`` for the shifted kernel."""
     degree = min(lmax_a, lmax_b, kernel_bandwidth(beta, 3))
     diff = sphere_moments(rho_a, lmax_a, degree) - sphere_moments(rho_b, lmax_b, degree)
