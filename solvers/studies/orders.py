@@ -2,7 +2,7 @@
 
 - :func:`design_order`: the order a ladder should show, from the scheme *and the data*. On smooth
   data fv is second order in space, spectral exponential in space, and in time the integrator's
-  order. A ReLU (or leaky ReLU) perceptron has a C^1 potential only (MATH.md 1, docs/math.md §1):
+  order. A ReLU (or leaky ReLU) perceptron has a C^1 potential only (docs/math.md §1):
   its velocity has a kink, so no ladder is exponential and the scheme's order is only an upper
   bound ("algebraic <= p"). A concentrated density (atoms detected in the finest run, or more
   than :data:`TAIL_CONCENTRATED` of its ``sum_{k>0} |rho_k|^2`` in the top third of the modes:
