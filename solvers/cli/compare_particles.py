@@ -33,12 +33,13 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     """Register ``meanfield compare-particles`` on an ``argparse`` subparsers object."""
     p = subparsers.add_parser(
         "compare-particles", help="compare the PDE with the particle model as n grows",
-        description="Run the PDE once and the particle model for each n; report W1 (S^1) and "
-                    "the kernel distance at the given times, the rate in n and wall times.")
+        description="Run the PDE once and the particle model for each n; report W1 (S^1), "
+                    "the kernel distance and the atoms (counts, masses) of both at the given "
+                    "times, the rates in n and wall times.")
     p.add_argument("config", metavar="CONFIG.toml")
-    p.add_argument("--n", default="100,1000,10000", help="particle counts (default 100,1000,10000)")
-    p.add_argument("--times", help="comma-separated times (default: t_c/4, t_c/2, t_c with t_c "
-                                   "the first atom of the PDE)")
+    p.add_argument("--n", default="250,500,1000", help="particle counts (default 250,500,1000)")
+    p.add_argument("--times", help="comma-separated times (default: 50,100,200, those up to "
+                                   "time.t_end: after concentration)")
     p.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
                    help="override a config value (TOML syntax), repeatable")
     p.add_argument("--placement", choices=PLACEMENTS, default="quantiles",

@@ -7,7 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from solvers.model.config import ConfigError
-from solvers.studies.converge import converge, format_table, plot_ladders, to_dataset
+from solvers.studies.converge import converge
+from solvers.studies.converge_report import format_table, plot_ladders, to_dataset
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:

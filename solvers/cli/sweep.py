@@ -7,6 +7,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from solvers.studies.resolution import (
+    DEFAULT_MASS_TOL,
+    MAX_REFINEMENTS,
+    MAX_RESOLUTION,
+    ResolutionCheck,
+)
 from solvers.studies.sweep import (
     DEFAULT_PERTURBATION,
     EXIT_FAILED,
@@ -35,7 +41,14 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--scheduler", metavar="ADDRESS", help="use a running dask scheduler")
     p.add_argument("--workers", type=int, help="LocalCluster processes (default: number of cores)")
     p.add_argument("--auto-resolution", action="store_true",
-                   help="raise domain.resolution to the smallest accepted for each beta")
+                   help="raise domain.resolution to the smallest accepted for each beta, then "
+                        "run at N and 2N (refining while they disagree) until two grids agree")
+    p.add_argument("--mass-tol", type=float, default=DEFAULT_MASS_TOL, metavar="TOL",
+                   help="--auto-resolution: largest accepted difference of the sorted atom "
+                        f"masses of two grids (default {DEFAULT_MASS_TOL})")
+    p.add_argument("--max-refinements", type=int, default=MAX_REFINEMENTS, metavar="K",
+                   help=f"--auto-resolution: at most K doublings of N (default {MAX_REFINEMENTS}"
+                        f"; never above {MAX_RESOLUTION['S1']} cells, lmax {MAX_RESOLUTION['S2']})")
     p.add_argument("--perturbation", type=float, default=DEFAULT_PERTURBATION, metavar="EPS",
                    help=f"initial.seed: mass in the random bumps (default {DEFAULT_PERTURBATION})")
     p.set_defaults(func=run_command)
@@ -52,10 +65,15 @@ def run_command(args: argparse.Namespace) -> int:
         if not Path(args.config).is_file():
             raise SweepError(f"config not found: {args.config}")
         params = [parse_param(item) for item in args.param]
+        try:
+            check = ResolutionCheck(args.mass_tol, args.max_refinements)
+        except ValueError as err:
+            raise SweepError(str(err)) from None
         outdir = Path(args.output or Path("output/sweeps") / Path(args.config).stem)
         summary = run_sweep(args.config, params, outdir, overrides=args.set,
                             scheduler=args.scheduler, workers=args.workers,
                             auto_resolution=args.auto_resolution, eps=args.perturbation,
+                            check=check,
                             echo=lambda line: print(line, flush=True))
     except (SweepError, ConfigError) as err:
         print(f"error: {err}", file=sys.stderr)

@@ -124,11 +124,15 @@ def follow(pointer: np.ndarray) -> np.ndarray:
 def steepest_ascent(values: np.ndarray, graph: CellGraph, labels: np.ndarray | None = None
                     ) -> np.ndarray:
     """Pointer of every cell to its neighbour of steepest ascent of ``values`` (itself at a
-    local maximum), moving only between cells of equal ``labels`` when given (shape (n,))."""
+    local maximum), moving only between cells of equal ``labels`` when given (shape (n,)).
+
+    On a plateau (equal neighbours, no ascent) a cell points to its equal neighbour of lower
+    index, so that a peak spread evenly over two cells (an atom on a face) has one root.
+    """
     i, j = np.concatenate([graph.edges, graph.edges[:, ::-1]]).T
     length = np.arccos(np.clip(np.sum(graph.points[i] * graph.points[j], axis=1), -1.0, 1.0))
     slope = (values[j] - values[i]) / np.maximum(length, 1e-300)
-    ok = slope > 0
+    ok = (slope > 0) | ((values[j] == values[i]) & (j < i))
     if labels is not None:
         ok &= labels[i] == labels[j]
     i, j, slope = i[ok], j[ok], slope[ok]

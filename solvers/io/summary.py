@@ -4,7 +4,10 @@ A record is a JSON-ready dict: ``name``, ``archive``, ``digest`` (of the run's c
 ``reason`` (``t_end``, ``stationary``, ``max_steps``, ``failed``, ``not run``), ``error`` (one
 line), ``t_final``, ``n_steps``, ``wall_time``, ``n_atoms``, ``max_atom_mass``, ``energy``,
 ``mass``, ``atom_mass`` (sorted descending) and ``atom_position`` (same order; S^1 angles,
-S^2 unit 3-vectors). A finished run's record is its sidecar ``<name>.done.json``.
+S^2 unit 3-vectors), ``resolution`` (the N of the run). With ``--auto-resolution`` also
+``refinements``, ``resolution_check`` (``passed``/``failed``), ``mass_difference`` and
+``resolution_levels`` (:mod:`solvers.studies.resolution`). A finished run's record is its
+sidecar ``<name>.done.json``.
 """
 
 from __future__ import annotations
@@ -21,8 +24,9 @@ from solvers.model.config import ConfigError
 
 FINISHED = ("t_end", "stationary")
 NO_RESULT = ("failed", "not run")
-SCALARS = ("n_atoms", "max_atom_mass", "energy", "mass", "t_final", "n_steps", "wall_time")
-TEXTS = ("reason", "error", "name", "archive")
+SCALARS = ("n_atoms", "max_atom_mass", "energy", "mass", "t_final", "n_steps", "wall_time",
+           "resolution", "refinements", "mass_difference")
+TEXTS = ("reason", "error", "name", "archive", "resolution_check", "resolution_levels")
 THEOREM_3_5 = 16.0 / (16.0 + 3.0 * float(np.exp(11.0 / 8.0)))
 
 
@@ -74,8 +78,10 @@ def describe(record: dict[str, Any]) -> str:
         return f"FAILED  {record.get('error', '')}"
     masses = " ".join(f"{m:.4f}" for m in record["atom_mass"][:6])
     more = " ..." if len(record["atom_mass"]) > 6 else ""
+    check = (f"  N={record['resolution']} check {record['resolution_check']} "
+             f"[{record.get('resolution_levels', '')}]" if "resolution_check" in record else "")
     return (f"{record['reason']:10s} t={record['t_final']:<9.6g} atoms={record['n_atoms']:<3d} "
-            f"masses {masses}{more}  ({record['wall_time']:.1f} s)")
+            f"masses {masses}{more}  ({record['wall_time']:.1f} s){check}")
 
 
 def _coordinate(values: Sequence[Any], raw: Sequence[str]) -> np.ndarray:
@@ -101,7 +107,7 @@ def _fill(shape: tuple[int, ...], cells: dict[tuple[int, ...], dict[str, Any]]
         if rec["reason"] in NO_RESULT:
             continue
         for k in SCALARS:
-            data[k][index] = rec[k]
+            data[k][index] = rec.get(k, np.nan)
         n = len(rec["atom_mass"])
         data["atom_mass"][index][:n] = rec["atom_mass"]
         data["atom_position"][index][:n] = rec["atom_position"]

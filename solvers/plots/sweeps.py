@@ -9,7 +9,8 @@
   position with its mass as height, S^2 atoms on a longitude/colatitude map sized by mass.
 
 Runs that stopped without becoming stationary (at ``t_end``) are drawn with open markers in
-the first two. Each takes ``{label: summary dataset}``; a summary swept over further parameters gives one
+the first two; points whose resolution check (``meanfield sweep --auto-resolution``) never
+passed get a red cross and a legend entry. Each takes ``{label: summary dataset}``; a summary swept over further parameters gives one
 curve (or panel) per value of those, labelled ``label, key=value``. The functions build
 :class:`matplotlib.figure.Figure` objects without pyplot state.
 
@@ -32,6 +33,7 @@ from matplotlib.figure import Figure
 from solvers.io.summary import THEOREM_3_5, open_summary
 
 RUN_DIMS = ("atom", "xyz")
+UNRESOLVED_LABEL = "x: resolution check not passed (N and 2N disagree)"
 FIGURES = {"beta": ("sweep_atom_counts.png", "sweep_atom_masses.png"),
            "seed": ("sweep_sensitivity.png",)}
 
@@ -81,11 +83,13 @@ def figure_atom_counts(summaries: Mapping[str, Any], dim: str = "beta") -> Figur
     fig = Figure(figsize=(6.4, 4.2), layout="constrained")
     ax = fig.add_subplot()
     markers = itertools.cycle("osD^v<>p*")
-    hollow = False
+    hollow = unchecked = False
     for label, sub in _curves(summaries, dim):
         line, = ax.plot(sub[dim].values, sub["n_atoms"].values, marker=next(markers), label=label)
         hollow |= _mark_unsettled(ax, sub, dim, sub["n_atoms"].values, line)
+        unchecked |= _mark_unresolved(ax, sub, dim, sub["n_atoms"].values)
     _note_unsettled(ax, hollow)
+    _note_unresolved(ax, unchecked)
     ax.set_xscale("log")
     ax.set_xlabel(rf"$\{dim}$" if dim == "beta" else dim)
     ax.set_ylabel("number of atoms at convergence")
@@ -101,6 +105,7 @@ def figure_atom_masses(summaries: Mapping[str, Any], dim: str = "beta") -> Figur
     fig = Figure(figsize=(6.4, 4.2), layout="constrained")
     ax = fig.add_subplot()
     colors, hollow = itertools.cycle([f"C{i}" for i in range(10)]), False
+    unchecked = False
     for label, sub in _curves(summaries, dim):
         color, x = next(colors), np.sqrt(np.asarray(sub[dim].values, dtype=float))
         masses = sub["atom_mass"].transpose(dim, "atom").values
@@ -108,7 +113,9 @@ def figure_atom_masses(summaries: Mapping[str, Any], dim: str = "beta") -> Figur
         ax.scatter(xs.ravel(), masses.ravel(), s=14, color=color, alpha=0.7, label=label)
         line, = ax.plot(x, sub["max_atom_mass"].values, color=color, lw=1, alpha=0.8)
         hollow |= _mark_unsettled(ax, sub, dim, sub["max_atom_mass"].values, line, x)
+        unchecked |= _mark_unresolved(ax, sub, dim, sub["max_atom_mass"].values, x)
     _note_unsettled(ax, hollow)
+    _note_unresolved(ax, unchecked)
     ax.axhline(THEOREM_3_5, color="k", ls="--", lw=1,
                label=r"Theorem 3.5: $16/(16 + 3e^{11/8}) = 0.5742$")
     ax.set_xlabel(rf"$\sqrt{{\{dim}}}$" if dim == "beta" else f"sqrt({dim})")
@@ -128,6 +135,24 @@ def _mark_unsettled(ax: Any, sub: Any, dim: str, y: np.ndarray, line: Any,
     ax.scatter(x[mask], y[mask], s=60, facecolors="white", edgecolors=line.get_color(),
                marker=line.get_marker() if line.get_marker() != "None" else "o", zorder=3)
     return bool(mask.any())
+
+
+def _mark_unresolved(ax: Any, sub: Any, dim: str, y: np.ndarray,
+                     x: np.ndarray | None = None) -> bool:
+    """A red cross where the resolution check never passed; True if any."""
+    if "resolution_check" not in sub:
+        return False
+    x = np.asarray(sub[dim].values if x is None else x, dtype=float)
+    mask = (np.asarray(sub["resolution_check"].values, dtype=str) == "failed") & np.isfinite(y)
+    if mask.any():
+        ax.scatter(x[mask], y[mask], s=90, marker="x", color="red", linewidths=1.5, zorder=4)
+    return bool(mask.any())
+
+
+def _note_unresolved(ax: Any, unchecked: bool) -> None:
+    if unchecked:
+        ax.scatter([], [], s=90, marker="x", color="red", linewidths=1.5,
+                   label=UNRESOLVED_LABEL)
 
 
 def _note_unsettled(ax: Any, hollow: bool) -> None:

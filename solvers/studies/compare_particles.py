@@ -15,8 +15,15 @@ At each time we report
 and the observed rate: the least-squares slope of ``log distance`` against ``log n``
 (quantile placement: O(1/n) initially, ``pi M / (2 n)`` in W1; sampling: O(n^{-1/2})).
 
-Default times: the PDE advances along ``t_k = 2^{k/2} / 64`` until its atom detector first
-finds an atom (``t_c``; or ``time.t_end``); the times are ``t_c / 4, t_c / 2, t_c``.
+Atoms (S^1): the PDE's from its snapshot diagnostics, the particles' grouped by the same rule
+(:func:`solvers.studies.particles.group_particles`: particles as weighted cells of the PDE grid
+through the PDE's detector); counts, masses (largest first) and the largest mass difference,
+atoms matched by position (:func:`solvers.studies.converge.match_atoms`, unmatched atoms count in
+full), with its rate in n.
+
+Default times: :data:`DEFAULT_TIMES` = 50, 100, 200 (those up to ``time.t_end``, else
+``t_end``): after concentration, where the dynamics has acted. At early times (t <= 2) W1 only
+measures the initial placement (``pi M / (2 n)``, slope -1.00 for quantiles).
 """
 
 from __future__ import annotations
@@ -31,10 +38,12 @@ from solvers.model.params import RunConfig
 from solvers.studies.particles import (
     ParticleRun,
     circle_angles,
+    group_particles,
     run_particles,
 )
 
 TWO_PI = 2.0 * np.pi
+DEFAULT_TIMES = (50.0, 100.0, 200.0)
 
 
 # --------------------------------------------------------------------------- PDE
@@ -48,6 +57,7 @@ class PdeStates:
     rho: list[np.ndarray]
     wall_time: float = 0.0
     steps: int = 0
+    atoms: list[tuple[np.ndarray, np.ndarray]] = dataclasses.field(default_factory=list)
 
 
 class PdeRunner:
@@ -61,6 +71,7 @@ class PdeRunner:
         self.config = dataclasses.replace(config, time=time, output=out)
         self.rho, self.t, self.steps, self.dt = initial_density(config), 0.0, 0, None
         self.wall, self.n_atoms = 0.0, 0
+        self.atoms: tuple[np.ndarray, np.ndarray] = (np.zeros(0), np.zeros(0))
 
     def advance(self, t1: float) -> np.ndarray:
         """Advance to ``t1 >= t``; return a copy of the state (:func:`cell_averages` on S^1)."""
@@ -76,27 +87,28 @@ class PdeRunner:
                                   f"{res.final.t:.6g} before t = {t1:g}; raise time.max_steps")
             self.rho, self.t, self.steps = res.final.rho, res.final.t, res.n_steps
             self.dt, self.wall = res.final.dt, self.wall + res.wall_time
-            self.n_atoms = int(res.final.diagnostics.n_atoms)
+            diag = res.final.diagnostics
+            self.n_atoms = int(diag.n_atoms)
+            order = np.argsort(-np.asarray(diag.atom_mass), kind="stable")
+            self.atoms = (np.asarray(diag.atom_mass)[order], np.asarray(diag.atom_position)[order])
         fresh = self.steps == 0  # initial cell averages, not yet the scheme's own state
         return self.rho.copy() if fresh else cell_averages(self.config, self.rho)
 
 
+def default_times(config: RunConfig) -> list[float]:
+    """:data:`DEFAULT_TIMES` up to ``time.t_end`` (``[t_end]`` if none)."""
+    return [t for t in DEFAULT_TIMES if t <= config.time.t_end] or [config.time.t_end]
+
+
 def pde_states(config: RunConfig, times: list[float] | None = None) -> PdeStates:
-    """PDE states at ``times`` (sorted), or at the default times (module docstring)."""
+    """PDE states and atoms at ``times`` (sorted; default :func:`default_times`)."""
     runner = PdeRunner(config)
-    if times is not None:
-        rho = [runner.advance(t) for t in times]
-        return PdeStates(list(times), rho, runner.wall, runner.steps)
-    grid, states, k = [], [], 0
-    while True:
-        t = min(2.0 ** (k / 2.0) / 64.0, config.time.t_end)
-        grid.append(t)
-        states.append(runner.advance(t))
-        if runner.n_atoms >= 1 or t >= config.time.t_end:
-            break
-        k += 1
-    pick = sorted({max(len(grid) - 1 - j, 0) for j in (4, 2, 0)})
-    return PdeStates([grid[i] for i in pick], [states[i] for i in pick], runner.wall, runner.steps)
+    times = sorted(times) if times else default_times(config)
+    rho, atoms = [], []
+    for t in times:
+        rho.append(runner.advance(t))
+        atoms.append(runner.atoms)
+    return PdeStates(list(times), rho, runner.wall, runner.steps, atoms)
 
 
 def cell_averages(config: RunConfig, rho: np.ndarray) -> np.ndarray:
@@ -200,11 +212,14 @@ def compare(config: RunConfig, sizes: list[int], times: list[float] | None = Non
     Returns
     -------
     xarray.Dataset
-        Dims ``(n, time)``: ``w1``, ``kernel_distance``, ``particle_energy``; ``(n,)``:
-        ``wall_time``, ``n_steps``, ``dt``; ``(time,)``: ``w1_rate``, ``kernel_rate``.
-        Attributes: the PDE's wall time, steps and scheme, the placement, the config text.
+        Dims ``(n, time)``: ``w1``, ``kernel_distance``, ``particle_energy``,
+        ``particle_n_atoms``, ``atom_mass_error``; ``(n, time, atom)``: ``particle_atom_mass``;
+        ``(time,)``: ``pde_n_atoms``, ``w1_rate``, ``kernel_rate``, ``atom_mass_rate``;
+        ``(time, atom)``: ``pde_atom_mass``; ``(n,)``: ``wall_time``, ``n_steps``, ``dt``.
+        Atom masses largest first, NaN padded (S^2: no atoms, NaN). Attributes: the PDE's
+        wall time, steps and scheme, the placement, the config text.
     """
-    pde = pde_states(config, sorted(times) if times else None)
+    pde = pde_states(config, times)
     if log:
         log(f"PDE ({config.time.scheme}, resolution {config.domain.resolution}) to "
             f"t = {pde.times[-1]:g}: {pde.wall_time:.2f} s, {pde.steps} steps")
@@ -213,10 +228,11 @@ def compare(config: RunConfig, sizes: list[int], times: list[float] | None = Non
         run = run_particles(config, n, pde.times, placement=placement, seed=seed, dt=dt, cfl=cfl)
         dist = np.array([distances(config, rho, run.x[j], run.weights)
                          for j, rho in enumerate(pde.rho)])  # (time, 2)
-        rows.append((dist, run))
+        rows.append((dist, run, [particle_atoms(config, run.x[j], run.weights)
+                                 for j in range(len(pde.times))]))
         if log:
             log(f"particles n = {n}: {run.wall_time:.2f} s, {run.n_steps} steps")
-    ds = report_dataset(sizes, pde.times, rows)
+    ds = report_dataset(sizes, pde.times, rows, pde.atoms, atom_radius(config))
     ds.attrs.update(manifold=config.domain.manifold, resolution=config.domain.resolution,
                     scheme=config.time.scheme, pde_wall_time=pde.wall_time, pde_steps=pde.steps,
                     placement=placement, seed=seed, cfl=cfl, config_text=config.text,
@@ -224,35 +240,76 @@ def compare(config: RunConfig, sizes: list[int], times: list[float] | None = Non
     return ds
 
 
-def report_dataset(sizes: list[int], times: list[float],
-                   rows: list[tuple[np.ndarray, ParticleRun]]) -> Any:
-    """Dataset with dims (n, time) from per-n ``(distances (time, 2), run)`` pairs."""
+def atom_radius(config: RunConfig) -> float:
+    """The grouping radius the atoms are matched with (docs/math.md §5)."""
+    from solvers.circle.atoms import default_radius
+
+    return config.atoms.radius or default_radius(config.model.beta)
+
+
+def particle_atoms(config: RunConfig, x: np.ndarray, w: np.ndarray
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """Atoms of the particles (S^1, :func:`group_particles` on the PDE grid); S^2: none."""
+    if config.domain.manifold != "S1":
+        return np.full(0, np.nan), np.full(0, np.nan)
+    return group_particles(circle_angles(x), w, config.model.beta, config.atoms,
+                           config.domain.resolution)
+
+
+def _padded(masses: list[np.ndarray], width: int) -> np.ndarray:
+    out = np.full((len(masses), width), np.nan)
+    for i, m in enumerate(masses):
+        out[i, :m.size] = m
+    return out
+
+
+def report_dataset(sizes: list[int], times: list[float], rows: list[tuple[np.ndarray, ParticleRun,
+                   list]], pde_atoms: list[tuple[np.ndarray, np.ndarray]], radius: float) -> Any:
+    """Dataset with dims (n, time[, atom]) from per-n ``(distances (time, 2), run, atoms per
+    time)`` and the PDE's atoms per time (masses, positions), matched within ``radius``."""
     import xarray as xr
 
-    dist = np.stack([d for d, _ in rows])  # (n, time, 2)
+    from solvers.studies.converge import match_atoms
+
+    dist = np.stack([d for d, _, _ in rows])  # (n, time, 2)
     n_arr = np.asarray(sizes, dtype=float)
+    error = np.array([[match_atoms(*pde_atoms[j], *atoms[j], radius)[1] for j in range(len(times))]
+                      for _, _, atoms in rows])  # (n, time)
+    width = max([1] + [m.size for m, _ in pde_atoms] + [a[j][0].size for _, _, a in rows
+                                                          for j in range(len(times))])
+    part = np.stack([_padded([a[j][0] for j in range(len(times))], width) for _, _, a in rows])
 
     def rate(v: np.ndarray) -> list[float]:
         return [fit_rate(n_arr, v[:, j]) for j in range(len(times))]
 
     return xr.Dataset(
         {"w1": (("n", "time"), dist[..., 0]), "kernel_distance": (("n", "time"), dist[..., 1]),
-         "particle_energy": (("n", "time"), np.stack([r.energy for _, r in rows])),
-         "wall_time": ("n", [r.wall_time for _, r in rows]),
-         "n_steps": ("n", [r.n_steps for _, r in rows]), "dt": ("n", [r.dt for _, r in rows]),
-         "w1_rate": ("time", rate(dist[..., 0])), "kernel_rate": ("time", rate(dist[..., 1]))},
+         "particle_energy": (("n", "time"), np.stack([r.energy for _, r, _ in rows])),
+         "wall_time": ("n", [r.wall_time for _, r, _ in rows]),
+         "n_steps": ("n", [r.n_steps for _, r, _ in rows]), "dt": ("n", [r.dt for _, r, _ in rows]),
+         "pde_n_atoms": ("time", [m.size for m, _ in pde_atoms]),
+         "pde_atom_mass": (("time", "atom"), _padded([m for m, _ in pde_atoms], width)),
+         "particle_n_atoms": (("n", "time"), [[a[j][0].size for j in range(len(times))]
+                                              for _, _, a in rows]),
+         "particle_atom_mass": (("n", "time", "atom"), part),
+         "atom_mass_error": (("n", "time"), error),
+         "w1_rate": ("time", rate(dist[..., 0])), "kernel_rate": ("time", rate(dist[..., 1])),
+         "atom_mass_rate": ("time", rate(error))},
         coords={"n": np.asarray(sizes), "time": np.asarray(times, dtype=float)})
 
 
 def format_table(ds: Any) -> str:
-    """The report as text: one row per n (wall time, steps, distance per time), then the rates."""
+    """The report as text: one row per n (wall time, steps, distance per time), the rates in
+    n (least-squares slopes), then the atoms of the PDE and of the particles."""
     times = ds["time"].values
     heads = [f"t={t:.4g}" for t in times]
     lines = [(f"PDE: {ds.attrs['scheme']} resolution {ds.attrs['resolution']} "
               f"({ds.attrs['manifold']}), {ds.attrs['pde_wall_time']:.2f} s; particles: "
               f"{ds.attrs['placement']} placement, RK4")]
     names = (("w1", "W1(PDE, particles)", "w1_rate"),
-             ("kernel_distance", "sqrt(<K(mu-nu), mu-nu>)", "kernel_rate"))
+             ("kernel_distance", "sqrt(<K(mu-nu), mu-nu>)", "kernel_rate"),
+             ("atom_mass_error", "largest atom mass difference (matched by position)",
+              "atom_mass_rate"))
     for var, title, rate in names:
         if not np.any(np.isfinite(ds[var].values)):
             continue
@@ -262,6 +319,23 @@ def format_table(ds: Any) -> str:
             vals = " ".join(f"{v:11.3e}" for v in ds[var].values[i])
             lines.append(f"{n:8d} {ds['wall_time'].values[i]:9.2f} "
                          f"{ds['n_steps'].values[i]:6d} {vals}")
-        lines.append(f"{'slope':>8} {'':>9} {'':>6} "
-                     + " ".join(f"{v:11.2f}" for v in ds[rate].values))
-    return "\n".join(lines)
+        lines.append(f"{'rate in n':>25} " + " ".join(f"{v:11.2f}" for v in ds[rate].values))
+    return "\n".join(lines + _atom_lines(ds))
+
+
+def _masses(values: np.ndarray) -> str:
+    return " ".join(f"{m:.4f}" for m in values[np.isfinite(values)])
+
+
+def _atom_lines(ds: Any) -> list[str]:
+    """Atom counts and masses of the PDE and of each n, per time (S^1)."""
+    if ds.attrs.get("manifold") != "S1":
+        return []
+    lines = ["", "atoms (count: masses, largest first)"]
+    for j, t in enumerate(ds["time"].values):
+        lines.append(f"t={t:.4g}  PDE {int(ds['pde_n_atoms'].values[j])}: "
+                     f"{_masses(ds['pde_atom_mass'].values[j])}")
+        for i, n in enumerate(ds["n"].values):
+            lines.append(f"{'':8}n={n:<7d} {int(ds['particle_n_atoms'].values[i, j])}: "
+                         f"{_masses(ds['particle_atom_mass'].values[i, j])}")
+    return lines

@@ -17,6 +17,18 @@ Errors are against the finest run of the ladder (docs/math.md §3.4: never the s
 Orders: ``log(e_k / e_{k+1}) / log(r)``. Against the finest run the last pair over-estimates an
 order p by ``log_r(1 + r^-p)`` (0.32 for p = 2, r = 2); column ``succ`` uses the successive
 distances ``d(u_k, u_{k+1})``, unbiased for a clean power law.
+
+Honesty (:mod:`solvers.studies.orders`): the design order comes from the scheme and the data
+(a ReLU perceptron or a concentrated density is never "exponential"); orders are flagged ``E``
+(erratic) and ``P`` (pre-asymptotic), on the successive orders only (against the finest run
+the last order is biased); atom masses are compared between successive runs, atoms matched by
+position, and flagged ``D`` (detector) where the mass change ``dm`` times the grouping radius
+exceeds the W1 distance of the two runs: mass ``dm`` that lay farther than the radius from the
+atom in one run would cost at least ``dm * radius`` in W1, so such a change is mass inside the
+atom's neighbourhood that the detector's threshold counts in one run and not in the other, not
+a discretisation error of the measure. Richardson estimates of
+the limit (energy, atom masses) and of the finest run's error are given where the finest three
+levels are in the asymptotic range (NaN elsewhere).
 """
 
 from __future__ import annotations
@@ -37,6 +49,16 @@ from solvers.core.kernel import kernel_log_shift
 from solvers.io.state import initial_density
 from solvers.model.config import ConfigError, check_resolution, load_config
 from solvers.model.params import RunConfig
+from solvers.studies.orders import (
+    ORDER_TOL,
+    DesignOrder,
+    design_order,
+    in_asymptotic_range,
+    is_concentrated,
+    order_flags,
+    richardson,
+    tail_error,
+)
 from solvers.sphere.atoms import default_radius as sphere_radius
 from solvers.timestepping.integrators import get_integrator
 from solvers.timestepping.simulation import simulate
@@ -44,6 +66,7 @@ from spectral import SphereBasis, kernel_bandwidth, kernel_eigenvalues
 
 TWO_PI = 2.0 * np.pi
 DEFAULT_INTEGRATOR = {"fv": "ssprk3", "spectral": "rk4"}  # README: Schemes
+DETECTOR_FACTOR = 1.0  # flag D: dm * radius > DETECTOR_FACTOR * W1 (module docstring)
 SPACE_SLOPES = {"fv": (1, 2), "spectral": (2, 4)}  # reference slopes drawn on the space panel
 
 
@@ -186,11 +209,31 @@ class Ladder:
 
     @property
     def design_order(self) -> int | None:
-        """2 for fv in space, None (exponential) for spectral in space, else the integrator's."""
+        """The scheme's order on smooth data: 2 for fv in space, None (exponential) for
+        spectral in space, else the integrator's. See :attr:`design` for this ladder's data."""
         tp = self.runs[-1].config.time
         if self.dim == "resolution":
             return 2 if tp.scheme == "fv" else None
         return get_integrator(tp.integrator or DEFAULT_INTEGRATOR[tp.scheme]).order
+
+    @property
+    def design(self) -> DesignOrder:
+        """The order this ladder should show: the scheme's, unless the perceptron is ReLU or
+        the density concentrated (:func:`solvers.studies.orders.design_order`)."""
+        cfg = self.runs[-1].config
+        tp = cfg.time
+        integ = get_integrator(tp.integrator or DEFAULT_INTEGRATOR[tp.scheme]).order
+        finest = self.runs[-1].diagnostics
+        return design_order(self.dim == "resolution", tp.scheme, integ,
+                            cfg.model.perceptron.activation,
+                            is_concentrated(finest.n_atoms, finest.tail_energy))
+
+    @property
+    def radius(self) -> float:
+        """The atom grouping radius of the reference run (docs/math.md §5)."""
+        cfg = self.runs[-1].config
+        return cfg.atoms.radius or (circle_radius if cfg.domain.manifold == "S1"
+                                    else sphere_radius)(cfg.model.beta)
 
     @property
     def slopes(self) -> tuple[int, ...]:
@@ -209,8 +252,9 @@ class Ladder:
     def metric(self) -> str:
         return "W1" if self.runs[-1].config.domain.manifold == "S1" else "kernel_norm"
 
-    def table(self) -> dict[str, np.ndarray]:
-        """Errors against the reference, successive distances, energies, atoms, orders."""
+    def table(self, tol: float = ORDER_TOL) -> dict[str, np.ndarray]:
+        """Errors against the reference, successive distances, energies, atoms, orders, their
+        flags (``tol``: :func:`solvers.studies.orders.order_flags`) and Richardson estimates."""
         ref, n = self.runs[-1], len(self.runs)
         out: dict[str, Any] = {"distance": np.full(n, np.nan), "successive": np.full(n, np.nan)}
         for k, run in enumerate(self.runs[:-1]):
@@ -219,24 +263,72 @@ class Ladder:
         out["energy"] = np.array([r.diagnostics.energy for r in self.runs])
         out["energy_error"] = np.abs(out["energy"] - out["energy"][-1])
         out["energy_error"][-1] = np.nan
+        out["energy_change"] = np.append(np.abs(np.diff(out["energy"])), np.nan)
         out.update(self._atoms())
-        out["order"] = observed_orders(out["distance"], self.ratio)
-        out["successive_order"] = observed_orders(out["successive"], self.ratio)
-        out["energy_order"] = observed_orders(out["energy_error"], self.ratio)
+        for key, src in (("order", "distance"), ("successive_order", "successive"),
+                         ("energy_order", "energy_error"), ("energy_change_order", "energy_change"),
+                         ("atom_mass_change_order", "atom_mass_change")):
+            out[key] = observed_orders(out[src], self.ratio)
+            if key not in ("order", "energy_order"):  # against the finest: biased (docstring)
+                out[f"{key}_flag"] = np.array(order_flags(out[key], self.design, tol), dtype="U2")
+        out["atom_mass_change_detector"] = self._detector_flags(out)
+        out.update(self._richardson(out, tol))
         out.update(steps=np.array([r.steps for r in self.runs]),
                    wall_time=np.array([r.wall for r in self.runs]))
         return out
 
     def _atoms(self) -> dict[str, np.ndarray]:
-        ref, cfg = self.runs[-1].diagnostics, self.runs[-1].config
-        radius = cfg.atoms.radius or (circle_radius if cfg.domain.manifold == "S1"  # docs/math.md §5
-                                      else sphere_radius)(cfg.model.beta)
+        """Atoms matched to the reference's, and to the next run's (``atom_mass_change[k]``:
+        largest mass difference of runs k and k + 1, matched by position)."""
+        ref, radius = self.runs[-1].diagnostics, self.radius
         pairs = [match_atoms(ref.atom_mass, ref.atom_position, r.diagnostics.atom_mass,
                              r.diagnostics.atom_position, radius) for r in self.runs]
         masses, errors = [p[0] for p in pairs], [p[1] for p in pairs[:-1]] + [np.nan]
+        change = [match_atoms(b.atom_mass, b.atom_position, a.atom_mass, a.atom_position,
+                              radius)[1] for a, b in pairwise(r.diagnostics for r in self.runs)]
         return {"n_atoms": np.array([r.diagnostics.n_atoms for r in self.runs]),
                 "atom_mass": np.array(masses).reshape(len(self.runs), ref.atom_mass.size),
-                "atom_mass_error": np.array(errors)}
+                "atom_mass_error": np.array(errors),
+                "atom_mass_change": np.array(change + [np.nan])}
+
+    def _detector_flags(self, out: dict[str, np.ndarray]) -> np.ndarray:
+        """``D`` where ``dm * radius > DETECTOR_FACTOR * W1`` of the same pair (S^1 only)."""
+        dm, w1 = out["atom_mass_change"], out["successive"]
+        with np.errstate(invalid="ignore"):
+            hit = (dm * self.radius > DETECTOR_FACTOR * w1) & (dm > 0)
+        hit &= self.metric() == "W1"
+        return np.where(hit, "D", "").astype("U2")
+
+    def _richardson(self, out: dict[str, np.ndarray], tol: float) -> dict[str, Any]:
+        """Richardson limits and finest-run errors where the finest three levels are in the
+        asymptotic range (NaN elsewhere; module docstring of :mod:`solvers.studies.orders`)."""
+        design, nan = self.design, float("nan")
+        res: dict[str, Any] = {}
+        w1_ok = in_asymptotic_range(out["successive_order"], out["successive_order_flag"], design, tol)
+        last = np.flatnonzero(np.isfinite(out["successive_order"]))
+        res["distance_finest_error"] = tail_error(out["successive"][-2], out["successive_order"][
+            last[-1]], self.ratio) if w1_ok and last.size else nan
+        e_ok = in_asymptotic_range(out["energy_change_order"], out["energy_change_order_flag"],
+                                   design, tol)
+        limit, err, _ = richardson(out["energy"], self.ratio) if e_ok else (nan, nan, nan)
+        res.update(energy_limit=limit, energy_finest_error=err)
+        res["atom_mass_limit"], res["atom_mass_finest_error"] = self._atom_richardson(out, tol)
+        return res
+
+    def _atom_richardson(self, out: dict[str, np.ndarray], tol: float
+                         ) -> tuple[np.ndarray, np.ndarray]:
+        """Per reference atom: Richardson on its matched masses (all runs matched)."""
+        masses = out["atom_mass"]
+        limit, error = np.full(masses.shape[1], np.nan), np.full(masses.shape[1], np.nan)
+        for i in range(masses.shape[1]):
+            m = masses[:, i]
+            if len(m) < 3 or np.any(m[-3:] <= 0):
+                continue
+            orders = observed_orders(np.abs(np.diff(m)), self.ratio)
+            flags = order_flags(orders, self.design, tol)
+            if in_asymptotic_range(orders, flags, self.design, tol):
+                limit[i], error[i], _ = richardson(m, self.ratio)
+        return limit, error
 
 
 def _configs(path: str | Path, overrides: Sequence[str], t_end: float, option: str,
@@ -297,71 +389,3 @@ def _check_dts(dts: Sequence[float], t_end: float) -> None:
         if dt > t_end or abs(steps - round(steps)) > 1e-9 * steps:
             raise ConfigError("--dts", f"T / dt must be a whole number of steps (T = {t_end:g}, "
                               f"dt = {dt:g}); e.g. --dts {t_end / 10:g},{t_end / 20:g},{t_end / 40:g}")
-
-
-def _cell(value: float, width: int, spec: str) -> str:
-    return f"{value:{width}{spec}}" if np.isfinite(value) else f"{'-':>{width}}"
-
-
-def format_table(ladder: Ladder, data: dict[str, np.ndarray]) -> str:
-    """The ladder's table as text (one line per run; the last is the reference)."""
-    ref = ladder.runs[-1].config
-    head = (f"{ladder.name} ladder ({ref.domain.manifold} {ref.time.scheme}, T = {ref.time.t_end:g}"
-            f", factor {ladder.ratio:g}): {ladder.metric()} and energy error against "
-            f"{ladder.dim} = {ladder.values[-1]:g}; design order "
-            f"{ladder.design_order or 'exponential'}")
-    cols = (f"{ladder.dim:>10} {ladder.metric():>11} {'order':>6} {'succ':>6} {'energy err':>11}"
-            f" {'order':>6} {'atoms':>5} {'atom mass err':>13} {'steps':>7} {'wall s':>7}")
-    rows, spec = [head, cols], (("distance", 11, ".3e"), ("order", 6, ".2f"), ("successive_order", 6, ".2f"),
-                                ("energy_error", 11, ".3e"), ("energy_order", 6, ".2f"))
-    for k, value in enumerate(ladder.values):
-        cells = " ".join(_cell(data[key][k], w, f) for key, w, f in spec)
-        rows.append(f"{value:>10g} {cells} {data['n_atoms'][k]:>5d} "
-                    f"{_cell(data['atom_mass_error'][k], 13, '.3e')} {data['steps'][k]:>7d} "
-                    f"{data['wall_time'][k]:>7.2f}")
-    return "\n".join(rows)
-
-
-def to_dataset(ladders: Sequence[Ladder], tables: Sequence[dict[str, np.ndarray]]) -> Any:
-    """xarray Dataset: variables ``<space|time>_<quantity>`` on dims ``resolution`` / ``dt``
-    (``successive[k] = d(run k, run k + 1)``; atom masses matched to the reference atoms)."""
-    import xarray as xr
-
-    ds = xr.Dataset()
-    for lad, data in zip(ladders, tables):
-        ds = ds.assign_coords({lad.dim: lad.values.astype(int if lad.dim == "resolution" else float)})
-        for key, value in data.items():
-            dims = (lad.dim, f"{lad.name}_atom") if key == "atom_mass" else (lad.dim,)
-            ds[f"{lad.name}_{key}"] = (dims, value)
-        pos = lad.runs[-1].diagnostics.atom_position
-        ds[f"{lad.name}_reference_atom_position"] = ((f"{lad.name}_atom", "xyz")[:pos.ndim], pos)
-        ds.attrs[f"{lad.name}_metric"] = lad.metric()
-        ds.attrs[f"{lad.name}_ratio"] = lad.ratio
-        ds.attrs[f"{lad.name}_design_order"] = lad.design_order or "exponential"
-        ds.attrs[f"{lad.name}_config_text"] = lad.runs[-1].config.text
-    ds.attrs["description"] = "errors against the finest run of each ladder (solvers/converge.py)"
-    return ds
-
-
-def plot_ladders(ladders: Sequence[Ladder], tables: Sequence[dict[str, np.ndarray]]) -> Any:
-    """Log-log error plots (one panel per ladder) with reference slopes; a matplotlib Figure."""
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=(5.5 * len(ladders), 4.2), layout="constrained")
-    for ax, lad, data in zip(fig.subplots(1, len(ladders), squeeze=False)[0], ladders, tables):
-        x = lad.values
-        for key, style, label in (("distance", "o-", lad.metric()), ("energy_error", "s--", "|E - E_ref|"),
-                                  ("atom_mass_error", "^:", "atom mass error")):
-            ok = np.isfinite(data[key]) & (data[key] > 0)
-            if ok.any():
-                ax.loglog(x[ok], data[key][ok], style, label=label)
-        ok = np.isfinite(data["distance"]) & (data["distance"] > 0)
-        sign = 1 - 2 * (lad.dim == "resolution")
-        for p in lad.slopes if ok.any() else ():  # through the coarsest error
-            h = (x[:-1] + lad.offset) / (x[ok][0] + lad.offset)
-            ax.loglog(x[:-1], data["distance"][ok][0] * h ** (sign * p), "k:", lw=0.8,
-                      alpha=0.4 + 0.15 * p, label=f"slope {sign * p:+g}")
-        ax.set(xlabel=lad.dim, ylabel="error against the finest run",
-               title=f"{lad.name}: {lad.runs[-1].config.time.scheme}, T = {lad.runs[-1].config.time.t_end:g}")
-        ax.legend(fontsize=8)
-    return fig

@@ -35,7 +35,7 @@ import numpy as np
 
 from solvers.core.kernel import kernel_log_shift, max_kernel_second_derivative
 from solvers.model.activations import get_activation
-from solvers.model.params import ModelParams, RunConfig
+from solvers.model.params import AtomParams, ModelParams, RunConfig
 from solvers.model.perceptron import half_gradient, potential
 
 TWO_PI = 2.0 * np.pi
@@ -348,3 +348,44 @@ def run_particles(config: RunConfig, n: int, times=None, *, placement: str = "qu
 def circle_angles(x: np.ndarray) -> np.ndarray:
     """Angles in ``[0, 2 pi)`` of points (..., 2) on S^1."""
     return np.mod(np.arctan2(x[..., 1], x[..., 0]), TWO_PI)
+
+
+# --------------------------------------------------------------------------- grouping
+
+
+def group_particles(theta: np.ndarray, w: np.ndarray, beta: float, atoms: AtomParams,
+                    cells: int) -> tuple[np.ndarray, np.ndarray]:
+    """Atoms of a weighted particle measure on S^1 by the PDE's rule (masses, positions).
+
+    The particles are treated as weighted cells: their weights are summed into the ``cells``
+    cells of the PDE grid (centres ``2 pi i / N``, each cell ``[theta_i - h/2, theta_i + h/2)``)
+    and those cell masses go through the PDE's detector
+    (:func:`solvers.circle.atoms.detect_atoms`: density threshold ``contrast * M / 2 pi``,
+    single linkage within the grouping radius, ``min_mass``). Positions are the circular
+    centres of mass of the grouped cells. This is the one place to change when the detector
+    does.
+
+    Parameters
+    ----------
+    theta : ndarray, shape (n,)
+        Particle angles.
+    w : ndarray, shape (n,)
+        Weights (sum: the mass M).
+    beta : float
+    atoms : AtomParams
+    cells : int
+        N of the PDE grid the particles are compared with.
+
+    Returns
+    -------
+    masses, positions : ndarray, shape (n_atoms,)
+        Sorted by mass, largest first.
+    """
+    from solvers.circle.atoms import detect_atoms
+
+    h = TWO_PI / cells
+    idx = np.floor(np.mod(np.asarray(theta, dtype=float), TWO_PI) / h + 0.5).astype(int) % cells
+    cell_mass = np.bincount(idx, weights=np.asarray(w, dtype=float), minlength=cells)
+    found = detect_atoms(h * np.arange(cells), cell_mass, beta, atoms)
+    order = np.argsort(-found.mass, kind="stable")
+    return found.mass[order], found.position[order]

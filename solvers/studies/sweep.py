@@ -16,7 +16,11 @@ existing scheduler (``--scheduler ADDRESS``; its workers must import ``solvers``
 - ``perceptron.activation=none`` drops the perceptron weights of the base config.
 - Failures (bad value, a grid too coarse for the kernel, a diverging run) are reported per run
   with their one-line message; the others go on. ``--auto-resolution`` raises N (S^2: lmax)
-  to the smallest value :func:`solvers.model.config.check_resolution` accepts instead of failing.
+  to the smallest value :func:`solvers.model.config.check_resolution` accepts instead of failing,
+  and checks it: each point runs at N and 2N (refining while they disagree, at most
+  ``--max-refinements`` times, up to 4096 cells / lmax 255) until two successive grids agree on
+  the atom count and on the masses within ``--mass-tol`` (:mod:`solvers.studies.resolution`);
+  level runs go to ``DIR/<name>.N<res>.nc``, the result's archive is linked to ``<name>.nc``.
 - A finished run (stopped at ``t_end`` or as stationary) leaves ``DIR/<name>.done.json`` (the
   stop reason, time, wall time, atoms sorted by mass, and a digest of its configuration).
   Re-running the sweep skips runs whose sidecar matches their configuration; every other run
@@ -25,7 +29,9 @@ existing scheduler (``--scheduler ADDRESS``; its workers must import ``solvers``
   ``model__beta`` when two keys share a name) plus ``atom``: ``n_atoms``, ``atom_mass``
   (sorted descending, NaN padded), ``atom_position``, ``max_atom_mass``, ``energy``,
   ``mass``, ``t_final``, ``n_steps``, ``wall_time``, ``reason`` (``t_end``, ``stationary``,
-  ``max_steps``, ``failed``, ``not run``), ``error``, ``name``. NaN where a run has no result.
+  ``max_steps``, ``failed``, ``not run``), ``error``, ``name``, ``resolution`` (the N used);
+  with ``--auto-resolution`` also ``refinements``, ``resolution_check`` (``passed``/``failed``),
+  ``mass_difference`` and ``resolution_levels``. NaN where a run has no result.
 """
 
 from __future__ import annotations
@@ -69,6 +75,7 @@ from solvers.model.config import (
     tomllib,
 )
 from solvers.model.params import RunConfig, flatten
+from solvers.studies.resolution import ResolutionCheck, refine_point, resolution_ladder
 
 SEED_KEY = "initial.seed"
 DEFAULT_PERTURBATION = 0.05
@@ -243,10 +250,18 @@ def run_point(config: RunConfig, archive: str, name: str, digest: str) -> dict[s
     except Exception as err:  # noqa: BLE001 (reported per run, never lost)
         return failure(name, err, archive)
     record = result_record(result, name, archive, digest)
+    record["resolution"] = int(config.domain.resolution)
     record["warnings"] = sorted({str(w.message) for w in caught})
     if record["reason"] in FINISHED:
         write_done(path, record)
     return record
+
+
+def run_level(config: RunConfig, archive: str, name: str) -> dict[str, Any]:
+    """One level of a resolution check: its finished sidecar record, else :func:`run_point`."""
+    digest = config_digest(config)
+    done = finished_record(Path(archive), digest)
+    return done if done is not None else run_point(config, archive, name, digest)
 
 
 @contextmanager
@@ -268,12 +283,16 @@ def dask_client(scheduler: str | None = None, workers: int | None = None,
 def run_sweep(config: str | Path, params: Sequence[SweepParam], outdir: str | Path, *,
               overrides: Sequence[str] = (), client: Any = None, scheduler: str | None = None,
               workers: int | None = None, processes: bool = True, auto_resolution: bool = False,
-              eps: float = DEFAULT_PERTURBATION, echo: Callable[[str], None] = print) -> Any:
+              eps: float = DEFAULT_PERTURBATION, echo: Callable[[str], None] = print,
+              check: ResolutionCheck | None = None) -> Any:
     """Run the sweep; write and return the summary (an :class:`xarray.Dataset`).
 
     ``client``: an existing dask client (else one of :func:`dask_client`). Progress lines go
     to ``echo``. The summary is written even when interrupted (unfinished runs: "not run").
+    ``auto_resolution``: raise and check each point's grid with ``check`` (default
+    :class:`~solvers.studies.resolution.ResolutionCheck`).
     """
+    check = (check or ResolutionCheck()) if auto_resolution else None
     outdir = Path(outdir)
     try:
         base = tomllib.loads(Path(config).read_text(encoding="utf-8"))
@@ -284,7 +303,7 @@ def run_sweep(config: str | Path, params: Sequence[SweepParam], outdir: str | Pa
         f"{p.key}={p.raw[0]}" for p in params if p.key != SEED_KEY])
     points = sweep_points(params)
     outdir.mkdir(parents=True, exist_ok=True)
-    records, todo = _plan(base, points, overrides, outdir, auto_resolution, eps, echo)
+    records, todo = _plan(base, points, overrides, outdir, check, eps, echo)
     try:
         if todo:
             _execute(todo, records, len(points), client, scheduler, workers, processes, echo)
@@ -295,47 +314,65 @@ def run_sweep(config: str | Path, params: Sequence[SweepParam], outdir: str | Pa
     return summary
 
 
+Task = tuple[Callable[..., dict[str, Any]], tuple[Any, ...]]
+
+
 def _plan(base: dict[str, Any], points: Sequence[SweepPoint], overrides: Sequence[str],
-          outdir: Path, auto_resolution: bool, eps: float, echo: Callable[[str], None]
-          ) -> tuple[dict[str, dict[str, Any]], dict[str, tuple[RunConfig, str, str]]]:
-    """Records of the runs that fail validation or are already finished; the runs to do."""
+          outdir: Path, check: ResolutionCheck | None, eps: float, echo: Callable[[str], None]
+          ) -> tuple[dict[str, dict[str, Any]], dict[str, Task]]:
+    """Records of the runs that fail validation or are already finished; the runs to do
+    (``name -> (function, arguments)``, submitted as they are)."""
     records: dict[str, dict[str, Any]] = {}
-    todo: dict[str, tuple[RunConfig, str, str]] = {}
+    todo: dict[str, Task] = {}
     for point in points:
         archive = (outdir / f"{point.name}.nc").resolve()
+        items = list(overrides) + list(point.items)
         try:
-            cfg = point_config(base, list(overrides) + list(point.items), archive,
-                               auto_resolution, eps)
+            cfg = point_config(base, items, archive, check is not None, eps)
+            levels = _levels(base, items, archive, cfg, check, eps) if check else []
         except ConfigError as err:
             records[point.name] = failure(point.name, err)
             echo(f"[{len(records)}/{len(points)}] {point.name}: {describe(records[point.name])}")
             continue
-        digest = config_digest(cfg)
+        digest = config_digest(cfg) + (f"+{check.tag()}" if check else "")
         if (done := finished_record(archive, digest)) is not None:
             records[point.name] = done
             echo(f"[{len(records)}/{len(points)}] {point.name}: skipped (finished: "
                  f"{done['reason']} at t={done['t_final']:.6g})")
+        elif check:
+            todo[point.name] = (refine_point, (levels, str(archive), point.name, digest,
+                                               check.mass_tol, run_level))
         else:
-            todo[point.name] = (cfg, str(archive), digest)
+            todo[point.name] = (run_point, (cfg, str(archive), point.name, digest))
     return records, todo
 
 
-def _execute(todo: dict[str, tuple[RunConfig, str, str]], records: dict[str, dict[str, Any]],
+def _levels(base: dict[str, Any], items: list[str], archive: Path, cfg: RunConfig,
+            check: ResolutionCheck, eps: float) -> list[tuple[int, RunConfig, str]]:
+    """The validated configs of a point's resolution ladder, with their level archives."""
+    out = []
+    for n in resolution_ladder(cfg.domain.resolution, cfg.domain.manifold, check):
+        path = archive.with_name(f"{archive.stem}.N{n}.nc")
+        out.append((n, point_config(base, items + [f"domain.resolution={n}"], path, True, eps),
+                    str(path)))
+    return out
+
+
+def _execute(todo: dict[str, Task], records: dict[str, dict[str, Any]],
              total: int, client: Any, scheduler: str | None, workers: int | None,
              processes: bool, echo: Callable[[str], None]) -> None:
     """Submit the runs of ``todo`` and collect their records as they finish."""
     from dask.distributed import as_completed
 
     with (dask_client(scheduler, workers, processes) if client is None else _same(client)) as c:
-        futures = {c.submit(run_point, cfg, archive, name, digest, pure=False): name
-                   for name, (cfg, archive, digest) in todo.items()}
+        futures = {c.submit(fn, *args, pure=False): name for name, (fn, args) in todo.items()}
         try:
             for future in as_completed(futures):
                 name = futures[future]
                 try:
                     records[name] = future.result()
                 except Exception as err:  # noqa: BLE001 (the worker died, or the task failed)
-                    records[name] = failure(name, err, todo[name][1])
+                    records[name] = failure(name, err, str(todo[name][1][1]))
                 echo(f"[{len(records)}/{total}] {name}: {describe(records[name])}")
         finally:
             c.cancel(list(futures))

@@ -126,3 +126,30 @@ def test_command_line_writes_the_figures(tiny_sweeps: dict[str, Path], tmp_path:
         args = _parser().parse_args(argv)
         assert args.func(args) == 2
         assert capsys.readouterr().err.startswith("error: ")
+
+
+def test_points_whose_resolution_check_failed_are_marked() -> None:
+    params = [sweep.parse_param("model.beta=5,25,50")]
+    points = sweep.sweep_points(params)
+    verdicts = {"beta-5": "passed", "beta-25": "failed", "beta-50": "passed"}
+    records = {p.name: {"reason": "stationary", "t_final": 5.0, "n_steps": 3, "wall_time": 1.0,
+                        "n_atoms": 3, "max_atom_mass": 0.46, "energy": 0.1, "mass": 1.0,
+                        "atom_mass": [0.46, 0.29, 0.25], "atom_position": [0.0, 2.0, 4.0],
+                        "resolution": 512, "refinements": 1,
+                        "resolution_check": verdicts[p.name]} for p in points}
+    ds = build_summary(params, ["beta"], points, records)
+    for make, y in ((sweep_figures.figure_atom_counts, 3.0),
+                    (sweep_figures.figure_atom_masses, 0.46)):
+        ax = make({"setup": ds}).axes[0]
+        crosses = [c for c in ax.collections if c.get_offsets().shape[0] == 1
+                   and np.allclose(c.get_offsets()[0, 1], y)
+                   and np.allclose(c.get_facecolor()[0][:3], [1, 0, 0])]
+        x = crosses[0].get_offsets()[0, 0]
+        assert len(crosses) == 1 and x == pytest.approx(25 if y == 3.0 else np.sqrt(25))
+        labels = [t.get_text() for t in ax.get_legend().get_texts()]
+        assert sweep_figures.UNRESOLVED_LABEL in labels
+    passed = build_summary(params, ["beta"], points, {
+        k: dict(v, resolution_check="passed") for k, v in records.items()})
+    labels = [t.get_text() for t in sweep_figures.figure_atom_counts(
+        {"setup": passed}).axes[0].get_legend().get_texts()]
+    assert sweep_figures.UNRESOLVED_LABEL not in labels

@@ -154,12 +154,21 @@ def test_failure_then_rerun_skips_finished(client, tiny: Path, tmp_path: Path) -
     assert np.isnan(float(first["n_atoms"].sel(beta=50)))
     stamp = (out / "beta-1.nc").stat().st_mtime_ns
     lines.clear()
-    second = sweep.run_sweep(tiny, params, out, client=client, echo=lines.append,
-                             auto_resolution=True)
+    sweep.run_sweep(tiny, params, out, client=client, echo=lines.append)
     assert (out / "beta-1.nc").stat().st_mtime_ns == stamp
     assert any(s.startswith("[1/2] beta-1: skipped (finished: t_end") for s in lines)
+    lines.clear()
+    # --auto-resolution checks every grid: an unchecked run is not reused, beta = 50 starts at 192
+    second = sweep.run_sweep(tiny, params, out, client=client, echo=lines.append,
+                             auto_resolution=True)
     assert list(second["reason"].values) == ["t_end", "t_end"]
-    assert open_run(out / "beta-50.nc").attrs["domain__resolution"] == 192
+    assert str(second["resolution_levels"].sel(beta=50).values).startswith("192:")
+    assert open_run(out / "beta-50.N192.nc").attrs["domain__resolution"] == 192
+    assert int(second["resolution"].sel(beta=50)) == open_run(out / "beta-50.nc").attrs[
+        "domain__resolution"]
+    lines.clear()
+    sweep.run_sweep(tiny, params, out, client=client, echo=lines.append, auto_resolution=True)
+    assert sum("skipped (finished" in s for s in lines) == 2
     ds = xr.load_dataset(out / "summary.nc")
     assert np.all(np.isfinite(ds["n_atoms"].values)) and list(ds["error"].values) == ["", ""]
 

@@ -1,0 +1,124 @@
+"""Reports of refinement ladders (``meanfield converge``): the printed table, the NetCDF and the
+log-log figure of :class:`solvers.studies.converge.Ladder` tables.
+
+Flags after an order: ``E`` erratic, ``P`` pre-asymptotic; after an atom mass change: ``D``
+detector (see :mod:`solvers.studies.converge` and :mod:`solvers.studies.orders`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from solvers.studies.orders import ORDER_TOL
+
+if TYPE_CHECKING:
+    from solvers.studies.converge import Ladder
+
+SCALAR_KEYS = ("distance_finest_error", "energy_limit", "energy_finest_error")
+REF_ATOM_KEYS = ("atom_mass_limit", "atom_mass_finest_error")
+LEGEND = ("succ: orders of successive differences. Flags: E erratic (order differs from the "
+          f"previous by > {ORDER_TOL:g}), P pre-asymptotic (not within {ORDER_TOL:g} of the design "
+          "order), D detector (atom mass change x radius > W1 of the pair: the detector's "
+          "threshold, not discretisation error)")
+
+
+def _cell(value: float, width: int, spec: str) -> str:
+    return f"{value:{width}{spec}}" if np.isfinite(value) else f"{'-':>{width}}"
+
+
+def _estimates(ladder: Ladder, data: dict[str, np.ndarray]) -> str:
+    """The Richardson line: estimates, or why there are none."""
+    parts = []
+    if np.isfinite(data["distance_finest_error"]):
+        parts.append(f"{ladder.metric()} error of the finest run ~ {data['distance_finest_error']:.2e}")
+    if np.isfinite(data["energy_limit"]):
+        parts.append(f"energy limit {data['energy_limit']:.12g} (finest run off by "
+                     f"{data['energy_finest_error']:.2e})")
+    ok = np.isfinite(data["atom_mass_limit"])
+    if ok.any():
+        parts.append("atom mass limits " + " ".join(
+            f"{m:.5f}+-{e:.1e}" for m, e in zip(data["atom_mass_limit"][ok],
+                                                  data["atom_mass_finest_error"][ok])))
+    if not parts:
+        return ("Richardson: none (the finest three levels are not in the asymptotic range)")
+    return "Richardson (finest three levels): " + "; ".join(parts)
+
+
+def format_table(ladder: Ladder, data: dict[str, np.ndarray]) -> str:
+    """The ladder's table as text (one line per run; the last is the reference), the
+    Richardson estimates and the legend of the flags."""
+    ref = ladder.runs[-1].config
+    head = (f"{ladder.name} ladder ({ref.domain.manifold} {ref.time.scheme}, T = {ref.time.t_end:g}"
+            f", factor {ladder.ratio:g}): {ladder.metric()} and energy error against "
+            f"{ladder.dim} = {ladder.values[-1]:g}; design order {ladder.design.label()}")
+    cols = (f"{ladder.dim:>10} {ladder.metric():>11} {'order':>6} {'succ':>6} {'':2} "
+            f"{'energy err':>11} {'succ':>6} {'':2} {'atoms':>5} {'atom dm next':>12} {'':1} "
+            f"{'succ':>6} {'':2} {'steps':>7} {'wall s':>7}")
+    rows = [head, cols]
+    for k, value in enumerate(ladder.values):
+        rows.append(
+            f"{value:>10g} {_cell(data['distance'][k], 11, '.3e')} "
+            f"{_cell(data['order'][k], 6, '.2f')} "
+            f"{_cell(data['successive_order'][k], 6, '.2f')} {data['successive_order_flag'][k]:2} "
+            f"{_cell(data['energy_error'][k], 11, '.3e')} "
+            f"{_cell(data['energy_change_order'][k], 6, '.2f')} "
+            f"{data['energy_change_order_flag'][k]:2} {data['n_atoms'][k]:>5d} "
+            f"{_cell(data['atom_mass_change'][k], 12, '.3e')} "
+            f"{data['atom_mass_change_detector'][k]:1} "
+            f"{_cell(data['atom_mass_change_order'][k], 6, '.2f')} "
+            f"{data['atom_mass_change_order_flag'][k]:2} "
+            f"{data['steps'][k]:>7d} {data['wall_time'][k]:>7.2f}")
+    return "\n".join(rows + [_estimates(ladder, data), LEGEND])
+
+
+def to_dataset(ladders: Sequence[Ladder], tables: Sequence[dict[str, np.ndarray]]) -> Any:
+    """xarray Dataset: variables ``<space|time>_<quantity>`` on dims ``resolution`` / ``dt``
+    (``successive[k] = d(run k, run k + 1)``, ``atom_mass_change[k]`` likewise; atom masses
+    matched to the reference atoms; ``*_flag``: E/P/D; Richardson estimates 0-d or per
+    reference atom, NaN outside the asymptotic range)."""
+    import xarray as xr
+
+    ds = xr.Dataset()
+    for lad, data in zip(ladders, tables):
+        ds = ds.assign_coords({lad.dim: lad.values.astype(int if lad.dim == "resolution" else float)})
+        atom = f"{lad.name}_atom"
+        for key, value in data.items():
+            dims = ((lad.dim, atom) if key == "atom_mass" else (atom,) if key in REF_ATOM_KEYS
+                    else () if key in SCALAR_KEYS else (lad.dim,))
+            ds[f"{lad.name}_{key}"] = (dims, value)
+        pos = lad.runs[-1].diagnostics.atom_position
+        ds[f"{lad.name}_reference_atom_position"] = ((atom, "xyz")[:pos.ndim], pos)
+        ds.attrs[f"{lad.name}_metric"] = lad.metric()
+        ds.attrs[f"{lad.name}_ratio"] = lad.ratio
+        ds.attrs[f"{lad.name}_design_order"] = lad.design.attr()
+        ds.attrs[f"{lad.name}_config_text"] = lad.runs[-1].config.text
+    ds.attrs["description"] = ("errors against the finest run of each ladder "
+                               "(solvers/studies/converge.py); " + LEGEND)
+    return ds
+
+
+def plot_ladders(ladders: Sequence[Ladder], tables: Sequence[dict[str, np.ndarray]]) -> Any:
+    """Log-log error plots (one panel per ladder) with reference slopes; a matplotlib Figure."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(5.5 * len(ladders), 4.2), layout="constrained")
+    for ax, lad, data in zip(fig.subplots(1, len(ladders), squeeze=False)[0], ladders, tables):
+        x = lad.values
+        for key, style, label in (("distance", "o-", lad.metric()), ("energy_error", "s--", "|E - E_ref|"),
+                                  ("atom_mass_change", "^:", "atom mass change (next run)")):
+            ok = np.isfinite(data[key]) & (data[key] > 0)
+            if ok.any():
+                ax.loglog(x[ok], data[key][ok], style, label=label)
+        ok = np.isfinite(data["distance"]) & (data["distance"] > 0)
+        sign = 1 - 2 * (lad.dim == "resolution")
+        for p in lad.slopes if ok.any() else ():  # through the coarsest error
+            h = (x[:-1] + lad.offset) / (x[ok][0] + lad.offset)
+            ax.loglog(x[:-1], data["distance"][ok][0] * h ** (sign * p), "k:", lw=0.8,
+                      alpha=0.4 + 0.15 * p, label=f"slope {sign * p:+g}")
+        ax.set(xlabel=lad.dim, ylabel="error against the finest run",
+               title=f"{lad.name}: {lad.runs[-1].config.time.scheme}, T = {lad.runs[-1].config.time.t_end:g}")
+        ax.legend(fontsize=8)
+    return fig
