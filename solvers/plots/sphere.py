@@ -243,6 +243,7 @@ def sphere_run_figure(ds: xr.Dataset) -> tuple[Figure, dict[str, Axes]]:
               "energy": fig.add_subplot(grid[1]), "atoms": fig.add_subplot(grid[2])}
     final = MollweideMap(panels["map"], ds, log_limits(ds["rho"].values[-1]))
     final.update(-1)
+    _tracks_on_map(panels["map"], ds)
     fig.colorbar(final.mesh, ax=panels["map"], shrink=0.7, label=r"$\log_{10}\rho$ (clipped)")
     mass, _ = atoms_at(ds, -1)
     panels["map"].set_title(f"(a) final density at t = {float(ds['time'].values[-1]):.4g}: "
@@ -263,13 +264,44 @@ def _bound(ds: xr.Dataset) -> float:
     return float(ds["theorem_3_5_bound"].values[-1]) if "theorem_3_5_bound" in ds else THEOREM_3_5
 
 
+def _identity_columns(ds: xr.Dataset) -> tuple[np.ndarray, np.ndarray] | None:
+    """``(mass, xyz)`` of every atom identity over time, shapes (time, atom), (time, atom, 3)."""
+    if "atom_x" not in ds or ds.sizes.get("atom", 0) == 0:
+        return None
+    xyz = np.stack([ds[f"atom_{c}"].values for c in "xyz"], axis=-1)
+    return ds["atom_mass"].values, xyz
+
+
+def _tracks_on_map(ax: Axes, ds: xr.Dataset) -> None:
+    """Each identity's path on the map (broken where it crosses the +-180 degree seam)."""
+    columns = _identity_columns(ds)
+    if columns is None:
+        return
+    mass, xyz = columns
+    for k in range(mass.shape[1]):
+        alive = np.isfinite(mass[:, k]) & np.all(np.isfinite(xyz[:, k]), axis=-1)
+        if alive.sum() < 2:
+            continue
+        lon, lat = _lon_lat(xyz[alive, k])
+        lon = lon.astype(float).copy()
+        lon[1:][np.abs(np.diff(lon)) > np.pi] = np.nan
+        ax.plot(lon, lat, color=ATOM_COLOR, lw=0.8, alpha=0.7, zorder=3)
+
+
 def _panel_atoms(ax: Axes, ds: xr.Dataset) -> None:
     time = ds["time"].values
     lines = ax.step(time, ds["n_atoms"].values, where="post", color="tab:blue",
                     label="atom count")
-    ax.set(xlabel="time", ylabel="atoms", title="(c) atoms: count and largest mass")
+    ax.set(xlabel="time", ylabel="atoms", title="(c) atoms: count and masses by identity")
+    ax.yaxis.get_major_locator().set_params(integer=True)
     twin = ax.twinx()
-    lines += twin.plot(time, ds["max_atom_mass"].values, color="tab:red", marker=".",
+    columns = _identity_columns(ds)
+    if columns is not None:
+        for k in range(columns[0].shape[1]):
+            (line,) = twin.plot(time, columns[0][:, k], lw=1.0, alpha=0.8)
+        line.set_label("atom masses (one line per identity)")
+        lines.append(line)
+    lines += twin.plot(time, ds["max_atom_mass"].values, color="tab:red", ls=":",
                        label="max atom mass")
     lines.append(twin.axhline(_bound(ds), color="k", ls="--", lw=0.8,
                               label=f"Thm 3.5 constant {_bound(ds):.4f}"))
