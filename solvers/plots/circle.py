@@ -19,6 +19,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import numpy as np
+from matplotlib import colormaps, rcParams
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
@@ -29,6 +30,7 @@ from solvers.plots.common import (
     panel_energy,
     run_title,
 )
+from solvers.plots.style import figsize, theorem_label, time_axis
 
 if TYPE_CHECKING:
     import xarray as xr
@@ -37,8 +39,9 @@ MAX_IMAGE_ROWS = 600  # time rows drawn in panel (a); longer runs are subsampled
 MAX_TRACK_ROWS = 200  # snapshots whose atoms are drawn in panel (a)
 
 
-def run_figure(ds: xr.Dataset) -> tuple[Figure, dict[str, Axes]]:
-    """Build the three-panel figure of a loaded archive.
+def run_figure(ds: xr.Dataset, style: str = "paper") -> tuple[Figure, dict[str, Axes]]:
+    """Build the three-panel figure of a loaded archive (call inside
+    :func:`solvers.plots.style.style_context` for the style's text sizes).
 
     Returns
     -------
@@ -49,7 +52,7 @@ def run_figure(ds: xr.Dataset) -> tuple[Figure, dict[str, Axes]]:
     """
     if ds.sizes.get("time", 0) == 0:
         raise ValueError("the archive holds no snapshots: nothing to plot")
-    fig = Figure(figsize=(18, 5.5), layout="constrained")
+    fig = Figure(figsize=figsize(style, 0.38), layout="constrained")
     axes = fig.subplots(1, 3, width_ratios=[1.2, 1.0, 1.0])
     panels = dict(zip(("density", "final", "energy"), axes, strict=True))
     _panel_density(panels["density"], ds)
@@ -74,57 +77,67 @@ def _subsample(n: int, m: int) -> np.ndarray:
 
 
 def _log_density(rho: np.ndarray) -> tuple[np.ndarray, float, float]:
-    """``log10 rho`` clipped to ``LOG_RANGE`` decades below its maximum."""
+    """``log10 rho`` clipped to ``LOG_RANGE`` decades below its maximum; negative values are
+    set below the colour range (drawn in the colour map's "under" colour, never hidden)."""
     top = float(np.nanmax(rho))
     top = top if top > 0 else 1.0
     vmax = np.log10(top)
     vmin = vmax - LOG_RANGE
-    logr = np.log10(np.clip(rho, 10.0**vmin, None))
-    return logr, vmin, vmax
+    logr = np.maximum(np.log10(np.clip(rho, 10.0**vmin, None)), vmin)  # the floor, exactly
+    return np.where(rho < 0, vmin - 1.0, logr), vmin, vmax
 
 
 def _panel_density(ax: Axes, ds: xr.Dataset) -> None:
     theta, time = ds["theta"].values, ds["time"].values
     rows = _subsample(time.size, MAX_IMAGE_ROWS)
-    logr, vmin, vmax = _log_density(ds["rho"].values[rows])
+    rho = ds["rho"].values[rows]
+    logr, vmin, vmax = _log_density(rho)
     theta = np.append(theta, theta[0] + 2 * np.pi)  # periodic: close the circle at 2 pi
     logr = np.concatenate([logr, logr[:, :1]], axis=1)
-    mesh = ax.pcolormesh(
-        _edges(theta), _edges(time[rows]), logr, vmin=vmin, vmax=vmax, cmap="magma", rasterized=True
-    )
-    ax.figure.colorbar(mesh, ax=ax, label=r"$\log_{10}\rho$ (clipped)")
+    negative = bool((rho < 0).any())
+    cmap = colormaps["magma"].with_extremes(under="cyan")
+    mesh = ax.pcolormesh(_edges(theta), _edges(time[rows]), logr, vmin=vmin, vmax=vmax, cmap=cmap,
+                         rasterized=True)
+    label = rf"$\log_{{10}}\rho$ (floor $10^{{-{LOG_RANGE:g}}}\max$)"
+    ax.figure.colorbar(mesh, ax=ax, label=label + ("; cyan: $\rho<0$" if negative else ""),
+                       extend="min" if negative else "neither")
     _atom_tracks(ax, ds)
-    ax.set(
-        xlabel=r"$\theta$ (rad)",
-        ylabel="time",
-        xlim=(0, 2 * np.pi),
-        title="(a) density and atom tracks",
-    )
+    ax.set(xlabel=r"$\theta$ (rad)", ylabel="time", xlim=(0, 2 * np.pi),
+           title="(a) density; atom tracks (size ~ mass)")
+    time_axis(ax, time, ds["energy"].values, axis="y")
+
+
+def _track_rows(time: np.ndarray, markers: int = 40) -> np.ndarray:
+    """Rows whose atoms are marked: about ``markers`` of them, evenly spread in log time (the
+    density panel's time axis goes log when the run settles early)."""
+    if time.size <= markers:
+        return np.arange(time.size)
+    start = time[time > time[0]][0] - time[0] if (time > time[0]).any() else 1.0
+    targets = time[0] + np.geomspace(start, time[-1] - time[0], markers)
+    rows = np.searchsorted(time, targets).clip(0, time.size - 1)
+    return np.unique(np.concatenate([[0, time.size - 1], rows]))
 
 
 def _atom_tracks(ax: Axes, ds: xr.Dataset) -> None:
+    """One line per atom identity (every snapshot, broken at the seam); circles (area ~ mass)
+    at about 40 snapshots spread in log time."""
     if "atom_mass" not in ds or ds.sizes.get("atom", 0) == 0:
         return
     rows = _subsample(ds.sizes["time"], MAX_TRACK_ROWS)
-    mass = ds["atom_mass"].values[rows]
-    pos = ds["atom_position"].values[rows]
-    t = np.broadcast_to(ds["time"].values[rows][:, None], mass.shape)
+    mass, pos = ds["atom_mass"].values[rows], ds["atom_position"].values[rows]
+    t = ds["time"].values[rows]
     ok = np.isfinite(mass) & np.isfinite(pos)
-    for k in range(mass.shape[1]):  # one line per atom identity (columns), broken at the seam
+    for k in range(mass.shape[1]):
         track = np.where(ok[:, k], pos[:, k], np.nan)
         track[1:][np.abs(np.diff(track)) > np.pi] = np.nan
-        ax.plot(track, t[:, k], color="cyan", lw=0.6, alpha=0.8)
+        ax.plot(track, t, color="cyan", lw=0.6, alpha=0.8)
+    marks = _track_rows(ds["time"].values)
+    mass, pos = ds["atom_mass"].values[marks], ds["atom_position"].values[marks]
+    t = np.broadcast_to(ds["time"].values[marks][:, None], mass.shape)
+    ok = np.isfinite(mass) & np.isfinite(pos)
     if ok.any():
-        ax.scatter(
-            pos[ok],
-            t[ok],
-            s=4 + 120 * mass[ok],
-            facecolors="none",
-            edgecolors="cyan",
-            linewidths=0.8,
-            label="atoms (size ~ mass)",
-        )
-        ax.legend(loc="upper right", fontsize="small")
+        ax.scatter(pos[ok], t[ok], s=(1.0 + 20.0 * mass[ok]) * rcParams["lines.markersize"],
+                   facecolors="none", edgecolors="cyan", linewidths=0.6)
 
 
 def _final_atoms(ds: xr.Dataset) -> tuple[np.ndarray, np.ndarray]:
@@ -137,39 +150,31 @@ def _final_atoms(ds: xr.Dataset) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _panel_final(ax: Axes, ds: xr.Dataset) -> None:
+    """The final density on a symlog axis (negative values show), atoms and their masses."""
     theta, rho = ds["theta"].values, ds["rho"].values[-1]
-    floor = max(float(np.nanmax(rho)), 1e-300) * 1e-12
+    linthresh = max(float(np.nanmax(np.abs(rho))), 1e-300) * 10.0**-LOG_RANGE
     t = float(ds["time"].values[-1])
-    ax.semilogy(
-        np.append(theta, theta[0] + 2 * np.pi),
-        np.clip(np.append(rho, rho[0]), floor, None),
-        lw=1.0,
-        label=rf"$\rho$ at t = {t:.4g}",
-    )
+    ax.plot(np.append(theta, theta[0] + 2 * np.pi), np.append(rho, rho[0]), lw=0.8)
+    ax.set_yscale("symlog", linthresh=linthresh, linscale=0.5)
+    if (rho < 0).any():
+        ax.axhline(0.0, color="0.5", lw=0.5)
+        ax.plot([], [], " ", label=f"min rho = {float(rho.min()):.3g} < 0")
     mass, pos = _final_atoms(ds)
     bound = float(ds["theorem_3_5_bound"].values[-1]) if "theorem_3_5_bound" in ds else THEOREM_3_5
     top = mass.max() if mass.size else 0.0
     if mass.size:
         cells = np.argmin(np.abs(np.angle(np.exp(1j * (theta[None, :] - pos[:, None])))), axis=1)
-        heights = np.clip(rho[cells], floor, None)
-        ax.plot(pos, heights, "v", color="tab:red", label=f"atoms: {mass.size}, max mass {top:.4f}")
+        heights = rho[cells]
+        ax.plot(pos, heights, "v", color="tab:red", label=f"{mass.size} atoms, largest {top:.4f}")
         for p, h, m in zip(pos, heights, mass, strict=True):
-            ax.annotate(
-                f"{m:.3f}",
-                (p, h),
-                textcoords="offset points",
-                xytext=(3, 4),
-                fontsize="small",
-                color="tab:red",
-            )
-    ax.plot([], [], " ", label=f"Thm 3.5 constant {bound:.4f}")
-    ax.set(
-        xlabel=r"$\theta$ (rad)",
-        ylabel=r"$\rho$",
-        xlim=(0, 2 * np.pi),
-        title=f"(b) final density: max atom mass {top:.4f} (Thm 3.5: {bound:.4f})",
-    )
-    ax.legend(loc="best", fontsize="small")
+            ax.annotate(f"{m:.3f}", (p, h), textcoords="offset points", xytext=(3, 4),
+                        fontsize="small", color="tab:red")
+    ax.axhline(np.nan, color="none", label=f"Thm 3.5 term {bound:.4f}*")
+    ax.set(xlabel=r"$\theta$ (rad)", ylabel=r"$\rho$ (symlog)", xlim=(0, 2 * np.pi),
+           title=f"(b) final density, t = {t:.4g}")
+    ax.legend(loc="lower center", fontsize="x-small")
+    ax.figure.text(0.005, -0.01, "* " + theorem_label(ds, bound), fontsize="x-small",
+                   ha="left", va="top")
 
 
 # --------------------------------------------------------------------------- animation

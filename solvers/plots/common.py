@@ -43,30 +43,30 @@ def run_title(ds: xr.Dataset) -> str:
 
 
 def frame_title(ds: xr.Dataset, i: int) -> str:
-    """``t = ..., atoms: n, max atom mass ... (Thm 3.5: 0.5742)`` for record ``i``."""
+    """``t = ..., atoms: n, max atom mass ... (Thm 3.5 term: 0.5742)`` for record ``i``."""
     bound = float(ds["theorem_3_5_bound"].values[i]) if "theorem_3_5_bound" in ds else THEOREM_3_5
     n = int(ds["n_atoms"].values[i]) if "n_atoms" in ds else 0
     top = float(ds["max_atom_mass"].values[i]) if "max_atom_mass" in ds else 0.0
     return (f"t = {float(ds['time'].values[i]):.4g}   atoms: {n}   max atom mass {top:.4f} "
-            f"(Thm 3.5: {bound:.4f})")
+            f"(Thm 3.5 term: {bound:.4f})")
 
 
 def panel_energy(ax: Axes, ds: xr.Dataset) -> None:
+    """Energy against time (a log time axis when it settles early), dissipation on a twin axis."""
+    from solvers.plots.style import time_axis
+
     time = ds["time"].values
-    lines = ax.plot(time, ds["energy"].values, color="tab:blue", marker=".", label="energy")
-    ax.set(xlabel="time", ylabel="energy E", title="(c) energy and dissipation")
+    lines = ax.plot(time, ds["energy"].values, color="tab:blue", label="energy")
+    ax.set(xlabel="time", ylabel="energy E", title="(c) energy, dissipation")
+    time_axis(ax, time, ds["energy"].values)
     diss = ds["dissipation"].values
     if np.any(diss > 0):
         twin = ax.twinx()
-        lines += twin.semilogy(
-            time,
-            np.where(diss > 0, diss, np.nan),
-            color="tab:orange",
-            marker=".",
-            label=r"dissipation $\int|g|^2 d\rho$",
-        )
+        lines += twin.semilogy(time, np.where(diss > 0, diss, np.nan), color="tab:orange",
+                               label=r"dissipation $\int|g|^2 d\rho$")
+        twin.tick_params(axis="y", labelsize="small")
         twin.set_ylabel("dissipation")
-    ax.legend(lines, [ln.get_label() for ln in lines], loc="best", fontsize="small")
+    ax.legend(lines, [ln.get_label() for ln in lines], loc="upper right", fontsize="x-small")
 
 
 def movie_writer(out: Path, fps: int) -> Any:

@@ -23,6 +23,8 @@ from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+from solvers.plots.style import figsize, style_context
+
 STYLES = {16: "-", 32: "--", 64: ":"}
 
 
@@ -140,14 +142,21 @@ def _panel_table(ax: Axes, ds: xr.Dataset) -> None:
                                                           r["p_lstar_predicted"].values)))
     rows += ["", "l* meas: first l with error > |m_l|/2", "l* pred: first l with floor >= |m_l|",
              "(-1: no breakdown up to lmax)"]
-    ax.text(0.0, 1.0, "\n".join(rows), va="top", family="monospace", fontsize=8,
+    ax.text(0.0, 1.0, "\n".join(rows), va="top", family="monospace", fontsize="x-small",
             transform=ax.transAxes)
     ax.set_title("(f) breakdown degrees")
 
 
-def plot_lemma51(ds: xr.Dataset, out_png: str | os.PathLike, dpi: int = 110) -> Path:
-    """Write the six-panel figure of a Lemma 5.1 report; returns the PNG path."""
-    fig = Figure(figsize=(17, 10), layout="constrained")
+def plot_lemma51(ds: xr.Dataset, out_png: str | os.PathLike, dpi: int | None = None,
+                 style: str = "paper") -> Path:
+    """Write the six-panel figure of a Lemma 5.1 report (page width in the ``paper`` style);
+    returns the path."""
+    with style_context(style) as spec:
+        return _plot(ds, Path(out_png), dpi or spec["dpi"], style)
+
+
+def _plot(ds: xr.Dataset, out: Path, dpi: int, style: str) -> Path:
+    fig = Figure(figsize=figsize(style, 0.62), layout="constrained")
     FigureCanvasAgg(fig)
     axes = fig.subplots(2, 3)
     colours = _colours(ds.sizes["beta"])
@@ -159,6 +168,5 @@ def plot_lemma51(ds: xr.Dataset, out_png: str | os.PathLike, dpi: int = 110) -> 
     _panel_table(axes[1, 2], ds)
     fig.suptitle(f"Lemma 5.1: spectral inversion of f = K*mu on {ds.attrs['sphere']} "
                  f"({ds.attrs['measure_label']})")
-    out = Path(out_png)
     fig.savefig(out, dpi=dpi)
     return out

@@ -13,11 +13,11 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from solvers.io.archive import open_run
 from solvers.plots.circle import circle_animation, run_figure
 from solvers.plots.common import VIEWS, movie_writer
+from solvers.plots.style import style_context
 
 
-def plot_run(
-    path: str | os.PathLike, out_png: str | os.PathLike | None = None, dpi: int = 120
-) -> Path:
+def plot_run(path: str | os.PathLike, out_png: str | os.PathLike | None = None,
+             dpi: int | None = None, style: str = "paper") -> Path:
     """Write the summary figure of a run archive.
 
     Parameters
@@ -25,9 +25,11 @@ def plot_run(
     path : str or PathLike
         Run archive (``RUN.nc``).
     out_png : str or PathLike, optional
-        Output file; default ``RUN.png`` next to the archive.
-    dpi : int
-        Resolution of the PNG.
+        Output file (.png, .pdf, .svg); default ``RUN.png`` next to the archive.
+    dpi : int, optional
+        Resolution of a PNG (default: the style's, 300 for paper, 120 for screen).
+    style : {"paper", "screen"}
+        ``paper``: page width (7 in), 8 pt text; ``screen``: 13 in wide, larger text.
 
     Returns
     -------
@@ -37,15 +39,16 @@ def plot_run(
     path = Path(path)
     out = Path(out_png) if out_png is not None else path.with_suffix(".png")
     ds = open_run(path)
-    if "phi" in ds.dims:
-        from solvers.plots.sphere import sphere_run_figure
+    with style_context(style) as spec:
+        if "phi" in ds.dims:
+            from solvers.plots.sphere import sphere_run_figure
 
-        fig, _ = sphere_run_figure(ds)
-    else:
-        fig, _ = run_figure(ds)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    FigureCanvasAgg(fig)
-    fig.savefig(out, dpi=dpi)
+            fig, _ = sphere_run_figure(ds, style)
+        else:
+            fig, _ = run_figure(ds, style)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        FigureCanvasAgg(fig)
+        fig.savefig(out, dpi=dpi or spec["dpi"])
     return out
 
 

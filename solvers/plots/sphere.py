@@ -24,6 +24,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import numpy as np
+from matplotlib import patheffects
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.patches import Circle
@@ -35,6 +36,7 @@ from solvers.plots.common import (
     panel_energy,
     run_title,
 )
+from solvers.plots.style import figsize, integer_ticks, theorem_label, time_axis
 
 if TYPE_CHECKING:
     import xarray as xr
@@ -125,6 +127,9 @@ class MollweideMap:
                                   rasterized=True)
         ax.grid(True, alpha=0.3)
         ax.tick_params(labelsize="small")
+        halo = [patheffects.withStroke(linewidth=1.5, foreground="black")]
+        for label in ax.get_xticklabels():  # longitudes are drawn on the map: white on black
+            label.set(color="white", path_effects=halo)
         self.atoms = _AtomMarks(ax)
 
     def update(self, i: int) -> None:
@@ -226,7 +231,7 @@ def sphere_animation(ds: xr.Dataset, view: str = "orthographic"
     return fig, update
 
 
-def sphere_run_figure(ds: xr.Dataset) -> tuple[Figure, dict[str, Axes]]:
+def sphere_run_figure(ds: xr.Dataset, style: str = "paper") -> tuple[Figure, dict[str, Axes]]:
     """The three-panel summary figure of a loaded S^2 archive.
 
     Returns
@@ -237,7 +242,7 @@ def sphere_run_figure(ds: xr.Dataset) -> tuple[Figure, dict[str, Axes]]:
     """
     if ds.sizes.get("time", 0) == 0:
         raise ValueError("the archive holds no snapshots: nothing to plot")
-    fig = Figure(figsize=(18, 5.5), layout="constrained")
+    fig = Figure(figsize=figsize(style, 0.36), layout="constrained")
     grid = fig.add_gridspec(1, 3, width_ratios=[1.7, 1.0, 1.0])
     panels = {"map": fig.add_subplot(grid[0], projection="mollweide"),
               "energy": fig.add_subplot(grid[1]), "atoms": fig.add_subplot(grid[2])}
@@ -247,8 +252,7 @@ def sphere_run_figure(ds: xr.Dataset) -> tuple[Figure, dict[str, Axes]]:
     fig.colorbar(final.mesh, ax=panels["map"], shrink=0.7, label=r"$\log_{10}\rho$ (clipped)")
     mass, _ = atoms_at(ds, -1)
     panels["map"].set_title(f"(a) final density at t = {float(ds['time'].values[-1]):.4g}: "
-                            f"{mass.size} atoms, max atom mass {_max(mass):.4f} "
-                            f"(Thm 3.5: {_bound(ds):.4f})", fontsize="medium", pad=18)
+                            f"{mass.size} atoms, largest {_max(mass):.4f}", pad=14)
     panel_energy(panels["energy"], ds)
     panels["energy"].set_title("(b) energy and dissipation")
     _panel_atoms(panels["atoms"], ds)
@@ -293,7 +297,7 @@ def _panel_atoms(ax: Axes, ds: xr.Dataset) -> None:
     lines = ax.step(time, ds["n_atoms"].values, where="post", color="tab:blue",
                     label="atom count")
     ax.set(xlabel="time", ylabel="atoms", title="(c) atoms: count and masses by identity")
-    ax.yaxis.get_major_locator().set_params(integer=True)
+    integer_ticks(ax)
     twin = ax.twinx()
     columns = _identity_columns(ds)
     if columns is not None:
@@ -304,6 +308,7 @@ def _panel_atoms(ax: Axes, ds: xr.Dataset) -> None:
     lines += twin.plot(time, ds["max_atom_mass"].values, color="tab:red", ls=":",
                        label="max atom mass")
     lines.append(twin.axhline(_bound(ds), color="k", ls="--", lw=0.8,
-                              label=f"Thm 3.5 constant {_bound(ds):.4f}"))
+                              label=theorem_label(ds, _bound(ds))))
+    time_axis(ax, time, ds["max_atom_mass"].values)
     twin.set(ylabel="mass", ylim=(0.0, 1.05 * max(1.0, np.nanmax(ds["max_atom_mass"].values))))
-    ax.legend(lines, [ln.get_label() for ln in lines], loc="best", fontsize="small")
+    ax.legend(lines, [ln.get_label() for ln in lines], loc="best")

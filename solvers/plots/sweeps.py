@@ -31,6 +31,13 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from solvers.io.summary import THEOREM_3_5, open_summary
+from solvers.plots.style import (
+    COLUMN_WIDTH,
+    PAGE_WIDTH,
+    figsize,
+    integer_ticks,
+    style_context,
+)
 
 RUN_DIMS = ("atom", "xyz")
 UNRESOLVED_LABEL = "x: resolution check not passed (N and 2N disagree)"
@@ -78,9 +85,9 @@ def _curves(summaries: Mapping[str, Any], dim: str) -> Iterator[tuple[str, Any]]
             yield (f"{label}, {suffix}" if suffix else label), sub
 
 
-def figure_atom_counts(summaries: Mapping[str, Any], dim: str = "beta") -> Figure:
+def figure_atom_counts(summaries: Mapping[str, Any], dim: str = "beta", style: str = "paper") -> Figure:
     """Atom count at the end of each run against ``dim`` (log axis), one curve per setup."""
-    fig = Figure(figsize=(6.4, 4.2), layout="constrained")
+    fig = Figure(figsize=figsize(style, 0.75, COLUMN_WIDTH), layout="constrained")
     ax = fig.add_subplot()
     markers = itertools.cycle("osD^v<>p*")
     hollow = unchecked = False
@@ -93,16 +100,16 @@ def figure_atom_counts(summaries: Mapping[str, Any], dim: str = "beta") -> Figur
     ax.set_xscale("log")
     ax.set_xlabel(rf"$\{dim}$" if dim == "beta" else dim)
     ax.set_ylabel("number of atoms at convergence")
-    ax.yaxis.get_major_locator().set_params(integer=True)
+    integer_ticks(ax)
     ax.grid(alpha=0.3)
     ax.legend(fontsize="small")
     ax.set_title("Atoms at convergence")
     return fig
 
 
-def figure_atom_masses(summaries: Mapping[str, Any], dim: str = "beta") -> Figure:
+def figure_atom_masses(summaries: Mapping[str, Any], dim: str = "beta", style: str = "paper") -> Figure:
     """Every atom mass against ``sqrt(dim)``; the largest joined by a line; Theorem 3.5."""
-    fig = Figure(figsize=(6.4, 4.2), layout="constrained")
+    fig = Figure(figsize=figsize(style, 0.75, COLUMN_WIDTH), layout="constrained")
     ax = fig.add_subplot()
     colors, hollow = itertools.cycle([f"C{i}" for i in range(10)]), False
     unchecked = False
@@ -116,8 +123,10 @@ def figure_atom_masses(summaries: Mapping[str, Any], dim: str = "beta") -> Figur
         unchecked |= _mark_unresolved(ax, sub, dim, sub["max_atom_mass"].values, x)
     _note_unsettled(ax, hollow)
     _note_unresolved(ax, unchecked)
+    kernels = {str(ds.attrs.get("kernel", "")).split(":")[0] for ds in summaries.values()}
     ax.axhline(THEOREM_3_5, color="k", ls="--", lw=1,
-               label=r"Theorem 3.5: $16/(16 + 3e^{11/8}) = 0.5742$")
+               label=("Thm 3.5 numerical term 0.5742" + (
+                   " (not a bound: shifted kernel)" if "exp_shifted" in kernels else "")))
     ax.set_xlabel(rf"$\sqrt{{\{dim}}}$" if dim == "beta" else f"sqrt({dim})")
     ax.set_ylabel("atom mass")
     ax.set_ylim(0.0, 1.02)
@@ -161,10 +170,11 @@ def _note_unsettled(ax: Any, hollow: bool) -> None:
                    label="open: not stationary when stopped (t_end)")
 
 
-def figure_sensitivity(summaries: Mapping[str, Any], dim: str = "seed") -> Figure:
+def figure_sensitivity(summaries: Mapping[str, Any], dim: str = "seed", style: str = "paper") -> Figure:
     """Final atoms of each perturbed start overlaid, one panel per setup (colour = seed)."""
     curves = list(_curves(summaries, dim))
-    fig = Figure(figsize=(4.2 * len(curves), 3.8), layout="constrained")
+    width = min(PAGE_WIDTH, COLUMN_WIDTH * len(curves)) if style == "paper" else 4.2 * len(curves)
+    fig = Figure(figsize=(width, 0.9 * width / len(curves)), layout="constrained")
     axes = fig.subplots(1, len(curves), squeeze=False)[0]
     for ax, (label, sub) in zip(axes, curves):
         for i, seed in enumerate(sub[dim].values):
@@ -200,11 +210,18 @@ def _draw_atoms(ax: Any, mass: np.ndarray, pos: np.ndarray, color: str, label: s
 
 
 def write_figures(sources: Sequence[str | Path], labels: Sequence[str] | None = None,
-                  outdir: str | Path | None = None) -> list[Path]:
+                  outdir: str | Path | None = None, style: str = "paper") -> list[Path]:
     """Write every figure the summaries allow (module doc) into ``outdir``; return the paths.
 
-    ``outdir`` defaults to the first sweep folder.
+    ``outdir`` defaults to the first sweep folder; ``style`` is ``paper`` (column width, 8 pt
+    text, 300 dpi) or ``screen`` (:mod:`solvers.plots.style`).
     """
+    with style_context(style) as spec:
+        return _write_figures(sources, labels, outdir, style, spec["dpi"])
+
+
+def _write_figures(sources: Sequence[str | Path], labels: Sequence[str] | None,
+                   outdir: str | Path | None, style: str, dpi: int) -> list[Path]:
     summaries = load_summaries(sources, labels)
     first = Path(sources[0])
     out = Path(outdir) if outdir else (first if first.is_dir() else first.parent)
@@ -217,7 +234,7 @@ def write_figures(sources: Sequence[str | Path], labels: Sequence[str] | None = 
         makers = (figure_atom_counts, figure_atom_masses) if dim == "beta" else \
             (figure_sensitivity,)
         for name, make in zip(names, makers):
-            make(chosen, dim).savefig(out / name, dpi=150)
+            make(chosen, dim, style).savefig(out / name, dpi=dpi)
             written.append(out / name)
     if not written:
         raise ValueError("no summary has a 'beta' or 'seed' dimension: nothing to draw")

@@ -100,11 +100,16 @@ def to_dataset(ladders: Sequence[Ladder], tables: Sequence[dict[str, np.ndarray]
     return ds
 
 
-def plot_ladders(ladders: Sequence[Ladder], tables: Sequence[dict[str, np.ndarray]]) -> Any:
-    """Log-log error plots (one panel per ladder) with reference slopes; a matplotlib Figure."""
+def plot_ladders(ladders: Sequence[Ladder], tables: Sequence[dict[str, np.ndarray]],
+                 style: str = "paper") -> Any:
+    """Log-log error plots (one panel per ladder, a column wide in the ``paper`` style) with
+    reference slopes; a matplotlib Figure (build it inside ``style_context(style)``)."""
     from matplotlib.figure import Figure
 
-    fig = Figure(figsize=(5.5 * len(ladders), 4.2), layout="constrained")
+    from solvers.plots.style import COLUMN_WIDTH, figsize
+
+    fig = Figure(figsize=figsize(style, 0.8 / len(ladders), COLUMN_WIDTH * len(ladders)),
+                 layout="constrained")
     for ax, lad, data in zip(fig.subplots(1, len(ladders), squeeze=False)[0], ladders, tables):
         x = lad.values
         for key, style, label in (("distance", "o-", lad.metric()), ("energy_error", "s--", "|E - E_ref|"),

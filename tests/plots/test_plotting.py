@@ -57,9 +57,11 @@ def test_run_figure_has_three_panels(archive: Path) -> None:
     fig, panels = run_figure(open_run(archive))
     assert list(panels) == ["density", "final", "energy"]
     assert all(ax in fig.axes for ax in panels.values())
-    assert panels["final"].get_yscale() == "log"
-    assert "0.5742" in panels["final"].get_title()
-    assert "0.6000" in panels["final"].get_title()
+    assert panels["final"].get_yscale() == "symlog"  # negative values stay visible
+    legend = [t.get_text() for t in panels["final"].get_legend().get_texts()]
+    assert "Thm 3.5 term 0.5742*" in legend  # footnoted: the theorem's numerical term
+    assert any("Thm 3.5 numerical term 0.5742" in t.get_text() for t in fig.texts)
+    assert "5 atoms, largest 0.6000" in legend or any("largest 0.6000" in t for t in legend)
     texts = [t.get_text() for t in panels["final"].texts]
     assert texts == ["0.600", "0.400"]
     title = fig.get_suptitle()

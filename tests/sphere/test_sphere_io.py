@@ -293,10 +293,11 @@ def test_sphere_summary_figure(tmp_path: Path) -> None:
     fig, panels = sphere_run_figure(open_run(path))
     assert list(panels) == ["map", "energy", "atoms"] and panels["map"].name == "mollweide"
     title = panels["map"].get_title()
-    assert "3 atoms" in title and "max atom mass 0.3000" in title and "0.5742" in title
+    assert "3 atoms" in title and "largest 0.3000" in title
     assert sorted(t.get_text() for t in panels["map"].texts) == ["0.100", "0.200", "0.300"]
     labels = panels["atoms"].get_legend().get_texts()
-    assert "Thm 3.5 constant 0.5742" in [t.get_text() for t in labels]
+    # the 0.5742 line says what it is (the theorem's numerical term), not "the bound"
+    assert any(t.get_text().startswith("Thm 3.5 numerical term 0.5742") for t in labels)
     assert "S2" in fig.get_suptitle() and "lmax = 31" in fig.get_suptitle()
     out = plot_run(path, dpi=50)
     assert out == path.with_suffix(".png") and out.stat().st_size > 10_000
