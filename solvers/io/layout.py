@@ -174,7 +174,7 @@ def _make_grid(config: RunConfig, theta: np.ndarray, cell_weight: np.ndarray,
 def _global_attributes(config: RunConfig) -> dict[str, Any]:
     version, created = package_version(), _utc_now()
     attrs: dict[str, Any] = {
-        "Conventions": "CF-1.8",
+        "Conventions": "CF-1.10",
         "title": "meanfield-spectral run",
         "archive_format": ARCHIVE_FORMAT,
         "version": version,
@@ -193,13 +193,24 @@ def _global_attributes(config: RunConfig) -> dict[str, Any]:
 
 
 def _var(nc: netCDF4.Dataset, name: str, dtype: str, dims: tuple[str, ...], units: str,
-         long_name: str, **kwargs: Any) -> netCDF4.Variable:
+         long_name: str, axis: str | None = None, **kwargs: Any) -> netCDF4.Variable:
     """Create a variable with ``units`` and ``long_name`` (floats with NaN fill on ``time``)."""
     if dtype == "f8" and "time" in dims:
         kwargs.setdefault("fill_value", np.nan)
     var = nc.createVariable(name, dtype, dims, **kwargs)
-    var.setncatts({"units": units, "long_name": long_name})
+    var.setncatts({"units": units, "long_name": long_name} | ({"axis": axis} if axis else {}))
     return var
+
+
+def _bounds(nc: netCDF4.Dataset, axis: str, faces: np.ndarray, units: str) -> None:
+    """CF cell bounds ``<axis>_bounds(axis, nv)`` from the ``n + 1`` faces of the cells."""
+    if "nv" not in nc.dimensions:
+        nc.createDimension("nv", 2)
+    nc[axis].bounds = f"{axis}_bounds"
+    var = nc.createVariable(f"{axis}_bounds", "f8", (axis, "nv"))
+    var.units = units  # bounds inherit the coordinate's meaning (CF 7.1); units kept for readers
+    var.long_name = f"{axis} of the cell faces (lower, upper)"
+    var[:] = np.stack([faces[:-1], faces[1:]], axis=1)
 
 
 def _define_circle_axes(nc: netCDF4.Dataset, grid: _Grid) -> None:
@@ -207,8 +218,12 @@ def _define_circle_axes(nc: netCDF4.Dataset, grid: _Grid) -> None:
     nc.createDimension("wavenumber", n // 2 + 1)
     _var(nc, "theta", "f8", ("theta",), "radian", "cell centre angle")[:] = grid.theta
     nc["theta"].setncattr("axis", "X")
+    h = 2.0 * np.pi / n
+    _bounds(nc, "theta", np.append(grid.theta - 0.5 * h, grid.theta[-1] + 0.5 * h), "radian")
+    # the cell measure of a 1-D grid is a length; CF's cell_measures knows only "area" and
+    # "volume", so it is registered as the grid's "area" (docs/archive.md)
     _var(nc, "cell_weight", "f8", ("theta",), "radian",
-         "cell measure (quadrature weight)")[:] = grid.cell_weight
+         "cell measure (arc length = quadrature weight)")[:] = grid.cell_weight
     _var(nc, "wavenumber", "i8", ("wavenumber",), "1", "Fourier wavenumber k")[:] = \
         np.arange(n // 2 + 1)
 
@@ -217,8 +232,13 @@ def _define_sphere_axes(nc: netCDF4.Dataset, grid: _Grid) -> None:
     nc.createDimension("phi", grid.phi.size)
     nc.createDimension("lm", grid.basis.nlm)
     _var(nc, "theta", "f8", ("theta",), "radian",
-         "colatitude of the cell centre (Gauss node)")[:] = grid.theta
-    _var(nc, "phi", "f8", ("phi",), "radian", "longitude of the cell centre")[:] = grid.phi
+         "colatitude of the cell centre (Gauss node)", axis="Y")[:] = grid.theta
+    _var(nc, "phi", "f8", ("phi",), "radian", "longitude of the cell centre", axis="X")[:] = grid.phi
+    band = np.sum(grid.cell_weight, axis=1) / (2.0 * np.pi)  # cos(theta) drop across each band
+    mu_faces = np.clip(1.0 - np.concatenate([[0.0], np.cumsum(band)]), -1.0, 1.0)
+    _bounds(nc, "theta", np.arccos(mu_faces), "radian")
+    dphi = 2.0 * np.pi / grid.phi.size
+    _bounds(nc, "phi", np.append(grid.phi - 0.5 * dphi, grid.phi[-1] + 0.5 * dphi), "radian")
     lat = _var(nc, "lat", "f8", ("theta",), "degrees_north", "latitude = 90 - colatitude")
     lat[:], lat.standard_name = 90.0 - np.degrees(grid.theta), "latitude"
     lon = _var(nc, "lon", "f8", ("phi",), "degrees_east", "longitude")
@@ -251,6 +271,7 @@ def _define_records(nc: netCDF4.Dataset, grid: _Grid) -> None:
     rho = _var(nc, "rho", "f8", ("time", "theta", "phi") if s2 else ("time", "theta"), units,
                "density (fv: cell averages; spectral: point values)",
                chunksizes=(1, *grid.shape), **comp)
+    rho.cell_measures = "area: cell_weight"
     if s2:
         rho.coordinates = "lat lon"
     _define_spectrum(nc, grid, comp)

@@ -56,7 +56,8 @@ def test_archive_round_trip_with_plain_xarray(tmp_path: Path) -> None:
     path = write_s2_run(tmp_path / "run.nc")
     g = grid()
     with xr.open_dataset(path) as ds:
-        assert dict(ds.sizes) == {"time": 3, "theta": 32, "phi": 64, "lm": g.basis.nlm, "atom": 3}
+        assert dict(ds.sizes) == {"time": 3, "theta": 32, "phi": 64, "lm": g.basis.nlm, "atom": 3,
+                                  "nv": 2}  # nv: CF cell bounds
         assert ds["rho"].dims == ("time", "theta", "phi") and ds.attrs["manifold"] == "S2"
         for i, t in enumerate(ds["time"].values):
             np.testing.assert_array_equal(ds["rho"].values[i], s2_snapshot(t).rho)

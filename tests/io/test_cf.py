@@ -1,0 +1,86 @@
+"""CF-1.10 metadata of the run archive, checked with cf_xarray: axes, cell bounds, cell
+measures, and units/long_name on every variable (S^1 and S^2)."""
+
+from __future__ import annotations
+
+import cf_xarray  # noqa: F401 (registers the .cf accessor)
+import numpy as np
+import pytest
+import xarray as xr
+
+import solvers
+from conftest import PAPER_S1_WEIGHTS_TOML
+
+S1 = f"""
+[domain]
+manifold = "S1"
+resolution = 64
+[model]
+beta = 2.0
+[perceptron]
+activation = "relu"
+{PAPER_S1_WEIGHTS_TOML}
+[time]
+t_end = 2.0
+[output]
+snapshot_interval = 1.0
+progress = false
+"""
+S2 = """
+[domain]
+manifold = "S2"
+resolution = 31
+[model]
+beta = 1.0
+[time]
+t_end = 0.2
+[output]
+snapshot_interval = 0.1
+progress = false
+"""
+
+
+@pytest.fixture(scope="module", params=["S1", "S2"])
+def archive(request, tmp_path_factory):
+    path = tmp_path_factory.mktemp(request.param) / "run.nc"
+    solvers.run(S1 if request.param == "S1" else S2, path=path)
+    with xr.open_dataset(path) as ds:
+        yield request.param, ds.load()
+
+
+def test_conventions_and_every_variable_described(archive):
+    _, ds = archive
+    assert ds.attrs["Conventions"] == "CF-1.10"
+    for name, var in ds.variables.items():
+        assert var.attrs.get("units") is not None and var.attrs.get("long_name"), name
+
+
+def test_cf_xarray_finds_axes_bounds_and_measures(archive):
+    manifold, ds = archive
+    axes = ds.cf.axes
+    assert axes["T"] == ["time"]
+    if manifold == "S1":
+        assert axes["X"] == ["theta"]
+    else:
+        assert axes["X"] == ["phi"] and axes["Y"] == ["theta"]
+        assert set(ds.cf.bounds) >= {"theta", "phi"}
+    assert ds.cf.bounds["theta"] == ["theta_bounds"]
+    assert ds.cf.cell_measures == {"area": ["cell_weight"]}
+    assert ds.cf["rho"].cf.cell_measures == {"area": ["cell_weight"]}
+
+
+def test_bounds_tile_the_domain_and_match_the_measure(archive):
+    """The cell bounds are the faces: they tile the circle / the sphere, and on S^2 each band's
+    solid angle (2 pi (cos lower - cos upper)) is the sum of its cells' measures."""
+    manifold, ds = archive
+    tb = ds["theta_bounds"].values
+    np.testing.assert_allclose(tb[1:, 0], tb[:-1, 1], rtol=0, atol=1e-14)
+    if manifold == "S1":
+        assert tb[-1, 1] - tb[0, 0] == pytest.approx(2 * np.pi, abs=1e-12)
+        np.testing.assert_allclose(np.diff(tb, axis=1)[:, 0], ds["cell_weight"].values, atol=1e-14)
+    else:
+        assert tb[0, 0] == pytest.approx(0.0, abs=1e-7) and tb[-1, 1] == pytest.approx(np.pi, abs=1e-7)
+        band = 2 * np.pi * (np.cos(tb[:, 0]) - np.cos(tb[:, 1]))
+        np.testing.assert_allclose(band, ds["cell_weight"].sum("phi").values, rtol=1e-12)
+        pb = ds["phi_bounds"].values
+        assert pb[-1, 1] - pb[0, 0] == pytest.approx(2 * np.pi, abs=1e-12)
