@@ -144,7 +144,9 @@ def build_summary(params: Sequence[Any], dims: Sequence[str], points: Sequence[A
     coords = {d: _coordinate(p.values, p.raw) for d, p in zip(dims, params)}
     attrs = {"swept_keys": json.dumps({d: p.key for d, p in zip(dims, params)}),
              "base_config_text": base_text, "theorem_3_5_bound": THEOREM_3_5}
-    return xr.Dataset(variables, coords=coords, attrs=attrs)
+    from solvers.io.cf import describe
+
+    return describe(xr.Dataset(variables, coords=coords, attrs=attrs), "meanfield-spectral sweep summary")
 
 
 def write_dataset(ds: Any, path: Path) -> None:

@@ -97,7 +97,9 @@ def to_dataset(ladders: Sequence[Ladder], tables: Sequence[dict[str, np.ndarray]
         ds.attrs[f"{lad.name}_config_text"] = lad.runs[-1].config.text
     ds.attrs["description"] = ("errors against the finest run of each ladder "
                                "(solvers/studies/converge.py); " + LEGEND)
-    return ds
+    from solvers.io.cf import describe
+
+    return describe(ds, "meanfield-spectral convergence ladders")
 
 
 def plot_ladders(ladders: Sequence[Ladder], tables: Sequence[dict[str, np.ndarray]],

@@ -47,6 +47,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from solvers.io.cf import describe
 from solvers.studies.lemma51_inversion import (
     ALIAS_TOL,
     AUTO_LMAX_MARGIN,
@@ -134,6 +135,7 @@ def lemma51_dataset(measure: Measure, betas: Any, lmax: int | None = None, n: in
 
     ds = xr.Dataset(data, coords={"beta": list(betas), "degree": np.arange(size)})
     ds.attrs.update(_attributes(measure, perturbation))
+    describe(ds, "meanfield-spectral Lemma 5.1 report: spectral inversion of f = K*mu")
     return ds
 
 
@@ -170,7 +172,8 @@ def run_lemma51(measure: Measure, betas: Any, digits: Any = (32, 64), lmax: int 
         study = precision_study(measure, betas, digits, lmax, n)
         import xarray as xr
 
-        ds = xr.merge([ds, study], join="outer", combine_attrs="override")
+        ds = describe(xr.merge([ds, study], join="outer", combine_attrs="override"),
+                      "meanfield-spectral Lemma 5.1 report: spectral inversion of f = K*mu")
     return ds
 
 

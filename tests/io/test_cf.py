@@ -84,3 +84,62 @@ def test_bounds_tile_the_domain_and_match_the_measure(archive):
         np.testing.assert_allclose(band, ds["cell_weight"].sum("phi").values, rtol=1e-12)
         pb = ds["phi_bounds"].values
         assert pb[-1, 1] - pb[0, 0] == pytest.approx(2 * np.pi, abs=1e-12)
+
+
+# --------------------------------------------------------------------------- other outputs
+
+
+def _round_trip(ds: xr.Dataset, path) -> xr.Dataset:
+    ds.to_netcdf(path)
+    with xr.open_dataset(path) as back:
+        return back.load()
+
+
+def _described(ds: xr.Dataset) -> None:
+    from solvers.io.cf import check
+
+    assert ds.attrs["Conventions"] == "CF-1.10" and ds.attrs["title"]
+    assert check(ds) == []
+
+
+def test_lemma51_report_is_described(tmp_path):
+    from solvers.studies.lemma51 import lemma51_dataset
+    from solvers.studies.lemma51_measures import make_measure
+
+    ds = _round_trip(lemma51_dataset(make_measure("vmf", "S1", kappa=3.0), [5.0]), tmp_path / "l.nc")
+    _described(ds)
+    assert ds["beta"].attrs["long_name"].startswith("inverse temperature")
+
+
+def test_convergence_ladder_is_described(tmp_path):
+    from solvers.studies.converge import converge
+    from solvers.studies.converge_report import to_dataset
+
+    path = tmp_path / "c.toml"
+    path.write_text(S1.replace("t_end = 2.0", "t_end = 0.5"))
+    ladders = converge(path, "64,128,256")
+    ds = _round_trip(to_dataset(ladders, [lad.table() for lad in ladders]), tmp_path / "c.nc")
+    _described(ds)
+    assert ds["resolution"].attrs["long_name"].startswith("grid resolution")
+
+
+def test_sweep_summary_is_described(tmp_path):
+    from solvers.io.summary import build_summary
+    from solvers.studies import sweep
+
+    params = [sweep.parse_param("model.beta=1,2")]
+    points = sweep.sweep_points(params)
+    records = {p.name: {"reason": "stationary", "t_final": 5.0, "n_steps": 3, "wall_time": 1.0,
+                        "n_atoms": 1, "max_atom_mass": 1.0, "energy": 0.1, "mass": 1.0,
+                        "atom_mass": [1.0], "atom_position": [0.0]} for p in points}
+    ds = _round_trip(build_summary(params, ["beta"], points, records), tmp_path / "s.nc")
+    _described(ds)
+
+
+def test_check_reports_what_is_missing():
+    from solvers.io.cf import check, describe
+
+    ds = xr.Dataset({"a": ("x", np.zeros(2))}, coords={"x": [0, 1]})
+    assert set(check(ds)) == {"(Conventions)", "a", "x"}
+    assert check(describe(ds, "t")) == []
+    assert ds["a"].attrs == {"units": "1", "long_name": "a"}
