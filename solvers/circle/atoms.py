@@ -29,12 +29,15 @@ class Atoms:
         Centre of mass of the core, in [0, 2 pi).
     diffuse_mass : float
         Mass in no atom.
+    labels : ndarray of int, shape (N,), optional
+        The atom (index into ``mass``) of every cell, -1 for diffuse cells.
     """
 
     mass: np.ndarray
     position: np.ndarray
     core_mass: np.ndarray
     diffuse_mass: float = 0.0
+    labels: np.ndarray | None = None
 
     @property
     def count(self) -> int:
@@ -99,4 +102,14 @@ def detect_atoms(theta: np.ndarray, cell_mass: np.ndarray, beta: float, params: 
                    resolve_radii(params, beta, h, np.pi / 4.0))
     position = np.mod(np.arctan2(found.unit[:, 1], found.unit[:, 0]), 2.0 * np.pi)
     order = np.argsort(position)
-    return Atoms(found.mass[order], position[order], found.core_mass[order], found.diffuse_mass)
+    return Atoms(found.mass[order], position[order], found.core_mass[order], found.diffuse_mass,
+                 _relabel(found.labels, order))
+
+
+def _relabel(labels: np.ndarray | None, order: np.ndarray) -> np.ndarray | None:
+    """Cell labels after the atoms are reordered by ``order`` (new k = old ``order[k]``)."""
+    if labels is None:
+        return None
+    new = np.empty(order.size, dtype=int)
+    new[order] = np.arange(order.size)
+    return np.where(labels >= 0, new[np.maximum(labels, 0)] if order.size else -1, -1)

@@ -340,9 +340,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _add_companion_commands(sub: Any) -> None:
     """Commands that live in their own modules (each provides ``add_parser``)."""
-    from solvers.cli import compare_particles, converge, example, lemma51, sweep, sweep_figures
+    from solvers.cli import compare_particles, converge, example, lemma51, polish, sweep, sweep_figures
 
-    for module in (lemma51, converge, compare_particles, sweep, sweep_figures, example):
+    for module in (lemma51, converge, compare_particles, sweep, sweep_figures, example, polish):
         module.add_parser(sub)
 
 

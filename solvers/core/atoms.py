@@ -89,12 +89,15 @@ class AtomSet:
         Positions as unit vectors.
     diffuse_mass : float
         Total mass minus the atoms' masses.
+    labels : ndarray of int, shape (cells,), optional
+        The atom (index into ``mass``) each cell belongs to, -1 for diffuse cells.
     """
 
     mass: np.ndarray
     core_mass: np.ndarray
     unit: np.ndarray
     diffuse_mass: float
+    labels: np.ndarray | None = None
 
     @property
     def count(self) -> int:
@@ -227,6 +230,7 @@ def measure_atoms(labels: np.ndarray, density: np.ndarray, cell_mass: np.ndarray
     total = float(np.sum(cell_mass))
     floor = params.contrast * abs(total) / graph.measure
     masses, cores, units = [], [], []
+    owner = np.full(labels.shape, -1)
     order = np.argsort(labels, kind="stable")
     bounds = np.flatnonzero(np.diff(labels[order])) + 1
     for cells in np.split(order, bounds):
@@ -240,11 +244,12 @@ def measure_atoms(labels: np.ndarray, density: np.ndarray, cell_mass: np.ndarray
         if mass < params.min_mass:
             continue
         unit, core = core_of(cells, cell_mass, graph, graph.points[top], radii.core)
+        owner[cells] = len(masses)
         masses.append(mass), cores.append(core), units.append(unit)
     d = graph.points.shape[1]
     mass = np.asarray(masses, dtype=float)
     return AtomSet(mass, np.asarray(cores, dtype=float), np.asarray(units, dtype=float).reshape(-1, d),
-                   total - float(mass.sum()))
+                   total - float(mass.sum()), owner)
 
 
 def detect(pointer: np.ndarray, density: np.ndarray, cell_mass: np.ndarray, graph: CellGraph,

@@ -34,6 +34,7 @@ class SphereAtoms:
     position: np.ndarray
     core_mass: np.ndarray = None  # type: ignore[assignment]
     diffuse_mass: float = 0.0
+    labels: np.ndarray | None = None  # (cells,) atom index (into mass) or -1: diffuse
 
     def __post_init__(self) -> None:
         if self.core_mass is None:
@@ -95,5 +96,8 @@ def detect_atoms(points: np.ndarray, cell_mass: np.ndarray, area: np.ndarray, be
     found = detect(steepest_ascent(ascent, graph), density, mass, graph, params,
                    resolve_radii(params, beta, cell, np.pi / 6.0))
     order = np.argsort(-found.mass, kind="stable")
+    new = np.empty(order.size, dtype=int)
+    new[order] = np.arange(order.size)
+    labels = np.where(found.labels >= 0, new[np.maximum(found.labels, 0)] if order.size else -1, -1)
     return SphereAtoms(found.mass[order], found.unit[order], found.core_mass[order],
-                       found.diffuse_mass)
+                       found.diffuse_mass, labels)

@@ -1,0 +1,35 @@
+"""``meanfield polish``: exact stationary atoms of a run's last snapshot (Newton)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from solvers.studies.polish import MERGE_TOL, format_report, polish_archive
+
+
+def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Register ``meanfield polish`` on an ``argparse`` subparsers object."""
+    p = subparsers.add_parser(
+        "polish", help="exact stationary atoms of a run's last snapshot (Newton on grad U = 0)",
+        description="The last snapshot's atoms become Dirac masses (basin masses fixed); their "
+                    "positions solve grad U(x_i) = 0 by Newton's method; the stability of the "
+                    "result is reported. Writes RUN.polished.nc (or -o).")
+    p.add_argument("run", metavar="RUN.nc")
+    p.add_argument("-o", "--output", metavar="OUT.nc", help="default RUN.polished.nc")
+    p.add_argument("--merge-tol", type=float, default=MERGE_TOL,
+                   help=f"merge a diffuse remainder up to this mass into the atoms (default {MERGE_TOL:g}); "
+                        "a larger one stays as fixed sources")
+    p.add_argument("--tol", type=float, default=1e-13, help="Newton tolerance on max |grad U| (1e-13)")
+    p.set_defaults(func=run_command)
+    return p
+
+
+def run_command(args: argparse.Namespace) -> int:
+    """Polish, print the report, write the archive; 1 when Newton did not converge."""
+    if not (args.merge_tol >= 0.0) or not (0.0 < args.tol < 1.0):
+        raise ValueError("--merge-tol must be >= 0 and --tol in (0, 1)")
+    result, out = polish_archive(args.run, args.output, args.merge_tol, args.tol)
+    print(format_report(result))
+    print(f"wrote {out}")
+    return 0 if result.converged else 1

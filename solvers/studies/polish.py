@@ -1,0 +1,185 @@
+"""Exact stationary measures: polish a run's final atoms with Newton's method.
+
+``meanfield polish RUN.nc [-o OUT.nc]``: the last snapshot's atoms (basins, :mod:`solvers.core.atoms`)
+become Dirac masses with their basin masses fixed; the diffuse remainder is merged into the
+nearest atom cell by cell when it is at most ``merge_tol``, else kept as fixed sources. Then
+``grad U(x_i) = 0`` is solved for the positions by Newton's method with the analytic Jacobian
+(:mod:`solvers.core.point_atoms`), and the result's stability is reported:
+
+- ``dirac_hess_u``: eigenvalues of the tangential Hessian of ``U`` at each atom, the atom's own
+  mass included (descent: a stable atom sits at a local minimum of ``U``, all >= 0; ascent <= 0);
+- ``energy_hessian``: eigenvalues of the Hessian of the energy in the atom positions (descent:
+  a local minimum has none < 0; zero modes are symmetries, e.g. rotations without a perceptron).
+
+The output archive is the input's last record (the grid density, so every command reads it)
+plus the polished atoms (``dirac_*`` variables) and ``polish_*`` attributes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from solvers.core.point_atoms import AtomSystem, newton, tangent_bases
+from solvers.model.config import load_config
+from solvers.model.params import RunConfig
+
+MERGE_TOL = 1e-3  # a remainder up to this mass is merged into the nearest atoms
+
+
+@dataclass(frozen=True)
+class Polished:
+    """The polished measure and its report (``x`` (n, d) unit vectors, ``m`` (n,) masses)."""
+
+    x: np.ndarray
+    m: np.ndarray
+    x0: np.ndarray
+    residuals: list[float]
+    converged: bool
+    merged: bool
+    remainder: float
+    energy_before: float
+    energy_after: float
+    hess_u: np.ndarray  # (n, d - 1) eigenvalues per atom
+    energy_hessian: np.ndarray  # (n (d - 1),) eigenvalues
+    stable: bool
+    direction: str
+
+
+def grid_atoms(config: RunConfig, rho: np.ndarray) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray]:
+    """``(atoms, points (cells, d), cell_mass (cells,), labels (cells,))`` of a grid state, by the
+    run's own detector (the same basins the archive reports)."""
+    from solvers.timestepping.simulation import make_discretization
+
+    disc = make_discretization(config)
+    if config.domain.manifold == "S1":
+        from solvers.circle.atoms import detect_atoms
+
+        b = disc.problem.basis
+        found = detect_atoms(b.theta, rho * b.cell_weight, config.model.beta, config.atoms,
+                             face_velocity=disc.problem.velocity(b.forward(rho), "face"))
+        points = np.stack([np.cos(b.theta), np.sin(b.theta)], axis=1)
+        return found, points, (rho * b.cell_weight).ravel(), found.labels
+    from solvers.sphere.atoms import detect_atoms
+
+    g = disc.grid
+    points = g.points(g.theta, g.phi).reshape(-1, 3)
+    fields = disc.problem.centre_fields(rho)
+    found = detect_atoms(points, rho * g.area, g.area, config.model.beta, config.atoms,
+                         cell=float(max(g.dtheta.max(), g.dphi)),
+                         potential=disc.flow_potential(fields))
+    return found, points, (rho * g.area).ravel(), found.labels
+
+
+def _positions(found: Any, d: int) -> np.ndarray:
+    if d == 2:
+        return np.stack([np.cos(found.position), np.sin(found.position)], axis=1)
+    return np.asarray(found.position, dtype=float).reshape(-1, 3)
+
+
+def polish(config: RunConfig, rho: np.ndarray, merge_tol: float = MERGE_TOL,
+           tol: float = 1e-13) -> Polished:
+    """Polish the atoms of the grid state ``rho`` (module docstring)."""
+    found, points, cell_mass, labels = grid_atoms(config, rho)
+    if found.count == 0:
+        raise ValueError("the state has no atoms to polish")
+    d = points.shape[1]
+    x0, m = _positions(found, d), np.asarray(found.mass, dtype=float).copy()
+    diffuse = labels < 0
+    remainder = float(cell_mass[diffuse].sum())
+    merged = remainder <= merge_tol
+    if merged:  # each diffuse cell's mass to the nearest atom
+        nearest = np.argmax(points[diffuse] @ x0.T, axis=1)
+        m += np.bincount(nearest, weights=cell_mass[diffuse], minlength=m.size)
+        system = AtomSystem(config.model, m)
+    else:
+        system = AtomSystem(config.model, m, points[diffuse], cell_mass[diffuse])
+    result = newton(system, x0, tol=tol)
+    return _report(system, x0, result, merged, remainder, config.model.direction)
+
+
+def _report(system: AtomSystem, x0: np.ndarray, result: Any, merged: bool, remainder: float,
+            direction: str) -> Polished:
+    x = result.x
+    bases = tangent_bases(x)
+    hess_u = np.stack([np.linalg.eigvalsh(0.5 * (h + h.T)) for h in system.hess_u_full(x, bases)])
+    q = x.shape[1] - 1
+    energy_h = np.repeat(system.m, q)[:, None] * system.jacobian(x, bases)
+    eig = np.linalg.eigvalsh(0.5 * (energy_h + energy_h.T))
+    scale = max(float(np.abs(eig).max()), 1e-300)
+    # descent: a local minimum of U at every atom and of E in the positions; ascent: maxima
+    sign = 1.0 if direction == "ascent" else -1.0
+    stable = bool(np.all(-sign * hess_u >= -1e-9 * scale) and np.all(-sign * eig >= -1e-9 * scale))
+    return Polished(x, system.m, x0, result.residuals, result.converged, merged, remainder,
+                    system.energy(x0), system.energy(x), hess_u, eig, stable, direction)
+
+
+def polish_archive(path: str | Path, out: str | Path | None = None,
+                   merge_tol: float = MERGE_TOL, tol: float = 1e-13) -> tuple[Polished, Path]:
+    """Polish the last snapshot of a run archive and write ``out`` (default ``RUN.polished.nc``)."""
+    from solvers.io.archive import open_run
+
+    path = Path(path)
+    ds = open_run(path)
+    if ds.sizes.get("time", 0) == 0:
+        raise ValueError(f"{path}: the archive holds no snapshots")
+    config = load_config(str(ds.attrs["config_text"]))
+    last = ds.isel(time=[-1])
+    result = polish(config, np.asarray(last["rho"].values[0], dtype=float), merge_tol, tol)
+    target = Path(out) if out else path.with_name(path.stem + ".polished.nc")
+    if target.resolve() == path.resolve():
+        raise ValueError("-o: would overwrite the input archive; choose another path")
+    _with_dirac(last, result, config).to_netcdf(target)
+    return result, target
+
+
+def _with_dirac(ds: Any, r: Polished, config: RunConfig) -> Any:
+    """The record ``ds`` with the polished atoms as ``dirac_*`` variables and attributes."""
+    from solvers.io.cf import describe
+
+    n, d = r.x.shape
+    out = ds.copy()
+    out["dirac_mass"] = ("dirac", r.m, {"units": "1", "long_name": "mass of the polished Dirac atom"})
+    if d == 2:
+        out["dirac_position"] = ("dirac", np.mod(np.arctan2(r.x[:, 1], r.x[:, 0]), 2 * np.pi),
+                                 {"units": "radian", "long_name": "angle of the polished atom"})
+    else:
+        for k, c in enumerate("xyz"):
+            out[f"dirac_{c}"] = ("dirac", r.x[:, k], {"units": "1",
+                                 "long_name": f"{c} of the polished atom's unit vector"})
+    out["dirac_hess_u"] = (("dirac", "tangent"), r.hess_u, {"units": "1", "long_name":
+                           "eigenvalues of the tangential Hessian of U at the atom (own mass included)"})
+    out["energy_hessian"] = ("mode", r.energy_hessian, {"units": "1", "long_name":
+                             "eigenvalues of the Hessian of the energy in the atom positions"})
+    out["newton_residual"] = ("iteration", np.asarray(r.residuals), {"units": "1", "long_name":
+                              "max |grad U| at the atoms per Newton iteration"})
+    out.attrs.update(
+        polish_representation=("atoms only: the remainder was merged into the nearest atoms"
+                               if r.merged else "atoms plus the remainder (fixed sources)"),
+        polish_remainder_mass=r.remainder, polish_converged=int(r.converged),
+        polish_max_grad_u=r.residuals[-1], polish_energy_before=r.energy_before,
+        polish_energy_after=r.energy_after, polish_stable=int(r.stable),
+        polish_direction=config.model.direction)
+    return describe(out, str(ds.attrs.get("title", "meanfield-spectral run")) + " (polished)")
+
+
+def format_report(r: Polished) -> str:
+    """The table ``meanfield polish`` prints."""
+    d = r.x.shape[1]
+    rows = [f"Newton: max |grad U| at the atoms {r.residuals[0]:.2e} -> {r.residuals[-1]:.2e} "
+            f"in {len(r.residuals) - 1} iterations ({'converged' if r.converged else 'NOT converged'})",
+            f"remainder {r.remainder:.2e}: " + ("merged into the nearest atoms" if r.merged
+                                                else "kept as fixed sources"),
+            f"energy {r.energy_before:.12g} -> {r.energy_after:.12g}",
+            f"  {'mass':>9}  {'moved (rad)':>11}  {'Hess U eigenvalues':>22}"]
+    for i in range(r.m.size):
+        moved = float(np.arccos(np.clip(r.x[i] @ r.x0[i], -1, 1)))
+        eig = " ".join(f"{e:10.3e}" for e in r.hess_u[i])
+        rows.append(f"  {r.m[i]:9.6f}  {moved:11.3e}  {eig:>22}")
+    low, high = float(r.energy_hessian.min()), float(r.energy_hessian.max())
+    rows.append(f"energy Hessian in the positions ({d - 1} per atom): eigenvalues in [{low:.3e}, {high:.3e}]")
+    rows.append(f"{r.direction}: {'stable' if r.stable else 'NOT stable'} stationary point")
+    return "\n".join(rows)
