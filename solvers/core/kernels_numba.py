@@ -94,105 +94,179 @@ def circle_fv_rhs(rho, u, code, dt, limit, inv_h, dt_over_h, mass_floor):
 
 
 @njit(cache=True, error_model="numpy")
-def sphere_fv_rhs(rho, u_phi, u_theta, first, band, right, left, right_face, area, zonal_width,
-                  cell_id, dtheta, face_length, code, dt, limit, mass_floor):
+def _total(x):
+    """Sum of a 1-D array with 4 interleaved partial sums (deterministic, vectorisable)."""
+    n = x.size
+    a0 = a1 = a2 = a3 = 0.0
+    m = n - n % 4
+    for i in range(0, m, 4):
+        a0 += x[i]
+        a1 += x[i + 1]
+        a2 += x[i + 2]
+        a3 += x[i + 3]
+    for i in range(m, n):
+        a0 += x[i]
+    return (a0 + a1) + (a2 + a3)
+
+
+@njit(cache=True, error_model="numpy")
+def sphere_fv_rhs(rho, u_phi, u_theta, merge, offset, n_cells, dtheta, face_len, area_row, zwidth_row,
+                  code, dt, limit, mass_floor):
     """S^2 on the reduced grid: ``(d rho/dt on the fine (nlat, nphi) grid, max_rate)``.
 
-    Same operations as :class:`solvers.sphere.fv.SphereFV` (see there for the arrays), in
-    three passes over the fine grid: reconstruction + meridional fluxes + their outflow sums
-    + meridional rate; limiting + divergence; output.
+    Same operations as :class:`solvers.sphere.fv.SphereFV` (see there), band by band: band
+    ``j`` holds ``nphi / merge[j]`` cells numbered from ``offset[j]``, cell ``q`` covering the
+    fine cells ``q merge[j] ... (q + 1) merge[j] - 1``; every geometric factor is constant
+    along a band (``dtheta``, ``face_len`` (nlat+1,), ``area_row``, ``zwidth_row``), so the
+    unmerged bands (most of them) need no index maps at all. Sums over the fine segments of a
+    merged cell are accumulated left to right from 0.0, as the reference's ``bincount``; the
+    mean density behind the mass floor is a 4-way interleaved sum (the reference's is pairwise).
     """
     nlat, nphi = rho.shape
-    n = first.size
-    flat = rho.ravel()
-    uz = u_phi.ravel()
+    n = n_cells
     rho_c = np.empty(n)
-    total = 0.0
-    for c in range(n):
-        rho_c[c] = flat[first[c]]
-        total += rho_c[c]
-    floor = mass_floor * max(total / n, 0.0)
-    # zonal: reconstruction, flux through the east face of every cell, zonal rate
-    east = np.empty(n)
-    west = np.empty(n)
-    for c in range(n):
-        r = rho_c[c]
-        s = limited_slope(r - rho_c[left[c]], rho_c[right[c]] - r, code)
-        east[c] = r + 0.5 * s
-        west[c] = r - 0.5 * s
-    fz = np.empty(n)
-    rz = 0.0
-    for c in range(n):
-        u = uz[right_face[c]]
-        cr = right[c]
-        fz[c] = (max(u, 0.0) * east[c] + min(u, 0.0) * west[cr]) * dtheta[band[c]]
-        if u > 0.0:
-            up, wz = rho_c[c], zonal_width[c]
+    rf = np.empty((nlat, nphi))  # the cell value of every fine cell (rho itself where unmerged)
+    for j in range(nlat):
+        r, o = merge[j], offset[j]
+        if r == 1:
+            for k in range(nphi):
+                v = rho[j, k]
+                rho_c[o + k] = v
+                rf[j, k] = v
         else:
-            up, wz = rho_c[cr], zonal_width[cr]
-        if up > floor:
-            rz = max(rz, abs(u) / wz)
-    # meridional (southward positive) through band boundaries, row by row: face row j lies
-    # between cell rows j-1 and j; the outflow sums are accumulated in the reference's order
-    fm = np.zeros((nlat + 1, nphi))
+            for q in range(nphi // r):
+                v = rho[j, q * r]
+                rho_c[o + q] = v
+                for i in range(r):
+                    rf[j, q * r + i] = v
+    floor = mass_floor * max(_total(rho_c) / n, 0.0)
+    fz = np.empty(n)
+    east = np.empty(nphi)
+    west = np.empty(nphi)
+    fm = np.zeros((nlat + 1, nphi))  # rows 0 and nlat: the poles (zero flux)
     out_s = np.zeros(n)
     out_n = np.zeros(n)
-    south_prev = np.empty(nphi)  # south-face value of row j-1
+    south_prev = np.empty(nphi)  # south-face value of band j-1
     north_row = np.empty(nphi)
+    slope = np.empty(nphi)
+    rz = 0.0
     rm = 0.0
     for j in range(nlat):
+        r, o = merge[j], offset[j]
+        nc = nphi // r
+        # zonal: reconstruction and flux through the east face of every cell of the band
+        for q in range(nc):
+            v = rho_c[o + q]
+            vl = rho_c[o + (q - 1 if q > 0 else nc - 1)]
+            vr = rho_c[o + (q + 1 if q < nc - 1 else 0)]
+            s = limited_slope(v - vl, vr - v, code)
+            east[q] = v + 0.5 * s
+            west[q] = v - 0.5 * s
+        dth = dtheta[j]
+        umax = 0.0
+        for q in range(nc):
+            qr = q + 1 if q < nc - 1 else 0
+            u = u_phi[j, q * r + r - 1]
+            fz[o + q] = (max(u, 0.0) * east[q] + min(u, 0.0) * west[qr]) * dth
+            up = rho_c[o + q] if u > 0.0 else rho_c[o + qr]
+            if up > floor:
+                umax = max(umax, abs(u))
+        rz = max(rz, umax / zwidth_row[j])  # = max |u| / width: division is monotone
+        # meridional: face row j lies between bands j-1 and j
         jm = j - 1 if j > 0 else 0
         jp = j + 1 if j < nlat - 1 else j
         for k in range(nphi):
-            r = rho_c[cell_id[j, k]]
-            s = limited_slope(r - rho_c[cell_id[jm, k]], rho_c[cell_id[jp, k]] - r, code)
-            north_row[k] = r - 0.5 * s
-            if j > 0:
-                u = u_theta[j, k]
-                f = (max(u, 0.0) * south_prev[k] + min(u, 0.0) * north_row[k]) * face_length[j, k]
-                fm[j, k] = f
-                if u > 0.0:
-                    up, w = rho_c[cell_id[j - 1, k]], dtheta[j - 1]
-                else:
-                    up, w = r, dtheta[j]
-                if up > floor:
-                    rm = max(rm, abs(u) / w)
-            south_prev[k] = r + 0.5 * s
-        if limit:
-            for k in range(nphi):
-                if j > 0:
-                    out_s[cell_id[j - 1, k]] += max(fm[j, k], 0.0)
-                out_n[cell_id[j, k]] += max(-fm[j, k], 0.0)
-    if limit:
-        # (last row's south faces are the pole: zero flux, adds 0.0 like the reference)
-        scale = np.empty(n)
-        for c in range(n):
-            out = max(fz[c], 0.0) + max(-fz[left[c]], 0.0)
-            out += out_s[c]
-            out += out_n[c]
-            content = rho_c[c] * area[c]
-            sent = dt * out
-            s = 1.0
-            if sent > content:
-                s = content / (sent if sent > 0.0 else 1.0)
-            scale[c] = _clip01(s)
-        for c in range(n):
-            fz[c] = fz[c] * scale[c] if fz[c] > 0.0 else fz[c] * scale[right[c]]
-        for j in range(1, nlat):
-            for k in range(nphi):
-                f = fm[j, k]
-                fm[j, k] = f * scale[cell_id[j - 1, k]] if f > 0.0 else f * scale[cell_id[j, k]]
-    merid = np.zeros(n)
-    for j in range(nlat):
+            v = rf[j, k]
+            slope[k] = limited_slope(v - rf[jm, k], rf[jp, k] - v, code)
         for k in range(nphi):
-            merid[cell_id[j, k]] += fm[j, k] - fm[j + 1, k]
-    rate_c = np.empty(n)
-    for c in range(n):
-        rate_c[c] = ((fz[left[c]] - fz[c]) + merid[c]) / area[c]
+            north_row[k] = rf[j, k] - 0.5 * slope[k]
+        if j > 0:
+            fl = face_len[j]
+            upos = 0.0
+            uneg = 0.0
+            for k in range(nphi):
+                u = u_theta[j, k]
+                fm[j, k] = (max(u, 0.0) * south_prev[k] + min(u, 0.0) * north_row[k]) * fl
+                if u > 0.0:
+                    if rf[j - 1, k] > floor:
+                        upos = max(upos, abs(u))
+                elif rf[j, k] > floor:
+                    uneg = max(uneg, abs(u))
+            rm = max(rm, max(upos / dtheta[j - 1], uneg / dtheta[j]))
+            if limit:
+                rs, os_ = merge[j - 1], offset[j - 1]
+                if rs == 1:
+                    for k in range(nphi):
+                        out_s[os_ + k] = max(fm[j, k], 0.0)
+                else:
+                    for q in range(nphi // rs):
+                        acc = 0.0
+                        for i in range(rs):
+                            acc += max(fm[j, q * rs + i], 0.0)
+                        out_s[os_ + q] = acc
+                if r == 1:
+                    for k in range(nphi):
+                        out_n[o + k] = max(-fm[j, k], 0.0)
+                else:
+                    for q in range(nc):
+                        acc = 0.0
+                        for i in range(r):
+                            acc += max(-fm[j, q * r + i], 0.0)
+                        out_n[o + q] = acc
+        for k in range(nphi):
+            south_prev[k] = rf[j, k] + 0.5 * slope[k]
+    if limit:
+        scale = np.empty(n)
+        for j in range(nlat):
+            r, o = merge[j], offset[j]
+            nc = nphi // r
+            a = area_row[j]
+            for q in range(nc):
+                c = o + q
+                out = max(fz[c], 0.0) + max(-fz[o + (q - 1 if q > 0 else nc - 1)], 0.0)
+                out += out_s[c]
+                out += out_n[c]
+                content = rho_c[c] * a
+                sent = dt * out
+                s = 1.0
+                if sent > content:
+                    s = content / (sent if sent > 0.0 else 1.0)
+                scale[c] = _clip01(s)
+        for j in range(nlat):
+            r, o = merge[j], offset[j]
+            nc = nphi // r
+            for q in range(nc):
+                c = o + q
+                f = fz[c]
+                fz[c] = f * scale[c] if f > 0.0 else f * scale[o + (q + 1 if q < nc - 1 else 0)]
+        for j in range(1, nlat):
+            rn, on = merge[j - 1], offset[j - 1]
+            r, o = merge[j], offset[j]
+            if rn == 1 and r == 1:
+                for k in range(nphi):
+                    f = fm[j, k]
+                    fm[j, k] = f * scale[on + k] if f > 0.0 else f * scale[o + k]
+            else:
+                for k in range(nphi):
+                    f = fm[j, k]
+                    fm[j, k] = f * scale[on + k // rn] if f > 0.0 else f * scale[o + k // r]
     out = np.empty((nlat, nphi))
     for j in range(nlat):
-        for k in range(nphi):
-            out[j, k] = rate_c[cell_id[j, k]]
+        r, o = merge[j], offset[j]
+        nc = nphi // r
+        a = area_row[j]
+        if r == 1:
+            for k in range(nphi):
+                zl = fz[o + (k - 1 if k > 0 else nphi - 1)]
+                out[j, k] = ((zl - fz[o + k]) + (fm[j, k] - fm[j + 1, k])) / a
+        else:
+            for q in range(nc):
+                acc = 0.0
+                for i in range(r):
+                    acc += fm[j, q * r + i] - fm[j + 1, q * r + i]
+                v = ((fz[o + (q - 1 if q > 0 else nc - 1)] - fz[o + q]) + acc) / a
+                for i in range(r):
+                    out[j, q * r + i] = v
     return out, rz + rm
 
 

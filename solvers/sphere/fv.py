@@ -90,11 +90,16 @@ class SphereFV:
 
             m, c = self.maps, np.ascontiguousarray
             self._code = LIMITER_CODES[limiter]
+            offset = m.cell_id[:, 0]  # first cell of every band
             self._kernel_maps = (
-                c(m.first, dtype=np.int64), c(m.band, dtype=np.int64), c(m.right, dtype=np.int64),
-                c(m.left, dtype=np.int64), c(m.right_face, dtype=np.int64), c(m.area, dtype=float),
-                c(m.zonal_width, dtype=float), c(m.cell_id, dtype=np.int64), c(self.dtheta, dtype=float),
-                c(self.face_length, dtype=float))
+                c(g.merge, dtype=np.int64), c(offset, dtype=np.int64), int(g.n_cells), c(self.dtheta, dtype=float),
+                c(self.face_length[:, 0], dtype=float), c(m.area[offset], dtype=float),
+                c(m.zonal_width[offset], dtype=float))
+            # the kernel takes these per band: check that they are constant along every band
+            fl = self.face_length
+            if not (np.array_equal(m.area, m.area[offset][m.band]) and np.array_equal(fl, fl[:, :1] + 0 * fl)
+                    and np.array_equal(m.zonal_width, m.zonal_width[offset][m.band])):
+                raise RuntimeError("reduced grid: cell geometry not constant along a band")
 
     def cells(self, rho: np.ndarray) -> np.ndarray:
         """Value of every finite volume (its fine cells all hold it), shape (n_cells,)."""
