@@ -271,15 +271,15 @@ def sphere_fv_rhs(rho, u_phi, u_theta, merge, offset, n_cells, dtheta, face_len,
 
 
 @njit(cache=True, error_model="numpy")
-def legendre_spectrum(table, c, starts, m_unique, n_freq, row_scale):
-    """Longitude spectrum ``spec[j, m] = row_scale[j] sum_{l} table[j, (l, m)] c_(l, m)``.
+def legendre_spectrum_into(table, c, starts, m_unique, row_scale, spec):
+    """Write ``spec[j, m] = row_scale[j] sum_{l} table[j, (l, m)] c_(l, m)`` for the orders present.
 
     ``table`` (n_theta, n_sel) real, ``c`` (n_sel,) complex, entries of order
-    ``m_unique[q]`` in ``starts[q]:starts[q+1]``; returns (n_theta, n_freq) complex.
+    ``m_unique[q]`` in ``starts[q]:starts[q+1]``; ``spec`` (n_theta, n_freq) complex: the
+    other columns are left as they are (zero them once).
     """
     nt, ns = table.shape
     nq = m_unique.size
-    spec = np.zeros((nt, n_freq), dtype=np.complex128)
     for j in range(nt):
         for q in range(nq):
             stop = starts[q + 1] if q + 1 < nq else ns
@@ -290,6 +290,17 @@ def legendre_spectrum(table, c, starts, m_unique, n_freq, row_scale):
                 re += t * c[i].real
                 im += t * c[i].imag
             spec[j, m_unique[q]] = complex(re * row_scale[j], im * row_scale[j])
+
+
+@njit(cache=True, error_model="numpy")
+def legendre_spectrum(table, c, starts, m_unique, n_freq, row_scale):
+    """Longitude spectrum ``spec[j, m] = row_scale[j] sum_{l} table[j, (l, m)] c_(l, m)``.
+
+    ``table`` (n_theta, n_sel) real, ``c`` (n_sel,) complex, entries of order
+    ``m_unique[q]`` in ``starts[q]:starts[q+1]``; returns (n_theta, n_freq) complex.
+    """
+    spec = np.zeros((table.shape[0], n_freq), dtype=np.complex128)
+    legendre_spectrum_into(table, c, starts, m_unique, row_scale, spec)
     return spec
 
 
@@ -310,4 +321,31 @@ def signed_ratio_sum(g, f, beta, w, sign):
     for j in range(g.shape[0]):
         for k in range(g.shape[1]):
             out[j, k] = sign * (g[j, k] / (beta * f[j, k]) + w[j, k])
+    return out
+
+
+@njit(cache=True, error_model="numpy")
+def legendre_analysis(table, spec, starts, m_unique, scale):
+    """``c_i = scale[i] sum_j table[j, i] spec[j, m_i]`` (sum over j in order), complex (n_sel,).
+
+    ``table`` (n_theta, n_sel) real (quadrature weight times ``Ybar_lm(theta_j)``), ``spec``
+    (n_theta, n_freq) complex (longitude spectra of the rows), entries of order
+    ``m_unique[q]`` in ``starts[q]:starts[q+1]``.
+    """
+    nt, ns = table.shape
+    nq = m_unique.size
+    re = np.zeros(ns)
+    im = np.zeros(ns)
+    for j in range(nt):
+        for q in range(nq):
+            stop = starts[q + 1] if q + 1 < nq else ns
+            z = spec[j, m_unique[q]]
+            zr, zi = z.real, z.imag
+            for i in range(starts[q], stop):
+                t = table[j, i]
+                re[i] += t * zr
+                im[i] += t * zi
+    out = np.empty(ns, dtype=np.complex128)
+    for i in range(ns):
+        out[i] = complex(re[i] * scale[i], im[i] * scale[i])
     return out

@@ -159,9 +159,8 @@ class SphereFV:
     def __call__(self, rho: np.ndarray, dt: float | None = None) -> tuple[np.ndarray, float]:
         p = self.problem
         rho = np.ascontiguousarray(rho, dtype=float)
-        f_lm = p.kernel_coefficients(rho)
-        u_theta = p.velocity(f_lm, "theta_faces", backend=self.backend)
-        u_phi = p.velocity(f_lm, "phi_faces", backend=self.backend)
+        f_lm = p.kernel_coefficients(rho, backend=self.backend)
+        u_theta, u_phi = p.face_velocities(f_lm, backend=self.backend)
         return self.transport(rho, u_theta, u_phi, dt)
 
     def transport(self, rho: np.ndarray, u_theta: np.ndarray, u_phi: np.ndarray,
