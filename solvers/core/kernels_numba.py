@@ -110,6 +110,21 @@ def _total(x):
 
 
 @njit(cache=True, error_model="numpy")
+def _max0(x, n):
+    """``max(0, x[0], ..., x[n-1])`` with 4 independent running maxima (max is exact in any order)."""
+    a0 = a1 = a2 = a3 = 0.0
+    m = n - n % 4
+    for i in range(0, m, 4):
+        a0 = max(a0, x[i])
+        a1 = max(a1, x[i + 1])
+        a2 = max(a2, x[i + 2])
+        a3 = max(a3, x[i + 3])
+    for i in range(m, n):
+        a0 = max(a0, x[i])
+    return max(max(a0, a1), max(a2, a3))
+
+
+@njit(cache=True, error_model="numpy")
 def sphere_fv_rhs(rho, u_phi, u_theta, merge, offset, n_cells, dtheta, face_len, area_row, zwidth_row,
                   code, dt, limit, mass_floor):
     """S^2 on the reduced grid: ``(d rho/dt on the fine (nlat, nphi) grid, max_rate)``.
@@ -142,36 +157,40 @@ def sphere_fv_rhs(rho, u_phi, u_theta, merge, offset, n_cells, dtheta, face_len,
     floor = mass_floor * max(_total(rho_c) / n, 0.0)
     fz = np.empty(n)
     east = np.empty(nphi)
-    west = np.empty(nphi)
+    west = np.empty(nphi + 1)
     fm = np.zeros((nlat + 1, nphi))  # rows 0 and nlat: the poles (zero flux)
     out_s = np.zeros(n)
     out_n = np.zeros(n)
     south_prev = np.empty(nphi)  # south-face value of band j-1
     north_row = np.empty(nphi)
     slope = np.empty(nphi)
+    ext = np.empty(nphi + 2)
+    cand = np.empty(nphi)
+    cand2 = np.empty(nphi)
     rz = 0.0
     rm = 0.0
     for j in range(nlat):
         r, o = merge[j], offset[j]
         nc = nphi // r
         # zonal: reconstruction and flux through the east face of every cell of the band
+        # (ext: the band's cell values with the periodic neighbours at both ends)
+        ext[0] = rho_c[o + nc - 1]
         for q in range(nc):
-            v = rho_c[o + q]
-            vl = rho_c[o + (q - 1 if q > 0 else nc - 1)]
-            vr = rho_c[o + (q + 1 if q < nc - 1 else 0)]
-            s = limited_slope(v - vl, vr - v, code)
+            ext[q + 1] = rho_c[o + q]
+        ext[nc + 1] = rho_c[o]
+        for q in range(nc):
+            v = ext[q + 1]
+            s = limited_slope(v - ext[q], ext[q + 2] - v, code)
             east[q] = v + 0.5 * s
             west[q] = v - 0.5 * s
+        west[nc] = west[0]
         dth = dtheta[j]
-        umax = 0.0
         for q in range(nc):
-            qr = q + 1 if q < nc - 1 else 0
             u = u_phi[j, q * r + r - 1]
-            fz[o + q] = (max(u, 0.0) * east[q] + min(u, 0.0) * west[qr]) * dth
-            up = rho_c[o + q] if u > 0.0 else rho_c[o + qr]
-            if up > floor:
-                umax = max(umax, abs(u))
-        rz = max(rz, umax / zwidth_row[j])  # = max |u| / width: division is monotone
+            fz[o + q] = (max(u, 0.0) * east[q] + min(u, 0.0) * west[q + 1]) * dth
+            up = ext[q + 1] if u > 0.0 else ext[q + 2]
+            cand[q] = abs(u) if up > floor else 0.0
+        rz = max(rz, _max0(cand, nc) / zwidth_row[j])  # = max |u| / width: division is monotone
         # meridional: face row j lies between bands j-1 and j
         jm = j - 1 if j > 0 else 0
         jp = j + 1 if j < nlat - 1 else j
@@ -182,17 +201,13 @@ def sphere_fv_rhs(rho, u_phi, u_theta, merge, offset, n_cells, dtheta, face_len,
             north_row[k] = rf[j, k] - 0.5 * slope[k]
         if j > 0:
             fl = face_len[j]
-            upos = 0.0
-            uneg = 0.0
             for k in range(nphi):
                 u = u_theta[j, k]
                 fm[j, k] = (max(u, 0.0) * south_prev[k] + min(u, 0.0) * north_row[k]) * fl
-                if u > 0.0:
-                    if rf[j - 1, k] > floor:
-                        upos = max(upos, abs(u))
-                elif rf[j, k] > floor:
-                    uneg = max(uneg, abs(u))
-            rm = max(rm, max(upos / dtheta[j - 1], uneg / dtheta[j]))
+                a = abs(u)
+                cand[k] = a if (u > 0.0 and rf[j - 1, k] > floor) else 0.0
+                cand2[k] = a if (u <= 0.0 and rf[j, k] > floor) else 0.0
+            rm = max(rm, max(_max0(cand, nphi) / dtheta[j - 1], _max0(cand2, nphi) / dtheta[j]))
             if limit:
                 rs, os_ = merge[j - 1], offset[j - 1]
                 if rs == 1:
@@ -218,12 +233,12 @@ def sphere_fv_rhs(rho, u_phi, u_theta, merge, offset, n_cells, dtheta, face_len,
     if limit:
         scale = np.empty(n)
         for j in range(nlat):
-            r, o = merge[j], offset[j]
-            nc = nphi // r
+            o = offset[j]
+            nc = nphi // merge[j]
             a = area_row[j]
-            for q in range(nc):
+            for q in range(nc):  # (left neighbour of q = 0: the band's last cell)
                 c = o + q
-                out = max(fz[c], 0.0) + max(-fz[o + (q - 1 if q > 0 else nc - 1)], 0.0)
+                out = max(fz[c], 0.0) + max(-fz[c - 1 if q > 0 else o + nc - 1], 0.0)
                 out += out_s[c]
                 out += out_n[c]
                 content = rho_c[c] * a
@@ -233,12 +248,13 @@ def sphere_fv_rhs(rho, u_phi, u_theta, merge, offset, n_cells, dtheta, face_len,
                     s = content / (sent if sent > 0.0 else 1.0)
                 scale[c] = _clip01(s)
         for j in range(nlat):
-            r, o = merge[j], offset[j]
-            nc = nphi // r
-            for q in range(nc):
-                c = o + q
+            o = offset[j]
+            last = o + nphi // merge[j] - 1
+            f = fz[last]  # the right neighbour of the band's last cell is its first
+            fz[last] = f * scale[last] if f > 0.0 else f * scale[o]
+            for c in range(o, last):
                 f = fz[c]
-                fz[c] = f * scale[c] if f > 0.0 else f * scale[o + (q + 1 if q < nc - 1 else 0)]
+                fz[c] = f * scale[c] if f > 0.0 else f * scale[c + 1]
         for j in range(1, nlat):
             rn, on = merge[j - 1], offset[j - 1]
             r, o = merge[j], offset[j]
@@ -256,9 +272,9 @@ def sphere_fv_rhs(rho, u_phi, u_theta, merge, offset, n_cells, dtheta, face_len,
         nc = nphi // r
         a = area_row[j]
         if r == 1:
-            for k in range(nphi):
-                zl = fz[o + (k - 1 if k > 0 else nphi - 1)]
-                out[j, k] = ((zl - fz[o + k]) + (fm[j, k] - fm[j + 1, k])) / a
+            out[j, 0] = ((fz[o + nphi - 1] - fz[o]) + (fm[j, 0] - fm[j + 1, 0])) / a
+            for k in range(1, nphi):
+                out[j, k] = ((fz[o + k - 1] - fz[o + k]) + (fm[j, k] - fm[j + 1, k])) / a
         else:
             for q in range(nc):
                 acc = 0.0
