@@ -133,9 +133,11 @@ def sphere_fv_rhs(rho, u_phi, u_theta, merge, offset, n_cells, dtheta, face_len,
     ``j`` holds ``nphi / merge[j]`` cells numbered from ``offset[j]``, cell ``q`` covering the
     fine cells ``q merge[j] ... (q + 1) merge[j] - 1``; every geometric factor is constant
     along a band (``dtheta``, ``face_len`` (nlat+1,), ``area_row``, ``zwidth_row``), so the
-    unmerged bands (most of them) need no index maps at all. Sums over the fine segments of a
-    merged cell are accumulated left to right from 0.0, as the reference's ``bincount``; the
-    mean density behind the mass floor is a 4-way interleaved sum (the reference's is pairwise).
+    unmerged bands (most of them) need no index maps at all. The loops run over row views
+    (``x[o:o + n]``) so that their indices are affine (vectorisable). Sums over the fine
+    segments of a merged cell are accumulated left to right from 0.0, as the reference's
+    ``bincount``; the mean density behind the mass floor is a 4-way interleaved sum (the
+    reference's is pairwise); maxima do not depend on the order.
     """
     nlat, nphi = rho.shape
     n = n_cells
@@ -143,17 +145,18 @@ def sphere_fv_rhs(rho, u_phi, u_theta, merge, offset, n_cells, dtheta, face_len,
     rf = np.empty((nlat, nphi))  # the cell value of every fine cell (rho itself where unmerged)
     for j in range(nlat):
         r, o = merge[j], offset[j]
+        nc = nphi // r
+        rc, src, dst = rho_c[o:o + nc], rho[j], rf[j]
         if r == 1:
             for k in range(nphi):
-                v = rho[j, k]
-                rho_c[o + k] = v
-                rf[j, k] = v
+                rc[k] = src[k]
+                dst[k] = src[k]
         else:
-            for q in range(nphi // r):
-                v = rho[j, q * r]
-                rho_c[o + q] = v
+            for q in range(nc):
+                v = src[q * r]
+                rc[q] = v
                 for i in range(r):
-                    rf[j, q * r + i] = v
+                    dst[q * r + i] = v
     floor = mass_floor * max(_total(rho_c) / n, 0.0)
     fz = np.empty(n)
     east = np.empty(nphi)
@@ -167,122 +170,138 @@ def sphere_fv_rhs(rho, u_phi, u_theta, merge, offset, n_cells, dtheta, face_len,
     ext = np.empty(nphi + 2)
     cand = np.empty(nphi)
     cand2 = np.empty(nphi)
+    uface = np.empty(nphi)
     rz = 0.0
     rm = 0.0
     for j in range(nlat):
         r, o = merge[j], offset[j]
         nc = nphi // r
+        rc, fzr = rho_c[o:o + nc], fz[o:o + nc]
         # zonal: reconstruction and flux through the east face of every cell of the band
         # (ext: the band's cell values with the periodic neighbours at both ends)
-        ext[0] = rho_c[o + nc - 1]
+        ext[0] = rc[nc - 1]
         for q in range(nc):
-            ext[q + 1] = rho_c[o + q]
-        ext[nc + 1] = rho_c[o]
+            ext[q + 1] = rc[q]
+        ext[nc + 1] = rc[0]
         for q in range(nc):
             v = ext[q + 1]
             s = limited_slope(v - ext[q], ext[q + 2] - v, code)
             east[q] = v + 0.5 * s
             west[q] = v - 0.5 * s
         west[nc] = west[0]
+        uz = u_phi[j]
+        if r == 1:
+            for q in range(nc):
+                uface[q] = uz[q]
+        else:
+            for q in range(nc):
+                uface[q] = uz[q * r + r - 1]
         dth = dtheta[j]
         for q in range(nc):
-            u = u_phi[j, q * r + r - 1]
-            fz[o + q] = (max(u, 0.0) * east[q] + min(u, 0.0) * west[q + 1]) * dth
+            u = uface[q]
+            fzr[q] = (max(u, 0.0) * east[q] + min(u, 0.0) * west[q + 1]) * dth
             up = ext[q + 1] if u > 0.0 else ext[q + 2]
             cand[q] = abs(u) if up > floor else 0.0
         rz = max(rz, _max0(cand, nc) / zwidth_row[j])  # = max |u| / width: division is monotone
         # meridional: face row j lies between bands j-1 and j
-        jm = j - 1 if j > 0 else 0
-        jp = j + 1 if j < nlat - 1 else j
+        rf_m, rf_c, rf_p = rf[j - 1 if j > 0 else 0], rf[j], rf[j + 1 if j < nlat - 1 else j]
         for k in range(nphi):
-            v = rf[j, k]
-            slope[k] = limited_slope(v - rf[jm, k], rf[jp, k] - v, code)
+            v = rf_c[k]
+            slope[k] = limited_slope(v - rf_m[k], rf_p[k] - v, code)
         for k in range(nphi):
-            north_row[k] = rf[j, k] - 0.5 * slope[k]
+            north_row[k] = rf_c[k] - 0.5 * slope[k]
         if j > 0:
             fl = face_len[j]
+            ut, fmr = u_theta[j], fm[j]
             for k in range(nphi):
-                u = u_theta[j, k]
-                fm[j, k] = (max(u, 0.0) * south_prev[k] + min(u, 0.0) * north_row[k]) * fl
+                u = ut[k]
+                fmr[k] = (max(u, 0.0) * south_prev[k] + min(u, 0.0) * north_row[k]) * fl
                 a = abs(u)
-                cand[k] = a if (u > 0.0 and rf[j - 1, k] > floor) else 0.0
-                cand2[k] = a if (u <= 0.0 and rf[j, k] > floor) else 0.0
+                cand[k] = a if (u > 0.0 and rf_m[k] > floor) else 0.0
+                cand2[k] = a if (u <= 0.0 and rf_c[k] > floor) else 0.0
             rm = max(rm, max(_max0(cand, nphi) / dtheta[j - 1], _max0(cand2, nphi) / dtheta[j]))
             if limit:
                 rs, os_ = merge[j - 1], offset[j - 1]
+                osr = out_s[os_:os_ + nphi // rs]
                 if rs == 1:
                     for k in range(nphi):
-                        out_s[os_ + k] = max(fm[j, k], 0.0)
+                        osr[k] = max(fmr[k], 0.0)
                 else:
                     for q in range(nphi // rs):
                         acc = 0.0
                         for i in range(rs):
-                            acc += max(fm[j, q * rs + i], 0.0)
-                        out_s[os_ + q] = acc
+                            acc += max(fmr[q * rs + i], 0.0)
+                        osr[q] = acc
+                onr = out_n[o:o + nc]
                 if r == 1:
                     for k in range(nphi):
-                        out_n[o + k] = max(-fm[j, k], 0.0)
+                        onr[k] = max(-fmr[k], 0.0)
                 else:
                     for q in range(nc):
                         acc = 0.0
                         for i in range(r):
-                            acc += max(-fm[j, q * r + i], 0.0)
-                        out_n[o + q] = acc
+                            acc += max(-fmr[q * r + i], 0.0)
+                        onr[q] = acc
         for k in range(nphi):
-            south_prev[k] = rf[j, k] + 0.5 * slope[k]
+            south_prev[k] = rf_c[k] + 0.5 * slope[k]
     if limit:
         scale = np.empty(n)
         for j in range(nlat):
             o = offset[j]
             nc = nphi // merge[j]
             a = area_row[j]
-            for q in range(nc):  # (left neighbour of q = 0: the band's last cell)
-                c = o + q
-                out = max(fz[c], 0.0) + max(-fz[c - 1 if q > 0 else o + nc - 1], 0.0)
-                out += out_s[c]
-                out += out_n[c]
-                content = rho_c[c] * a
+            rc, fzr, osr, onr, sc = rho_c[o:o + nc], fz[o:o + nc], out_s[o:o + nc], out_n[o:o + nc], scale[o:o + nc]
+            west[0] = fzr[nc - 1]  # west[q]: the flux through the west face of cell q
+            for q in range(1, nc):
+                west[q] = fzr[q - 1]
+            for q in range(nc):
+                out = max(fzr[q], 0.0) + max(-west[q], 0.0)
+                out += osr[q]
+                out += onr[q]
+                content = rc[q] * a
                 sent = dt * out
-                s = 1.0
-                if sent > content:
-                    s = content / (sent if sent > 0.0 else 1.0)
-                scale[c] = _clip01(s)
+                ratio = content / (sent if sent > 0.0 else 1.0)  # (branch-free: used where sent > content)
+                sc[q] = _clip01(ratio if sent > content else 1.0)
         for j in range(nlat):
             o = offset[j]
-            last = o + nphi // merge[j] - 1
-            f = fz[last]  # the right neighbour of the band's last cell is its first
-            fz[last] = f * scale[last] if f > 0.0 else f * scale[o]
-            for c in range(o, last):
-                f = fz[c]
-                fz[c] = f * scale[c] if f > 0.0 else f * scale[c + 1]
+            nc = nphi // merge[j]
+            fzr, sc = fz[o:o + nc], scale[o:o + nc]
+            f = fzr[nc - 1]  # the right neighbour of the band's last cell is its first
+            fzr[nc - 1] = f * sc[nc - 1] if f > 0.0 else f * sc[0]
+            for q in range(nc - 1):
+                f = fzr[q]
+                fzr[q] = f * sc[q] if f > 0.0 else f * sc[q + 1]
         for j in range(1, nlat):
             rn, on = merge[j - 1], offset[j - 1]
             r, o = merge[j], offset[j]
+            fmr = fm[j]
             if rn == 1 and r == 1:
+                scn, scs = scale[on:on + nphi], scale[o:o + nphi]
                 for k in range(nphi):
-                    f = fm[j, k]
-                    fm[j, k] = f * scale[on + k] if f > 0.0 else f * scale[o + k]
+                    f = fmr[k]
+                    fmr[k] = f * scn[k] if f > 0.0 else f * scs[k]
             else:
                 for k in range(nphi):
-                    f = fm[j, k]
-                    fm[j, k] = f * scale[on + k // rn] if f > 0.0 else f * scale[o + k // r]
+                    f = fmr[k]
+                    fmr[k] = f * scale[on + k // rn] if f > 0.0 else f * scale[o + k // r]
     out = np.empty((nlat, nphi))
     for j in range(nlat):
         r, o = merge[j], offset[j]
         nc = nphi // r
         a = area_row[j]
+        fzr, fn, fs, dst = fz[o:o + nc], fm[j], fm[j + 1], out[j]
         if r == 1:
-            out[j, 0] = ((fz[o + nphi - 1] - fz[o]) + (fm[j, 0] - fm[j + 1, 0])) / a
+            dst[0] = ((fzr[nphi - 1] - fzr[0]) + (fn[0] - fs[0])) / a
             for k in range(1, nphi):
-                out[j, k] = ((fz[o + k - 1] - fz[o + k]) + (fm[j, k] - fm[j + 1, k])) / a
+                dst[k] = ((fzr[k - 1] - fzr[k]) + (fn[k] - fs[k])) / a
         else:
             for q in range(nc):
                 acc = 0.0
                 for i in range(r):
-                    acc += fm[j, q * r + i] - fm[j + 1, q * r + i]
-                v = ((fz[o + (q - 1 if q > 0 else nc - 1)] - fz[o + q]) + acc) / a
+                    acc += fn[q * r + i] - fs[q * r + i]
+                v = ((fzr[q - 1 if q > 0 else nc - 1] - fzr[q]) + acc) / a
                 for i in range(r):
-                    out[j, q * r + i] = v
+                    dst[q * r + i] = v
     return out, rz + rm
 
 
