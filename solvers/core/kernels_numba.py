@@ -124,9 +124,9 @@ def _max0(x, n):
     return max(max(a0, a1), max(a2, a3))
 
 
-@njit(cache=True, error_model="numpy")
-def sphere_fv_rhs(rho, u_phi, u_theta, merge, offset, n_cells, dtheta, face_len, area_row, zwidth_row,
-                  code, dt, limit, mass_floor):
+@njit(cache=True, inline="always", error_model="numpy")
+def _sphere_fv_body(rho, u_phi, u_theta, merge, offset, n_cells, dtheta, face_len, area_row, zwidth_row,
+                    code, dt, limit, mass_floor):
     """S^2 on the reduced grid: ``(d rho/dt on the fine (nlat, nphi) grid, max_rate)``.
 
     Same operations as :class:`solvers.sphere.fv.SphereFV` (see there), band by band: band
@@ -303,6 +303,46 @@ def sphere_fv_rhs(rho, u_phi, u_theta, merge, offset, n_cells, dtheta, face_len,
                 for i in range(r):
                     dst[q * r + i] = v
     return out, rz + rm
+
+
+# One compiled S^2 kernel per limiter, each with the limiter a constant (its branch folded away);
+# compiled (or loaded from the cache) only when first used.
+@njit(cache=True, error_model="numpy")
+def _sphere_fv_minmod(rho, u_phi, u_theta, merge, offset, n_cells, dtheta, face_len, area_row, zwidth_row,
+                      dt, limit, mass_floor):
+    return _sphere_fv_body(rho, u_phi, u_theta, merge, offset, n_cells, dtheta, face_len, area_row, zwidth_row,
+                           0, dt, limit, mass_floor)
+
+
+@njit(cache=True, error_model="numpy")
+def _sphere_fv_mc(rho, u_phi, u_theta, merge, offset, n_cells, dtheta, face_len, area_row, zwidth_row,
+                  dt, limit, mass_floor):
+    return _sphere_fv_body(rho, u_phi, u_theta, merge, offset, n_cells, dtheta, face_len, area_row, zwidth_row,
+                           1, dt, limit, mass_floor)
+
+
+@njit(cache=True, error_model="numpy")
+def _sphere_fv_vanleer(rho, u_phi, u_theta, merge, offset, n_cells, dtheta, face_len, area_row, zwidth_row,
+                       dt, limit, mass_floor):
+    return _sphere_fv_body(rho, u_phi, u_theta, merge, offset, n_cells, dtheta, face_len, area_row, zwidth_row,
+                           2, dt, limit, mass_floor)
+
+
+@njit(cache=True, error_model="numpy")
+def _sphere_fv_none(rho, u_phi, u_theta, merge, offset, n_cells, dtheta, face_len, area_row, zwidth_row,
+                    dt, limit, mass_floor):
+    return _sphere_fv_body(rho, u_phi, u_theta, merge, offset, n_cells, dtheta, face_len, area_row, zwidth_row,
+                           3, dt, limit, mass_floor)
+
+
+SPHERE_FV_KERNELS = {0: _sphere_fv_minmod, 1: _sphere_fv_mc, 2: _sphere_fv_vanleer, 3: _sphere_fv_none}
+
+
+def sphere_fv_rhs(rho, u_phi, u_theta, merge, offset, n_cells, dtheta, face_len, area_row, zwidth_row,
+                  code, dt, limit, mass_floor):
+    """The S^2 fv kernel (see :func:`_sphere_fv_body`) for limiter ``code``."""
+    return SPHERE_FV_KERNELS[code](rho, u_phi, u_theta, merge, offset, n_cells, dtheta, face_len, area_row,
+                                   zwidth_row, dt, limit, mass_floor)
 
 
 @njit(cache=True, error_model="numpy")
