@@ -142,7 +142,7 @@ def _sphere_fv_body(rho, u_phi, u_theta, merge, offset, n_cells, dtheta, face_le
     nlat, nphi = rho.shape
     n = n_cells
     rho_c = np.empty(n)
-    rf = np.empty((nlat, nphi))  # the cell value of every fine cell (rho itself where unmerged)
+    rf = np.empty((nlat, nphi))  # merged bands: the cell value of every fine cell (else: rho's row)
     for j in range(nlat):
         r, o = merge[j], offset[j]
         nc = nphi // r
@@ -150,7 +150,6 @@ def _sphere_fv_body(rho, u_phi, u_theta, merge, offset, n_cells, dtheta, face_le
         if r == 1:
             for k in range(nphi):
                 rc[k] = src[k]
-                dst[k] = src[k]
         else:
             for q in range(nc):
                 v = src[q * r]
@@ -161,9 +160,15 @@ def _sphere_fv_body(rho, u_phi, u_theta, merge, offset, n_cells, dtheta, face_le
     fz = np.empty(n)
     east = np.empty(nphi)
     west = np.empty(nphi + 1)
-    fm = np.zeros((nlat + 1, nphi))  # rows 0 and nlat: the poles (zero flux)
-    out_s = np.zeros(n)
-    out_n = np.zeros(n)
+    fm = np.empty((nlat + 1, nphi))
+    fm[0] = 0.0  # the poles: zero flux
+    fm[nlat] = 0.0
+    out_s = np.empty(n)  # outflow through the south / north faces of every cell
+    out_n = np.empty(n)
+    if limit:
+        last = nphi // merge[nlat - 1]
+        out_s[offset[nlat - 1]:offset[nlat - 1] + last] = 0.0  # (the south pole)
+        out_n[0:nphi // merge[0]] = 0.0  # (the north pole)
     south_prev = np.empty(nphi)  # south-face value of band j-1
     north_row = np.empty(nphi)
     slope = np.empty(nphi)
@@ -204,7 +209,10 @@ def _sphere_fv_body(rho, u_phi, u_theta, merge, offset, n_cells, dtheta, face_le
             cand[q] = abs(u) if up > floor else 0.0
         rz = max(rz, _max0(cand, nc) / zwidth_row[j])  # = max |u| / width: division is monotone
         # meridional: face row j lies between bands j-1 and j
-        rf_m, rf_c, rf_p = rf[j - 1 if j > 0 else 0], rf[j], rf[j + 1 if j < nlat - 1 else j]
+        jm, jp = (j - 1 if j > 0 else 0), (j + 1 if j < nlat - 1 else j)
+        rf_m = rho[jm] if merge[jm] == 1 else rf[jm]
+        rf_c = rho[j] if r == 1 else rf[j]
+        rf_p = rho[jp] if merge[jp] == 1 else rf[jp]
         for k in range(nphi):
             v = rf_c[k]
             slope[k] = limited_slope(v - rf_m[k], rf_p[k] - v, code)
@@ -387,6 +395,15 @@ def signed_sum(a, w, sign):
         for k in range(a.shape[1]):
             out[j, k] = sign * (a[j, k] + w[j, k])
     return out
+
+
+@njit(cache=True, error_model="numpy")
+def signed_sum_inplace(a, w, sign):
+    """``a <- sign * (a + w)`` elementwise, 2-D (the operations of :func:`signed_sum`)."""
+    for j in range(a.shape[0]):
+        for k in range(a.shape[1]):
+            a[j, k] = sign * (a[j, k] + w[j, k])
+    return a
 
 
 @njit(cache=True, error_model="numpy")

@@ -238,7 +238,7 @@ class SphereProblem:
         """
         if (backend or self.backend) != "numba":
             return self.velocity(f_lm, "theta_faces", backend), self.velocity(f_lm, "phi_faces", backend)
-        from solvers.core.kernels_numba import legendre_spectrum_into, signed_ratio_sum, signed_sum
+        from solvers.core.kernels_numba import legendre_spectrum_into, signed_ratio_sum, signed_sum_inplace
 
         c, beta, sign = self._c, self.model.beta, float(self.sign)
         faces, centres = c["faces"], c["centres"]
@@ -266,7 +266,8 @@ class SphereProblem:
         if self._softmax:
             return (signed_ratio_sum(grid[:nf], grid[nf + nc:2 * nf + nc], beta, c["w_theta_f"], sign),
                     signed_ratio_sum(grid[nf:nf + nc], grid[2 * nf + nc:], beta, c["w_phi_z"], sign))
-        return signed_sum(grid[:nf], c["w_theta_f"], sign), signed_sum(grid[nf:], c["w_phi_z"], sign)
+        # in place: the irfft output is this call's own (rows are contiguous views)
+        return signed_sum_inplace(grid[:nf], c["w_theta_f"], sign), signed_sum_inplace(grid[nf:], c["w_phi_z"], sign)
 
     def velocity(self, f_lm: np.ndarray, where: str, backend: str | None = None) -> np.ndarray:
         """Signed transport velocity ``s (attention + perceptron)`` (paper eq. 2.6, 2.9).
