@@ -13,10 +13,13 @@ more than it holds are scaled to its content (docs/math.md §6): every forward-E
 integrator keeps ``rho >= 0``, and the telescoping fluxes conserve mass to round-off. The state
 is stored on the fine (nlat, nphi) grid, constant over each merged cell.
 
-``backend="numba"`` (the default when numba imports, see :mod:`solvers.core.backend`) computes
-the face velocities with compiled degree sums and everything after them in one compiled kernel
-(:func:`solvers.core.kernels_numba.sphere_fv_rhs`); ``backend="numpy"`` runs the array methods
-below, the reference the kernels are tested against.
+``backend="numpy"`` runs the shtns analysis and the array methods below: the reference.
+``backend="numba"`` (the default when numba imports, see :mod:`solvers.core.backend`) analyses
+only the degrees ``l <= L`` the kernel keeps (:meth:`SphereProblem.kernel_coefficients`),
+synthesises both face velocities with one batched irfft (:meth:`SphereProblem.face_velocities`)
+and does everything after them in one compiled kernel, band by band
+(:func:`solvers.core.kernels_numba.sphere_fv_rhs`); the two agree to round-off
+(tests/core/test_backends.py, tests/core/test_fused_paths.py).
 """
 
 from __future__ import annotations

@@ -111,8 +111,9 @@ def rk_step(table: ButcherTable, rhs: Rhs, u: np.ndarray, dt: float,
 
     Returns the new state and the largest ``max_rate`` reported by any stage (the caller
     checks its CFL condition against it). ``backend`` (:mod:`solvers.core.backend`; None:
-    the default) runs the Shu-Osher stage combinations as one compiled pass each (numba)
-    or as numpy array expressions; the two give bitwise the same result.
+    the default) runs the Shu-Osher stage combinations as one compiled pass each (numba,
+    for states of at least ``FUSE_MIN_SIZE`` values) or as numpy array expressions; the two
+    give bitwise the same result.
     """
     if table.alpha is not None:
         return _shu_osher_step(table, rhs, u, dt, resolve_backend(backend))
@@ -126,9 +127,13 @@ def rk_step(table: ButcherTable, rhs: Rhs, u: np.ndarray, dt: float,
     return u + dt * sum(bi * k for bi, k in zip(table.b, ks)), speed
 
 
+FUSE_MIN_SIZE = 8192  # below it (S^1 grids) the compiled call's dispatch costs more than it saves
+
+
 def _fusable(*arrays: np.ndarray) -> bool:
     first = arrays[0]
-    return all(a.dtype == np.float64 and a.flags.c_contiguous and a.shape == first.shape for a in arrays)
+    return first.size >= FUSE_MIN_SIZE and all(
+        a.dtype == np.float64 and a.flags.c_contiguous and a.shape == first.shape for a in arrays)
 
 
 def _shu_osher_step(table: ButcherTable, rhs: Rhs, u: np.ndarray, dt: float,

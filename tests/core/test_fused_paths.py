@@ -21,7 +21,7 @@ from solvers.model.params import ModelParams, PerceptronParams
 from solvers.sphere.fv import SphereFV
 from solvers.sphere.grid import SphereGrid
 from solvers.sphere.problem import SphereProblem
-from solvers.timestepping.integrators import INTEGRATORS, rk_step
+from solvers.timestepping.integrators import FUSE_MIN_SIZE, INTEGRATORS, _fusable, rk_step
 
 pytestmark = pytest.mark.skipif(not numba_available(), reason="numba not installed")
 
@@ -91,15 +91,16 @@ def test_band_kernel_matches_numpy_with_any_merging(merge_ratio, limiter, dt):
 
 @pytest.mark.parametrize("name", ["euler", "ssprk2", "ssprk3"])
 def test_fused_shu_osher_stages_are_bitwise_the_numpy_form(name):
-    prob = problem(31)
+    prob = problem(63)  # 64 x 128 = FUSE_MIN_SIZE values: the fused path
     rhs = SphereFV(prob)
     rho = smooth_density(prob.grid)
+    assert _fusable(rho, rho)
     for dt in (1e-3, 0.02):
         got, rate = rk_step(INTEGRATORS[name], rhs, rho, dt, backend="numba")
         ref, rate_ref = rk_step(INTEGRATORS[name], rhs, rho, dt, backend="numpy")
         assert np.array_equal(got, ref) and rate == rate_ref
-    # 1-D states (S^1 layout) and a non-contiguous state (falls back to numpy)
-    u = np.random.default_rng(1).random(301)
+    # 1-D states (S^1 layout; one large enough to be fused) and a non-contiguous state (numpy)
+    u = np.random.default_rng(1).random(FUSE_MIN_SIZE + 301)
 
     def decay(v, dt=None):
         return -v * np.cos(np.arange(v.size)).reshape(v.shape), 1.0
@@ -112,7 +113,7 @@ def test_fused_shu_osher_stages_are_bitwise_the_numpy_form(name):
 
 
 def test_fast_path_conserves_mass_to_roundoff():
-    prob = problem(31, beta=4.0)
+    prob = problem(63, beta=4.0)
     rhs = SphereFV(prob)
     rho = smooth_density(prob.grid, amp=0.9)
     area = prob.grid.area
