@@ -1,6 +1,6 @@
 """S^2 benchmarks: cost per step against one scalar transform pair, and steps to a fixed time.
 
-Run: ``.venv/bin/python benchmarks/bench_s2.py [--quick] [--t T]``
+Run: ``.venv/bin/python benchmarks/bench_s2.py [--quick] [--t T] [--breakdown]``
 
 For lmax in {63, 127, 255, 511} (fv with the ``numpy`` and the ``numba`` backend, and spectral
 up to 255): seconds per step, its ratio to one
@@ -8,6 +8,12 @@ scalar shtns forward + backward transform pair on the same grid (measured side b
 number of steps the adaptive controller needs to reach ``t = T`` from a perturbed uniform density
 (beta = 1, descent, the particle code's 3-unit ReLU perceptron, kernel exp_shifted). With merged
 polar cells the step count grows like lmax (the equatorial cell width), not like lmax^2.
+The pair is timed (best of 20) before and after the run, and the smaller time is kept; "best
+step" is the fastest single step of the run (on a shared machine its ratio to the pair, both
+minima, is the steadier figure; the mean is inflated by other jobs).
+
+``--breakdown``: best-of costs of the parts of one fv right-hand side (analysis, both face
+velocities, the fv kernel) and of one SSP-RK3 step, in transform pairs.
 """
 
 from __future__ import annotations
@@ -52,7 +58,7 @@ def initial(lmax: int) -> np.ndarray:
     return (1 + 0.3 * x[..., 0] * x[..., 2]) / (4 * np.pi)
 
 
-def transform_pair_seconds(lmax: int, field: np.ndarray, repeats: int = 5) -> float:
+def transform_pair_seconds(lmax: int, field: np.ndarray, repeats: int = 20) -> float:
     basis = SphereGrid(lmax).basis
     best = np.inf
     for _ in range(repeats):
@@ -62,8 +68,8 @@ def transform_pair_seconds(lmax: int, field: np.ndarray, repeats: int = 5) -> fl
     return best
 
 
-def measure(lmax: int, scheme: str, t_end: float, backend: str | None = None) -> tuple[float, float, int]:
-    """(seconds per step, seconds per transform pair, steps to t_end); ``backend`` for fv."""
+def measure(lmax: int, scheme: str, t_end: float, backend: str | None = None) -> tuple[float, float, int, float]:
+    """(mean seconds per step, seconds per transform pair, steps to t_end, fastest step); ``backend`` for fv."""
     cfg = config(lmax, scheme, t_end)
     solver = Solver(cfg, initial(lmax))
     if backend is not None:
@@ -71,27 +77,67 @@ def measure(lmax: int, scheme: str, t_end: float, backend: str | None = None) ->
         solver.rhs(solver.rho, 1e-3)  # compile (or load) outside the timing
     pair = transform_pair_seconds(lmax, solver.rho)
     start = time.perf_counter()
+    fastest = np.inf
     while solver.t < t_end:
+        begin = time.perf_counter()
         solver.step(t_end)
-    return (time.perf_counter() - start) / solver.n_steps, pair, solver.n_steps
+        fastest = min(fastest, time.perf_counter() - begin)
+    per_step = (time.perf_counter() - start) / solver.n_steps
+    # best of before and after: a busy (shared) machine only ever inflates the pair's time
+    return per_step, min(pair, transform_pair_seconds(lmax, solver.rho)), solver.n_steps, fastest
+
+
+def breakdown(lmax: int, repeats: int = 30) -> dict[str, float]:
+    """Best-of seconds of the parts of one fv right-hand side (default backend) and of one step."""
+    cfg = config(lmax, "fv", 0.5)
+    solver = Solver(cfg, initial(lmax))
+    fv, rho = solver.rhs, solver.rho
+    prob = fv.problem
+    f_lm = prob.kernel_coefficients(rho, backend=fv.backend)
+    u_theta, u_phi = prob.face_velocities(f_lm, backend=fv.backend)
+
+    basis = solver.disc.grid.basis
+    parts = {"pair": lambda: basis.backward(basis.forward(rho)),
+             "analysis": lambda: prob.kernel_coefficients(rho, backend=fv.backend),
+             "velocities": lambda: prob.face_velocities(f_lm, backend=fv.backend),
+             "fv kernel": lambda: fv.transport(rho, u_theta, u_phi, 1e-3),
+             "rhs": lambda: fv(rho, 1e-3),
+             "step": lambda: solver._step_impl(1e-3)}
+    best = dict.fromkeys(parts, np.inf)
+    for _ in range(repeats):  # interleaved: a busy spell inflates all parts alike, the minima filter it
+        for name, fn in parts.items():
+            start = time.perf_counter()
+            fn()
+            best[name] = min(best[name], time.perf_counter() - start)
+    return best
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="lmax 63 and 127 only")
     parser.add_argument("--t", type=float, default=0.5, help="fixed time to reach (default 0.5)")
+    parser.add_argument("--breakdown", action="store_true",
+                        help="only the best-of costs of the parts of one fv step (default backend), in pairs")
     args = parser.parse_args()
     sizes = [63, 127] if args.quick else [63, 127, 255, 511]
+    if args.breakdown:
+        print(f"{'lmax':>5} " + " ".join(f"{k:>11}" for k in ("pair ms", "analysis", "velocities", "fv kernel",
+                                                              "rhs", "step")))
+        for lmax in sizes:
+            b = breakdown(lmax)
+            print(f"{lmax:>5} {b['pair'] * 1e3:11.3f} " + " ".join(f"{b[k] / b['pair']:11.2f}" for k in list(b)[1:]))
+        return
     print(f"# beta = 1 descent, ReLU (3 units), exp_shifted; adaptive steps to t = {args.t}")
-    print(f"{'scheme':>9} {'backend':>7} {'lmax':>5} {'grid':>10} {'s/step':>10} {'pair s':>10} {'ratio':>6} {'steps':>6}")
+    print(f"{'scheme':>9} {'backend':>7} {'lmax':>5} {'grid':>10} {'s/step':>10} {'pair s':>10} {'ratio':>6} "
+          f"{'steps':>6} {'best step':>10} {'best ratio':>10}")
     for scheme, backend in (("fv", "numpy"), ("fv", "numba"), ("spectral", None)):
         for lmax in sizes:
             if scheme == "spectral" and lmax > 255:
                 continue
-            per_step, pair, steps = measure(lmax, scheme, args.t, backend)
+            per_step, pair, steps, fastest = measure(lmax, scheme, args.t, backend)
             grid = "x".join(map(str, SphereGrid(lmax).shape))
             print(f"{scheme:>9} {backend or '-':>7} {lmax:>5} {grid:>10} {per_step:10.3e} {pair:10.3e} "
-                  f"{per_step / pair:6.1f} {steps:>6}")
+                  f"{per_step / pair:6.1f} {steps:>6} {fastest:10.3e} {fastest / pair:10.1f}")
 
 
 if __name__ == "__main__":

@@ -13,10 +13,13 @@ more than it holds are scaled to its content (docs/math.md §6): every forward-E
 integrator keeps ``rho >= 0``, and the telescoping fluxes conserve mass to round-off. The state
 is stored on the fine (nlat, nphi) grid, constant over each merged cell.
 
-``backend="numba"`` (the default when numba imports, see :mod:`solvers.core.backend`) computes
-the face velocities with compiled degree sums and everything after them in one compiled kernel
-(:func:`solvers.core.kernels_numba.sphere_fv_rhs`); ``backend="numpy"`` runs the array methods
-below, the reference the kernels are tested against.
+``backend="numpy"`` runs the shtns analysis and the array methods below: the reference.
+``backend="numba"`` (the default when numba imports, see :mod:`solvers.core.backend`) analyses
+only the degrees ``l <= L`` the kernel keeps (:meth:`SphereProblem.kernel_coefficients`),
+synthesises both face velocities with one batched irfft (:meth:`SphereProblem.face_velocities`)
+and does everything after them in one compiled kernel, band by band
+(:func:`solvers.core.kernels_numba.sphere_fv_rhs`); the two agree to round-off
+(tests/core/test_backends.py, tests/core/test_fused_paths.py).
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from solvers.core.backend import resolve_backend
+from solvers.core.backend import keep_freed_memory, resolve_backend
 from solvers.core.limiters import LIMITERS
 from solvers.sphere.problem import SphereProblem
 
@@ -88,13 +91,20 @@ class SphereFV:
         if self.backend == "numba":
             from solvers.core.kernels_numba import LIMITER_CODES
 
+            keep_freed_memory()  # grid-sized temporaries: no page faults every step
+
             m, c = self.maps, np.ascontiguousarray
             self._code = LIMITER_CODES[limiter]
+            offset = m.cell_id[:, 0]  # first cell of every band
             self._kernel_maps = (
-                c(m.first, dtype=np.int64), c(m.band, dtype=np.int64), c(m.right, dtype=np.int64),
-                c(m.left, dtype=np.int64), c(m.right_face, dtype=np.int64), c(m.area, dtype=float),
-                c(m.zonal_width, dtype=float), c(m.cell_id, dtype=np.int64), c(self.dtheta, dtype=float),
-                c(self.face_length, dtype=float))
+                c(g.merge, dtype=np.int64), c(offset, dtype=np.int64), int(g.n_cells), c(self.dtheta, dtype=float),
+                c(self.face_length[:, 0], dtype=float), c(m.area[offset], dtype=float),
+                c(m.zonal_width[offset], dtype=float))
+            # the kernel takes these per band: check that they are constant along every band
+            fl = self.face_length
+            if not (np.array_equal(m.area, m.area[offset][m.band]) and np.array_equal(fl, fl[:, :1] + 0 * fl)
+                    and np.array_equal(m.zonal_width, m.zonal_width[offset][m.band])):
+                raise RuntimeError("reduced grid: cell geometry not constant along a band")
 
     def cells(self, rho: np.ndarray) -> np.ndarray:
         """Value of every finite volume (its fine cells all hold it), shape (n_cells,)."""
@@ -154,9 +164,8 @@ class SphereFV:
     def __call__(self, rho: np.ndarray, dt: float | None = None) -> tuple[np.ndarray, float]:
         p = self.problem
         rho = np.ascontiguousarray(rho, dtype=float)
-        f_lm = p.kernel_coefficients(rho)
-        u_theta = p.velocity(f_lm, "theta_faces", backend=self.backend)
-        u_phi = p.velocity(f_lm, "phi_faces", backend=self.backend)
+        f_lm = p.kernel_coefficients(rho, backend=self.backend)
+        u_theta, u_phi = p.face_velocities(f_lm, backend=self.backend)
         return self.transport(rho, u_theta, u_phi, dt)
 
     def transport(self, rho: np.ndarray, u_theta: np.ndarray, u_phi: np.ndarray,

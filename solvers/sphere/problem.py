@@ -155,9 +155,34 @@ class SphereProblem:
         """Highest degree ``L`` used for the attention field."""
         return self._c["L"]
 
-    def kernel_coefficients(self, rho: np.ndarray) -> np.ndarray:
-        """``(K*rho)_lm`` (shtns order), from the grid density (nlat, nphi)."""
+    def kernel_coefficients(self, rho: np.ndarray, backend: str | None = None) -> np.ndarray:
+        """``(K*rho)_lm`` (shtns order), from the grid density (nlat, nphi).
+
+        ``backend="numba"`` (None: the problem's) analyses degrees ``l <= L`` only, the
+        ones the kernel keeps: an FFT in longitude and the Gauss-Legendre sums (compiled)
+        with tabulated ``Ybar_lm``; the numpy backend runs the full shtns analysis. The two
+        agree to round-off; entries with ``l > L`` are exactly 0 in both.
+        """
+        if (backend or self.backend) == "numba":
+            return self._kernel_coefficients_truncated(rho)
         return self.grid.basis.forward(rho) * self._c["kernel"]
+
+    def _kernel_coefficients_truncated(self, rho: np.ndarray) -> np.ndarray:
+        from solvers.core.kernels_numba import legendre_analysis
+
+        syn, g = self._c["centres"], self.grid
+        if "analysis" not in self._c:
+            # quadrature weight (2 pi / nphi) w_j times Ybar_lm(theta_j), and the kernel of each entry
+            self._c["analysis"] = (np.ascontiguousarray(g.area[:, :1] * syn.p),
+                                   np.ascontiguousarray(self._c["kernel"][syn.sel]))
+        table, lam = self._c["analysis"]
+        rho = np.asarray(rho, dtype=float)
+        if rho.shape != g.shape:
+            raise ValueError(f"rho: expected shape {g.shape} (got {rho.shape})")
+        spec = np.fft.rfft(rho, axis=1)
+        out = np.zeros(g.basis.nlm, dtype=complex)
+        out[syn.sel] = legendre_analysis(table, spec, syn.starts, syn.m_unique, lam)
+        return out
 
     # -- velocities ---------------------------------------------------------------------
     def _attention(self, f_lm: np.ndarray, where: str) -> np.ndarray:
@@ -203,6 +228,46 @@ class SphereProblem:
             return signed_ratio_sum(grad, f, beta, w, sign)
         grad = syn(f_lm, which, d_phi=dphi, row_scale=row / beta, backend="numba", **kw)
         return signed_sum(grad, w, sign)
+
+    def face_velocities(self, f_lm: np.ndarray, backend: str | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """``(velocity(f_lm, "theta_faces"), velocity(f_lm, "phi_faces"))``.
+
+        numba backend: the longitude spectra of both components (and, for softmax, of ``f``
+        at both face sets) are written into one array and synthesised by one batched irfft;
+        same operations per row as :meth:`velocity`.
+        """
+        if (backend or self.backend) != "numba":
+            return self.velocity(f_lm, "theta_faces", backend), self.velocity(f_lm, "phi_faces", backend)
+        from solvers.core.kernels_numba import legendre_spectrum_into, signed_ratio_sum, signed_sum_inplace
+
+        c, beta, sign = self._c, self.model.beta, float(self.sign)
+        faces, centres = c["faces"], c["centres"]
+        nf, nc, nphi = faces.p.shape[0], centres.p.shape[0], centres.nphi
+        if "batched" not in c:
+            inv_sin = 1.0 / np.sin(self.grid.theta)
+            ones_f, ones_c = np.ones(nf), np.ones(nc)
+            if self._softmax:  # rows: grad_theta, grad_phi, f at theta faces, f at phi faces
+                scales = [nphi * ones_f, nphi * inv_sin, nphi * ones_f, nphi * ones_c]
+            else:
+                scales = [nphi * (ones_f / beta), nphi * (inv_sin / beta)]
+            twist = np.exp(1j * centres.m * (0.5 * self.grid.dphi))
+            spec = np.zeros((2 * (nf + nc) if self._softmax else nf + nc, nphi // 2 + 1), dtype=complex)
+            c["batched"] = (scales, twist, spec)
+        scales, twist, spec = c["batched"]
+        coef = np.ascontiguousarray(f_lm[faces.sel], dtype=complex)
+        legendre_spectrum_into(faces.dp, coef, faces.starts, faces.m_unique, scales[0], spec[:nf])
+        legendre_spectrum_into(centres.p, (coef * (1j * centres.m)) * twist, centres.starts, centres.m_unique,
+                               scales[1], spec[nf:nf + nc])
+        if self._softmax:
+            legendre_spectrum_into(faces.p, coef, faces.starts, faces.m_unique, scales[2], spec[nf + nc:2 * nf + nc])
+            legendre_spectrum_into(centres.p, coef * twist, centres.starts, centres.m_unique, scales[3],
+                                   spec[2 * nf + nc:])
+        grid = np.fft.irfft(spec, n=nphi, axis=1)
+        if self._softmax:
+            return (signed_ratio_sum(grid[:nf], grid[nf + nc:2 * nf + nc], beta, c["w_theta_f"], sign),
+                    signed_ratio_sum(grid[nf:nf + nc], grid[2 * nf + nc:], beta, c["w_phi_z"], sign))
+        # in place: the irfft output is this call's own (rows are contiguous views)
+        return signed_sum_inplace(grid[:nf], c["w_theta_f"], sign), signed_sum_inplace(grid[nf:], c["w_phi_z"], sign)
 
     def velocity(self, f_lm: np.ndarray, where: str, backend: str | None = None) -> np.ndarray:
         """Signed transport velocity ``s (attention + perceptron)`` (paper eq. 2.6, 2.9).

@@ -15,6 +15,8 @@ from typing import Callable
 
 import numpy as np
 
+from solvers.core.backend import resolve_backend
+
 Rhs = Callable[..., tuple[np.ndarray, float]]
 
 
@@ -103,14 +105,18 @@ def get_integrator(name: str) -> ButcherTable:
                          f"{', '.join(INTEGRATORS)}") from None
 
 
-def rk_step(table: ButcherTable, rhs: Rhs, u: np.ndarray, dt: float) -> tuple[np.ndarray, float]:
+def rk_step(table: ButcherTable, rhs: Rhs, u: np.ndarray, dt: float,
+            backend: str | None = None) -> tuple[np.ndarray, float]:
     """One explicit RK step of ``du/dt = rhs(u)[0]``.
 
     Returns the new state and the largest ``max_rate`` reported by any stage (the caller
-    checks its CFL condition against it).
+    checks its CFL condition against it). ``backend`` (:mod:`solvers.core.backend`; None:
+    the default) runs the Shu-Osher stage combinations as one compiled pass each (numba,
+    for states of at least ``FUSE_MIN_SIZE`` values) or as numpy array expressions; the two
+    give bitwise the same result.
     """
     if table.alpha is not None:
-        return _shu_osher_step(table, rhs, u, dt)
+        return _shu_osher_step(table, rhs, u, dt, resolve_backend(backend))
     rhs = partial(rhs, dt=dt)
     ks, speed = [], 0.0
     for i in range(table.stages):
@@ -121,7 +127,17 @@ def rk_step(table: ButcherTable, rhs: Rhs, u: np.ndarray, dt: float) -> tuple[np
     return u + dt * sum(bi * k for bi, k in zip(table.b, ks)), speed
 
 
-def _shu_osher_step(table: ButcherTable, rhs: Rhs, u: np.ndarray, dt: float) -> tuple[np.ndarray, float]:
+FUSE_MIN_SIZE = 8192  # below it (S^1 grids) the compiled call's dispatch costs more than it saves
+
+
+def _fusable(*arrays: np.ndarray) -> bool:
+    first = arrays[0]
+    return first.size >= FUSE_MIN_SIZE and all(
+        a.dtype == np.float64 and a.flags.c_contiguous and a.shape == first.shape for a in arrays)
+
+
+def _shu_osher_step(table: ButcherTable, rhs: Rhs, u: np.ndarray, dt: float,
+                    backend: str = "numpy") -> tuple[np.ndarray, float]:
     stages, slopes, speed = [u], [], 0.0
     for i in range(table.stages):
         # stage i is forward Euler of size dt * beta/alpha from u^(i): limit fluxes with it
@@ -130,9 +146,25 @@ def _shu_osher_step(table: ButcherTable, rhs: Rhs, u: np.ndarray, dt: float) -> 
         speed = max(speed, s)
         # u^(0) + sum_j alpha_ij (u^(j) - u^(0)): the weights of a convex combination such as
         # (1/3, 2/3) do not sum to 1 in floating point, which would leak mass every step
-        new = stages[0] + (dt * table.beta[i, i]) * k
-        for j in range(1, i + 1):
-            if table.alpha[i, j] != 0.0:
+        terms = [j for j in range(1, i + 1) if table.alpha[i, j] != 0.0]
+        c = dt * table.beta[i, i]
+        if backend == "numba" and _fusable(stages[0], k, *(stages[j] for j in terms)):
+            new = _fused_stage(stages, k, c, [(table.alpha[i, j], j) for j in terms])
+        else:
+            new = stages[0] + c * k
+            for j in terms:
                 new = new + table.alpha[i, j] * (stages[j] - stages[0])
         stages.append(new)
     return stages[-1], speed
+
+
+def _fused_stage(stages: list[np.ndarray], k: np.ndarray, c: float, terms: list[tuple[float, int]]) -> np.ndarray:
+    """The stage of :func:`_shu_osher_step` in compiled passes (same operations, same order)."""
+    from solvers.core.kernels_numba import add_scaled_difference, shu_osher_stage
+
+    u0 = stages[0].reshape(-1)
+    alpha, j = terms[0] if terms else (0.0, 0)
+    new = shu_osher_stage(u0, float(c), k.reshape(-1), float(alpha), stages[j].reshape(-1), bool(terms))
+    for alpha, j in terms[1:]:
+        new = add_scaled_difference(new, float(alpha), stages[j].reshape(-1), u0)
+    return new.reshape(stages[0].shape)

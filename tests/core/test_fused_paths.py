@@ -1,0 +1,129 @@
+"""The fused / truncated fast paths of the S^2 step against their references.
+
+- analysis of degrees ``l <= L`` only (rfft + compiled Gauss-Legendre sums) against the full
+  shtns analysis: equal to 1e-14 of the largest coefficient, exactly 0 above ``L``;
+- both face velocities from one batched irfft against the per-component synthesis (bitwise)
+  and the numpy reference (1e-14);
+- the band-by-band fv kernel against the numpy reference on grids without merging, with the
+  default merging and with heavy merging;
+- the compiled Shu-Osher stage combinations against the numpy form (bitwise), and mass to
+  round-off over many steps.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from solvers.core.backend import keep_freed_memory, numba_available
+from solvers.core.limiters import LIMITERS
+from solvers.model.params import ModelParams, PerceptronParams
+from solvers.sphere.fv import SphereFV
+from solvers.sphere.grid import SphereGrid
+from solvers.sphere.problem import SphereProblem
+from solvers.timestepping.integrators import FUSE_MIN_SIZE, INTEGRATORS, _fusable, rk_step
+
+pytestmark = pytest.mark.skipif(not numba_available(), reason="numba not installed")
+
+A3 = np.array([(-0.56, 0.045, -0.83), (-0.90, 0.36, -0.27), (0.48, 0.15, -0.86)])
+OMEGA3 = np.array([-0.42, -1.11, -0.36])
+
+
+def problem(lmax, attention="unnormalized", beta=2.0, merge_ratio=0.5, kernel="exp_shifted"):
+    model = ModelParams(beta, "descent", attention, kernel, PerceptronParams("relu", A3, OMEGA3, np.zeros(3)))
+    return SphereProblem(model, SphereGrid(lmax, merge_ratio=merge_ratio))
+
+
+def smooth_density(grid, amp=0.6):
+    x = grid.points(grid.theta, grid.phi)
+    return grid.to_fine(grid.to_cells((1 + amp * x[..., 0] * x[..., 2] + 0.3 * x[..., 1]) / (4 * np.pi)))
+
+
+def rel_err(a, b):
+    return float(np.max(np.abs(a - b)) / np.max(np.abs(b)))
+
+
+@pytest.mark.parametrize("lmax,beta", [(31, 2.0), (63, 1.0), (63, 30.0), (95, 4.0)])
+def test_truncated_analysis_matches_shtns(lmax, beta):
+    prob = problem(lmax, beta=beta)
+    rng = np.random.default_rng(lmax)
+    degrees = prob.grid.basis.degrees
+    for rho in (smooth_density(prob.grid), rng.random(prob.grid.shape)):
+        got = prob.kernel_coefficients(rho, backend="numba")
+        ref = prob.kernel_coefficients(rho, backend="numpy")
+        assert rel_err(got, ref) <= 1e-14
+        assert np.all(got[degrees > prob.bandwidth] == 0)
+
+
+@pytest.mark.parametrize("attention", ["unnormalized", "softmax"])
+def test_batched_face_velocities(attention):
+    prob = problem(47, attention)
+    f_lm = prob.kernel_coefficients(smooth_density(prob.grid))
+    batched = prob.face_velocities(f_lm, backend="numba")
+    for got, where in zip(batched, ("theta_faces", "phi_faces")):
+        assert np.array_equal(got, prob.velocity(f_lm, where, backend="numba"))
+        assert rel_err(got, prob.velocity(f_lm, where, backend="numpy")) <= 1e-14
+    assert all(np.array_equal(a, b) for a, b in zip(batched, prob.face_velocities(f_lm, backend="numba")))
+
+
+@pytest.mark.parametrize("merge_ratio", [0.0, 0.5, 2.0])
+@pytest.mark.parametrize("limiter", list(LIMITERS))
+@pytest.mark.parametrize("dt", [None, 1e-3, 0.05])
+def test_band_kernel_matches_numpy_with_any_merging(merge_ratio, limiter, dt):
+    prob = problem(31, merge_ratio=merge_ratio)
+    grid = prob.grid
+    nlat, nphi = grid.shape
+    rng = np.random.default_rng(int(10 * merge_ratio) + len(limiter))
+    ref_fv, num_fv = SphereFV(prob, limiter, backend="numpy"), SphereFV(prob, limiter, backend="numba")
+    for _ in range(3):
+        cells = rng.random(grid.n_cells) ** 2
+        cells[rng.random(grid.n_cells) < 0.3] = 0.0
+        rho = grid.to_fine(cells)
+        u_theta, u_phi = rng.normal(size=(nlat + 1, nphi)) * 3.0, rng.normal(size=(nlat, nphi)) * 3.0
+        u_phi[rng.random(u_phi.shape) < 0.05] = 0.0
+        ref, rate_ref = ref_fv.transport(rho, u_theta, u_phi, dt)
+        got, rate = num_fv.transport(rho, u_theta, u_phi, dt)
+        assert np.max(np.abs(got - ref)) <= 1e-14 * np.max(np.abs(ref))
+        assert rate == pytest.approx(rate_ref, rel=1e-14, abs=0.0)
+        assert abs(np.sum(got * grid.area)) <= 1e-13 * np.sum(np.abs(got) * grid.area)
+        assert np.array_equal(got, grid.to_fine(num_fv.cells(got)))  # constant over merged cells
+
+
+@pytest.mark.parametrize("name", ["euler", "ssprk2", "ssprk3"])
+def test_fused_shu_osher_stages_are_bitwise_the_numpy_form(name):
+    prob = problem(63)  # 64 x 128 = FUSE_MIN_SIZE values: the fused path
+    rhs = SphereFV(prob)
+    rho = smooth_density(prob.grid)
+    assert _fusable(rho, rho)
+    for dt in (1e-3, 0.02):
+        got, rate = rk_step(INTEGRATORS[name], rhs, rho, dt, backend="numba")
+        ref, rate_ref = rk_step(INTEGRATORS[name], rhs, rho, dt, backend="numpy")
+        assert np.array_equal(got, ref) and rate == rate_ref
+    # 1-D states (S^1 layout; one large enough to be fused) and a non-contiguous state (numpy)
+    u = np.random.default_rng(1).random(FUSE_MIN_SIZE + 301)
+
+    def decay(v, dt=None):
+        return -v * np.cos(np.arange(v.size)).reshape(v.shape), 1.0
+
+    a = rk_step(INTEGRATORS[name], decay, u, 0.1, backend="numba")[0]
+    assert np.array_equal(a, rk_step(INTEGRATORS[name], decay, u, 0.1, backend="numpy")[0])
+    v = np.random.default_rng(2).random((8, 12))[:, ::2]
+    assert np.array_equal(rk_step(INTEGRATORS[name], decay, v, 0.1, backend="numba")[0],
+                          rk_step(INTEGRATORS[name], decay, v, 0.1, backend="numpy")[0])
+
+
+def test_fast_path_conserves_mass_to_roundoff():
+    prob = problem(63, beta=4.0)
+    rhs = SphereFV(prob)
+    rho = smooth_density(prob.grid, amp=0.9)
+    area = prob.grid.area
+    m0 = np.sum(rho * area)
+    for _ in range(200):
+        rho, _ = rk_step(INTEGRATORS["ssprk3"], rhs, rho, 0.02, backend="numba")
+    assert abs(np.sum(rho * area) - m0) <= 1e-13 * m0
+    assert rho.min() >= -1e-15 * rho.max()
+
+
+def test_keep_freed_memory_is_idempotent():
+    first = keep_freed_memory()
+    assert isinstance(first, bool) and keep_freed_memory() == first
