@@ -88,7 +88,7 @@ from solvers.io.reading import (  # noqa: F401  (public names re-exported)
 from solvers.model.params import RunConfig
 
 log = logging.getLogger(__name__)
-_MARGIN = 1 << 20  # bytes kept free beyond two records' worth (HDF5 metadata, chunk rounding)
+_MARGIN = 256 << 10  # bytes kept free beyond two records (HDF5 metadata, chunks of 1-D variables)
 
 
 class ArchiveWriteError(OSError):

@@ -85,7 +85,8 @@ def assert_one_line(err: str, *words: str) -> None:
 
 def test_overwrite_of_a_live_run_is_refused_and_the_run_survives(tmp_path, config) -> None:
     out = tmp_path / "x.nc"
-    first = start("run", str(config), "-o", str(out), "--set", "time.t_end=3", cwd=tmp_path)
+    first = start("run", str(config), "-o", str(out), "--set", "time.t_end=6", "--set",
+                  "output.snapshot_interval=0.01", cwd=tmp_path)
     wait_for_records(out, first)
     rc, _, err = finish(start("run", str(config), "-o", str(out), "--overwrite", "--set",
                               "time.t_end=1", cwd=tmp_path))
@@ -98,7 +99,7 @@ def test_overwrite_of_a_live_run_is_refused_and_the_run_survives(tmp_path, confi
     rc, _, err = finish(first)
     assert rc == 0, err
     ds = open_run(out)
-    assert ds.sizes["time"] == 3001 and float(ds["time"][-1]) == 3.0
+    assert ds.sizes["time"] == 601 and float(ds["time"][-1]) == 6.0
     assert not lock_path(out).exists()
 
 
@@ -127,8 +128,8 @@ def test_stale_lock_file_does_not_block(tmp_path, config) -> None:
 
 def test_file_size_limit_leaves_a_readable_archive(tmp_path, config) -> None:
     out = tmp_path / "x.nc"
-    rc, _, err = finish(start("run", str(config), "-o", str(out), cwd=tmp_path,
-                              fsize=3 << 20))
+    rc, _, err = finish(start("run", str(config), "-o", str(out), "--set",
+                              "domain.resolution=64", cwd=tmp_path, fsize=400 << 10))
     assert rc == 1, err
     assert err.count("\n") == 1 and "Traceback" not in err, err
     assert "file-size limit" in err and f"--resume {out}" in err and "time.cfl" not in err
@@ -163,10 +164,10 @@ def interrupt_once(tmp_path: Path, config: Path, k: int, sig: int) -> None:
     assert not lock_path(out).exists()
 
 
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
-def test_signal_ends_the_run_cleanly(tmp_path, config, sig) -> None:
+@pytest.mark.parametrize("sig, times", [(signal.SIGINT, 2), (signal.SIGTERM, 1)])
+def test_signal_ends_the_run_cleanly(tmp_path, config, sig, times) -> None:
     random.seed(sig)
-    for k in range(3):
+    for k in range(times):
         interrupt_once(tmp_path, config, k, sig)
 
 
@@ -179,11 +180,12 @@ def test_sigint_with_a_snapshot_every_step_is_never_swallowed(tmp_path, config) 
 
 def test_interrupted_run_resumes(tmp_path, config) -> None:
     out = tmp_path / "x.nc"
-    proc = start("run", str(config), "-o", str(out), "--set", "time.t_end=2", cwd=tmp_path)
+    proc = start("run", str(config), "-o", str(out), "--set", "time.t_end=2", "--set",
+                 "output.snapshot_interval=0.01", cwd=tmp_path)
     wait_for_records(out, proc, n=5)
     proc.send_signal(signal.SIGINT)
     assert finish(proc)[0] == 130
     rc, _, err = finish(start("run", "--resume", str(out), cwd=tmp_path))
     assert rc == 0, err
     times = open_run(out)["time"].values
-    assert times[-1] == 2.0 and np.all(np.diff(times) > 0)
+    assert times[-1] == 2.0 and 150 < times.size < 210 and np.all(np.diff(times) > 0)
