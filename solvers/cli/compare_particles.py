@@ -10,11 +10,20 @@ from typing import Any
 
 import numpy as np
 
-from solvers.model.config import ConfigError, check_resolution, load_config
+from solvers.model.config import (
+    DT_MIN_FRACTION,
+    T_END_MAX,
+    ConfigError,
+    check_run,
+    load_config,
+)
 from solvers.studies.compare_particles import compare, format_table
 from solvers.studies.particles import PLACEMENTS
 
 # --------------------------------------------------------------------------- command line
+
+
+PARTICLES_MAX = 10_000_000  # the pairwise kernel sums are O(n) memory per chunk; keep it sane
 
 
 def parse_list(text: str, kind: type, name: str) -> list:
@@ -58,10 +67,18 @@ def run_command(args: argparse.Namespace) -> int:
         times = parse_list(args.times, float, "--times") if args.times else None
         if args.output and not str(args.output).endswith(".nc"):
             raise ValueError(f"--output: must end in .nc (got {args.output})")
-        if (args.dt is not None and not args.dt > 0) or not args.cfl > 0:
-            raise ValueError("--dt and --cfl: must be positive")
+        if (args.dt is not None and not args.dt > 0) or not 0 < args.cfl <= 1:
+            raise ValueError("--dt and --cfl: must be positive (--cfl at most 1)")
+        if max(sizes) > PARTICLES_MAX:
+            raise ValueError(f"--n: at most {PARTICLES_MAX} particles (got {max(sizes)})")
         config = load_config(Path(args.config), args.set)
-        check_resolution(config)
+        check_run(config)
+        horizon = max(times) if times else config.time.t_end
+        if times and horizon > T_END_MAX:
+            raise ValueError(f"--times: at most {T_END_MAX:g} (got {horizon:g})")
+        if args.dt is not None and args.dt < DT_MIN_FRACTION * horizon:
+            raise ValueError(f"--dt: at least {DT_MIN_FRACTION:g} * the last time "
+                             f"({DT_MIN_FRACTION * horizon:g}; got {args.dt:g})")
         start = wallclock.perf_counter()
         ds = compare(config, sizes, times, placement=args.placement, seed=args.seed, dt=args.dt,
                      cfl=args.cfl, log=lambda s: print(s, file=sys.stderr))

@@ -177,6 +177,10 @@ def _open_writer(path: Path, config: RunConfig, args: argparse.Namespace) -> Any
     except FileExistsError:
         raise ConfigError("output.path", f"{path} exists: pass --overwrite to replace it, "
                           f"--resume {path} to continue it, or -o to write elsewhere") from None
+    except OSError as err:
+        if isinstance(err, (IsADirectoryError, NotADirectoryError)) or not err.strerror:
+            raise
+        raise CliError(f"cannot write the archive {path}: {err.strerror}") from None
 
 
 def _interrupted_line(path: Path, t: float) -> str:

@@ -46,8 +46,12 @@ def number(key: str, value: Any, lo: float | None = None, hi: float | None = Non
     ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
     ok = ok and (lo is None or (value > lo if lo_open else value >= lo))
     if not (ok and (hi is None or value <= hi)):
-        bounds = f"in {'(' if lo_open else '['}{lo:g}, {hi:g}]" if hi is not None else \
-            "" if lo is None else f"{'>' if lo_open else '>='} {lo:g}"
+        if hi is not None and lo is not None:
+            bounds = f"in {'(' if lo_open else '['}{lo:g}, {hi:g}]"
+        elif hi is not None:
+            bounds = f"<= {hi:g}"
+        else:
+            bounds = "" if lo is None else f"{'>' if lo_open else '>='} {lo:g}"
         want = f"must be a finite number {bounds} {why}".strip()
         raise ConfigError(key, f"{want} (got {show(value)})")
     return float(value)
