@@ -98,7 +98,7 @@ BAD_VALUES: dict[str, st.SearchStrategy] = {
     "output.progress": JUNK.filter(lambda v: not isinstance(v, bool)),
     "perceptron.omega": st.one_of(st.lists(st.floats(), min_size=3, max_size=5),
                                   st.tuples(outside(-WEIGHT_MAX, WEIGHT_MAX), st.just(1.0))
-                                  .map(list), JUNK),
+                                  .map(list), JUNK.filter(lambda v: not isinstance(v, list))),
     "perceptron.a": st.one_of(st.lists(st.lists(st.floats(), min_size=3, max_size=3),
                                        min_size=2, max_size=2), JUNK),
     "initial.modes": st.one_of(st.lists(st.tuples(st.integers(max_value=0), st.floats())
@@ -106,6 +106,8 @@ BAD_VALUES: dict[str, st.SearchStrategy] = {
                                st.lists(st.tuples(st.integers(1, 5), outside(-WEIGHT_MAX,
                                                                              WEIGHT_MAX))
                                         .map(list), min_size=1, max_size=1)),
+    "initial.kappas": st.one_of(st.lists(outside(0.0, KAPPA_MAX), min_size=1, max_size=1),
+                                st.lists(st.just(1.0), min_size=2, max_size=3)),
     "output.path": st.sampled_from(["", " ", "/proc/x.nc", "/", "{tmp}/afile/x.nc", "{tmp}",
                                     "{tmp}/" + "y" * 5000 + ".nc"]),
 }
@@ -239,7 +241,7 @@ def number_text(bad: st.SearchStrategy) -> st.SearchStrategy:
 BAD_FLOAT = st.sampled_from(["1e300", "-1", "0", "nan", "inf", "1e-300", "-inf", "abc", ""])
 BAD_INT = st.sampled_from(["0", "-5", "1000000000", "99999999999999999999", "x", "1.5", ""])
 BAD_LIST = st.sampled_from(["1e-300,1e-301,1e-302", "1e300,2e300,3e300", "nan,1,2", ",,",
-                            "-1,-2,-3", "a,b,c", "1", "0,0,0", "64,1e12,3"])
+                            "-1,-2,-3", "a,b,c", "1,,x", "-0.5,1,2", "64,1e12,3"])
 
 
 @st.composite

@@ -35,8 +35,6 @@ import dataclasses
 import hashlib
 import itertools
 import json
-import logging
-import os
 import re
 import warnings
 from collections.abc import Callable, Iterator, Sequence
@@ -69,6 +67,7 @@ from solvers.model.config import (
     tomllib,
 )
 from solvers.model.params import RunConfig, flatten
+from solvers.studies.cluster import check_scheduler, dask_client  # noqa: F401  (re-exported)
 
 SEED_KEY = "initial.seed"
 DEFAULT_PERTURBATION = 0.05
@@ -247,22 +246,6 @@ def run_point(config: RunConfig, archive: str, name: str, digest: str) -> dict[s
     if record["reason"] in FINISHED:
         write_done(path, record)
     return record
-
-
-@contextmanager
-def dask_client(scheduler: str | None = None, workers: int | None = None,
-                processes: bool = True) -> Iterator[Any]:
-    """A ``dask.distributed.Client``: of ``scheduler``, or of a new ``LocalCluster``."""
-    from dask.distributed import Client, LocalCluster
-
-    if scheduler:
-        with Client(scheduler) as client:
-            yield client
-        return
-    with LocalCluster(n_workers=workers or os.cpu_count() or 1, threads_per_worker=1,
-                      processes=processes, dashboard_address=None,
-                      silence_logs=logging.ERROR) as cluster, Client(cluster) as client:
-        yield client
 
 
 def run_sweep(config: str | Path, params: Sequence[SweepParam], outdir: str | Path, *,

@@ -48,7 +48,7 @@ def start(*args: str, cwd: Path, fsize: int | None = None) -> subprocess.Popen:
 
     return subprocess.Popen([sys.executable, "-m", "solvers", *args], cwd=cwd, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            preexec_fn=limit)
+                            preexec_fn=limit)  # noqa: PLW1509  (no threads here)
 
 
 def finish(proc: subprocess.Popen, timeout: float = 120) -> tuple[int, str, str]:
