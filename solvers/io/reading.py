@@ -54,6 +54,11 @@ def _check_archive(nc: netCDF4.Dataset, shown: str | os.PathLike) -> None:
         raise ValueError(f"{shown} is not a meanfield-spectral archive: missing {missing}")
 
 
+def _named(err: BaseException, copy: str | os.PathLike, shown: str | os.PathLike) -> str:
+    """The error's text with the temporary copy's path replaced by the user's."""
+    return str(err).replace(str(copy), str(shown))
+
+
 @contextmanager
 def _reading(path: str | os.PathLike, shown: str | os.PathLike | None = None
              ) -> Iterator[netCDF4.Dataset]:
@@ -64,12 +69,14 @@ def _reading(path: str | os.PathLike, shown: str | os.PathLike | None = None
         try:
             nc = netCDF4.Dataset(readable, "r")
         except OSError as err:
-            raise ValueError(f"{shown} is not a readable NetCDF4 archive ({err})") from err
+            raise ValueError(f"{shown} is not a readable NetCDF4 archive "
+                             f"({_named(err, readable, shown)})") from None
         _check_archive(nc, shown)
         try:
             yield nc
         except (OSError, RuntimeError) as err:  # damaged inside: netCDF4 raises RuntimeError
-            raise ValueError(f"{shown} is damaged: cannot read it ({err})") from None
+            raise ValueError(f"{shown} is damaged: cannot read it "
+                             f"({_named(err, readable, shown)})") from None
         finally:
             nc.close()
 
@@ -93,7 +100,8 @@ def open_run(path: str | os.PathLike) -> xr.Dataset:
         try:
             ds = xr.load_dataset(readable, engine="netcdf4")
         except (OSError, RuntimeError, KeyError) as err:
-            raise ValueError(f"{path} is damaged: cannot read it ({err})") from None
+            raise ValueError(f"{path} is damaged: cannot read it "
+                             f"({_named(err, readable, path)})") from None
     return ds.isel(time=np.isfinite(ds["time"].values))
 
 
