@@ -48,17 +48,19 @@ def check_scheduler(address: str) -> str:
 
 @contextmanager
 def dask_client(scheduler: str | None = None, workers: int | None = None,
-                processes: bool = True, dashboard: bool = False) -> Iterator[Any]:
-    """A ``dask.distributed.Client``: of ``scheduler``, or of a new private ``LocalCluster``."""
+                processes: bool = True, dashboard: bool = False,
+                timeout: float = CONNECT_TIMEOUT) -> Iterator[Any]:
+    """A ``dask.distributed.Client``: of ``scheduler`` (reached within ``timeout`` seconds),
+    or of a new private ``LocalCluster``."""
     from dask.distributed import Client
 
     if scheduler:
         address = check_scheduler(scheduler)
         try:
-            client = Client(address, timeout=CONNECT_TIMEOUT, security=_KEYS.get(address))
+            client = Client(address, timeout=timeout, security=_KEYS.get(address))
         except (OSError, TimeoutError) as err:
             raise RuntimeError(f"cannot reach the dask scheduler at {address} within "
-                               f"{CONNECT_TIMEOUT} s ({err})") from None
+                               f"{timeout:g} s ({err})") from None
         with client:
             yield client
         return

@@ -15,6 +15,7 @@ from test_cli import TINY, cli, fake_snapshot, write
 
 import solvers.timestepping.simulation
 from solvers.io.archive import open_run
+from solvers.io.lock import lock_path
 from solvers.io.state import initial_density
 from solvers.model.config import ConfigError, load_config
 from solvers.timestepping.simulation import RunResult, Solver, simulate
@@ -95,6 +96,24 @@ def test_archive_paths_the_os_refuses(tmp_path, capsys) -> None:
     for out, word in (("/proc/x.nc", "cannot write the archive"),
                       (str(tmp_path / ("y" * 5000 + ".nc")), "cannot write the archive")):
         one_line(*cli(capsys, "run", cfg, "-o", out)[::2], 2, word)
+
+
+@pytest.mark.parametrize("target, word", [("afile/x.nc", "afile is a file"),
+                                          ("adir", "is a folder")])
+def test_unwritable_targets(tmp_path, capsys, target: str, word: str) -> None:
+    (tmp_path / "afile").write_text("")
+    (tmp_path / "adir").mkdir()
+    rc, _, err = cli(capsys, "run", write(tmp_path, TINY), "-o", str(tmp_path / target),
+                     "--overwrite")
+    one_line(rc, err, 2, word)
+
+
+def test_stale_lock_file_does_not_block(tmp_path, capsys) -> None:
+    out = tmp_path / "x.nc"
+    lock_path(out).write_text("999999\n")  # left by a SIGKILLed writer: no flock held
+    rc, _, err = cli(capsys, "run", write(tmp_path, TINY), "-o", str(out))
+    assert rc == 0, err
+    assert not lock_path(out).exists()
 
 
 @pytest.fixture

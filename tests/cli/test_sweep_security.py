@@ -29,7 +29,7 @@ def test_bad_scheduler_addresses(address: str) -> None:
 
 def test_unreachable_scheduler_is_an_error_not_a_hang() -> None:
     with pytest.raises(RuntimeError, match="cannot reach the dask scheduler"), \
-            dask_client("tcp://127.0.0.1:1"):
+            dask_client("tcp://127.0.0.1:1", timeout=1):
         pass
 
 
