@@ -25,7 +25,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         "lemma51", help="check Lemma 5.1: invert f = K*mu degree by degree, with its round-off limit",
         description="Recover the coefficients of a measure mu from f = K*mu (paper Lemma 5.1) on "
                     "S^1 or S^2, compare with the exact ones, and show the round-off floor "
-                    "eps max|f| / lambda_l (MATH.md 4). Writes OUT.nc, OUT.png and a table.")
+                    "eps max|f| / lambda_l (docs/math.md 4). Writes OUT.nc, OUT.png and a table.")
     p.add_argument("--measure", default="vmf", metavar="{vmf,atoms,symmetric,uniform}",
                    help="built-in test measure (default vmf)")
     p.add_argument("--archive", metavar="RUN.nc", help="use a snapshot of an S^1 run archive")

@@ -69,7 +69,7 @@ def check_run(config: RunConfig) -> int:
 
 
 def check_resolution(config: RunConfig) -> int:
-    """Check the grid resolves the kernel bandwidth ``j*`` (MATH.md 2); return ``j*``.
+    """Check the grid resolves the kernel bandwidth ``j*`` (docs/math.md 2); return ``j*``.
 
     S^1 (N cells): ``j* <= N // 3`` (2/3 dealiasing rule). S^2 (lmax): ``j* <= lmax``
     (``j* = kernel_bandwidth(beta, 3)``)."""

@@ -80,7 +80,7 @@ class Solver:
     - State: ``rho`` (grid array, shape (N,)), ``t``, ``n_steps``, ``dt`` (the step the
       controller proposes next).
     - ``step(t_stop)`` does the bookkeeping: picks ``dt`` (fixed ``time.dt``, or adaptive:
-      ``min(cfl / max(|u|/width), rate_factor / L)``, MATH.md 6), never steps past ``t_stop``,
+      ``min(cfl / max(|u|/width), rate_factor / L)``, docs/math.md 6), never steps past ``t_stop``,
       calls ``_step_impl(dt)``, and on rejection halves ``dt`` and retries.
     - ``_step_impl(dt) -> (rho_new, ok)`` does the numerics only and must not change state.
     - Mass is conserved to round-off by every scheme; ``fv`` keeps ``rho >= 0``.
@@ -149,6 +149,9 @@ class Solver:
     def check_state(self, snap: Snapshot) -> None:
         """Raise :class:`BlowUpError` unless the snapshot is finite and bounded."""
         top = float(np.max(np.abs(snap.rho))) if snap.rho.size else 0.0
+        d = snap.diagnostics
+        if not np.all(np.isfinite([d.mass, d.energy, d.dissipation])):
+            top = math.inf  # the density is finite but the model overflows on it
         if not np.isfinite(top) or top > self.density_cap:
             knob = "time.dt" if self.config.time.dt is not None else "time.cfl"
             raise BlowUpError(f"the density blew up at t={snap.t:.6g} (max |rho| = {top:.3g} > "
