@@ -3,6 +3,7 @@ with a traceback, a hang, or garbage in the archive."""
 
 from __future__ import annotations
 
+import io
 import subprocess
 import sys
 from pathlib import Path
@@ -224,3 +225,13 @@ def test_negative_density_fails_the_run(tmp_path, capsys, monkeypatch) -> None:
     rc, out, err = cli(capsys, "run", write(tmp_path, TINY), "-o", str(tmp_path / "o.nc"))
     assert rc == 1 and "finished" in out
     one_line(rc, err, 1, "density went negative", "t = 1")
+
+
+def test_broken_pipe_in_process(monkeypatch, capsys, archive) -> None:
+    class Closed(io.StringIO):
+        def write(self, text: str) -> int:
+            raise BrokenPipeError(32, "Broken pipe")
+
+    monkeypatch.setattr(sys, "stdout", Closed())
+    rc, _, err = cli(capsys, "info", str(archive))
+    assert rc == 1 and err == ""
