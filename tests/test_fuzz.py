@@ -239,6 +239,8 @@ def number_text(bad: st.SearchStrategy) -> st.SearchStrategy:
 
 
 BAD_FLOAT = st.sampled_from(["1e300", "-1", "0", "nan", "inf", "1e-300", "-inf", "abc", ""])
+BAD_KAPPA = st.sampled_from(["1e300", "-1", "nan", "inf", "-inf", "abc", ""])  # 0: valid
+BAD_PERTURBATION = st.sampled_from(["1e300", "-1", "0", "1", "nan", "inf", "abc", ""])
 BAD_INT = st.sampled_from(["0", "-5", "1000000000", "99999999999999999999", "x", "1.5", ""])
 BAD_LIST = st.sampled_from(["1e-300,1e-301,1e-302", "1e300,2e300,3e300", "nan,1,2", ",,",
                             "-1,-2,-3", "a,b,c", "1,,x", "-0.5,1,2", "64,1e12,3"])
@@ -248,11 +250,12 @@ BAD_LIST = st.sampled_from(["1e-300,1e-301,1e-302", "1e300,2e300,3e300", "nan,1,
 def bad_command(draw: st.DrawFn) -> list[str]:
     """One command with one refused option (files under ``{tmp}`` are filled in later)."""
     cfg = "{tmp}/run.toml"
-    lemma = [["--beta", draw(BAD_FLOAT)], ["--kappa", draw(BAD_FLOAT)],
+    lemma = [["--beta", draw(BAD_FLOAT)], ["--kappa", draw(BAD_KAPPA)],
              ["--lmax", draw(BAD_INT)], ["--n", draw(BAD_INT)], ["--atoms", draw(BAD_INT)],
-             ["--perturbation", draw(BAD_FLOAT)], ["--measure", draw(bad_choice().map(str))],
+             ["--perturbation", draw(BAD_PERTURBATION)], ["--measure", draw(bad_choice().map(str))],
              ["--sphere", "S3"], ["--table", "wide"], ["--time", "1"]]
-    particles = [["--n", draw(BAD_LIST)], ["--times", draw(BAD_LIST)], ["--dt", draw(BAD_FLOAT)],
+    times = BAD_LIST.filter(lambda v: not v.startswith("1e-300"))  # tiny times are valid
+    particles = [["--n", draw(BAD_LIST)], ["--times", draw(times)], ["--dt", draw(BAD_FLOAT)],
                  ["--cfl", draw(BAD_FLOAT)], ["-o", "{tmp}/x.txt"]]
     converge = [["--dts", draw(BAD_LIST)], ["--resolutions", draw(BAD_LIST)],
                 ["--t", draw(BAD_FLOAT)]]

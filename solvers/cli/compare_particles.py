@@ -23,6 +23,7 @@ from solvers.studies.particles import PLACEMENTS
 # --------------------------------------------------------------------------- command line
 
 
+CFL_RANGE = (1e-6, 1.0)  # below: the particle steps underflow (a hang), above: unstable
 PARTICLES_MAX = 10_000_000  # the pairwise kernel sums are O(n) memory per chunk; keep it sane
 
 
@@ -67,8 +68,9 @@ def run_command(args: argparse.Namespace) -> int:
         times = parse_list(args.times, float, "--times") if args.times else None
         if args.output and not str(args.output).endswith(".nc"):
             raise ValueError(f"--output: must end in .nc (got {args.output})")
-        if (args.dt is not None and not args.dt > 0) or not 0 < args.cfl <= 1:
-            raise ValueError("--dt and --cfl: must be positive (--cfl at most 1)")
+        if not CFL_RANGE[0] <= args.cfl <= CFL_RANGE[1]:
+            raise ValueError(f"--cfl: must be in [{CFL_RANGE[0]:g}, {CFL_RANGE[1]:g}] "
+                             f"(got {args.cfl:g})")
         if max(sizes) > PARTICLES_MAX:
             raise ValueError(f"--n: at most {PARTICLES_MAX} particles (got {max(sizes)})")
         config = load_config(Path(args.config), args.set)
@@ -76,9 +78,9 @@ def run_command(args: argparse.Namespace) -> int:
         horizon = max(times) if times else config.time.t_end
         if times and horizon > T_END_MAX:
             raise ValueError(f"--times: at most {T_END_MAX:g} (got {horizon:g})")
-        if args.dt is not None and args.dt < DT_MIN_FRACTION * horizon:
-            raise ValueError(f"--dt: at least {DT_MIN_FRACTION:g} * the last time "
-                             f"({DT_MIN_FRACTION * horizon:g}; got {args.dt:g})")
+        if args.dt is not None and not DT_MIN_FRACTION * horizon <= args.dt <= horizon:
+            raise ValueError(f"--dt: must be in [{DT_MIN_FRACTION:g}, 1] times the last time "
+                             f"{horizon:g} (got {args.dt:g})")
         start = wallclock.perf_counter()
         ds = compare(config, sizes, times, placement=args.placement, seed=args.seed, dt=args.dt,
                      cfl=args.cfl, log=lambda s: print(s, file=sys.stderr))
