@@ -30,6 +30,7 @@ import time as wallclock
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import NoReturn
 
 import numpy as np
 
@@ -138,7 +139,7 @@ class Solver:
             dt = 0.5 * h
         self._underflow(dt)
 
-    def _underflow(self, h: float) -> None:
+    def _underflow(self, h: float) -> NoReturn:
         fixed = self.config.time.dt is not None
         raise StepUnderflowError(
             f"step size underflow at t={self.t:.6g}: dt = {h:.3g} < {DT_MIN_FRACTION:g} * "
