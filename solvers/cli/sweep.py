@@ -5,17 +5,21 @@ from __future__ import annotations
 import argparse
 import contextlib
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from solvers.model.config import load_config
 from solvers.studies.cluster import SchedulerAddressError, check_scheduler, dask_client
 from solvers.studies.sweep import (
     DEFAULT_PERTURBATION,
     EXIT_FAILED,
     EXIT_INTERRUPTED,
     EXIT_USAGE,
+    SEED_KEY,
     ConfigError,
     SweepError,
+    SweepParam,
     parse_param,
     run_sweep,
 )
@@ -47,6 +51,21 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     return p
 
 
+def _check_values(config: Path, params: Sequence[SweepParam], overrides: Sequence[str]) -> None:
+    """A swept value that is invalid by itself is a usage error, found before any run starts;
+    errors of combinations (or about other keys) stay failed runs of the sweep."""
+    text = config.read_text(encoding="utf-8")
+    for param in params:
+        if param.key == SEED_KEY:
+            continue
+        for raw in param.raw:
+            try:
+                load_config(text, [*overrides, f"{param.key}={raw}"])
+            except ConfigError as err:
+                if err.key.split("[")[0] == param.key:  # the value itself, not a combination
+                    raise SweepError(f"--param {param.key}={raw}: {err}") from None
+
+
 def run_command(args: argparse.Namespace) -> int:
     """``meanfield sweep``: 0 if every run finished, 1 if some failed, 2 on bad arguments."""
     try:
@@ -58,6 +77,7 @@ def run_command(args: argparse.Namespace) -> int:
             raise SweepError(f"config not found: {args.config}")
         scheduler = check_scheduler(args.scheduler) if args.scheduler else None
         params = [parse_param(item) for item in args.param]
+        _check_values(Path(args.config), params, args.set)
         outdir = Path(args.output or Path("output/sweeps") / Path(args.config).stem)
         if outdir.exists() and not outdir.is_dir():
             raise SweepError(f"-o {outdir}: is a file; give a folder")
