@@ -39,7 +39,16 @@ HDF5 locks a file that a process holds open for writing: from another process a 
 ``xarray.open_dataset`` of a running archive fails (unless that process was started with
 ``HDF5_USE_FILE_LOCKING=FALSE``; HDF5 reads it once, at import). The readers of this module
 then read a temporary copy of the file (the last synced state), and load the data into memory.
-The lock also keeps a second writer out.
+A second writer is kept out earlier and for sure by the advisory lock of
+:mod:`solvers.io.lock` (:class:`ArchiveBusyError`).
+
+Writing
+-------
+A new archive is defined under a temporary name in its folder and renamed into place
+(``--overwrite`` replaces an old file only by that rename). Before each record the writer
+checks the free space and the file-size limit and raises :class:`ArchiveWriteError` (the
+archive keeps its complete records and stays readable) when the record would not fit. The
+readers live in :mod:`solvers.io.reading` and are re-exported here.
 """
 
 from __future__ import annotations
