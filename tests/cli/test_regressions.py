@@ -235,3 +235,20 @@ def test_broken_pipe_in_process(monkeypatch, capsys, archive) -> None:
     monkeypatch.setattr(sys, "stdout", Closed())
     rc, _, err = cli(capsys, "info", str(archive))
     assert rc == 1 and err == ""
+
+
+def test_second_signal_exits_at_once(monkeypatch) -> None:
+    import signal
+
+    from solvers.cli import guard
+
+    exits = []
+    monkeypatch.setattr(guard.os, "_exit", exits.append)
+    stop = guard.StopRequest()
+    with stop.installed():
+        assert signal.getsignal(signal.SIGTERM) == stop._handle
+        stop._handle(signal.SIGINT, None)
+        assert stop() and stop.exit_code == 130 and not exits
+        stop._handle(signal.SIGINT, None)
+    assert exits == [130]
+    assert signal.getsignal(signal.SIGINT) is not stop._handle  # restored
