@@ -10,11 +10,21 @@ from typing import Any
 
 import numpy as np
 
-from solvers.model.config import ConfigError, check_resolution, load_config
+from solvers.model.config import (
+    DT_MIN_FRACTION,
+    T_END_MAX,
+    ConfigError,
+    check_run,
+    load_config,
+)
 from solvers.studies.compare_particles import compare, format_table
 from solvers.studies.particles import PLACEMENTS
 
 # --------------------------------------------------------------------------- command line
+
+
+CFL_RANGE = (1e-6, 1.0)  # below: the particle steps underflow (a hang), above: unstable
+PARTICLES_MAX = 10_000_000  # the pairwise kernel sums are O(n) memory per chunk; keep it sane
 
 
 def parse_list(text: str, kind: type, name: str) -> list:
@@ -59,10 +69,19 @@ def run_command(args: argparse.Namespace) -> int:
         times = parse_list(args.times, float, "--times") if args.times else None
         if args.output and not str(args.output).endswith(".nc"):
             raise ValueError(f"--output: must end in .nc (got {args.output})")
-        if (args.dt is not None and not args.dt > 0) or not args.cfl > 0:
-            raise ValueError("--dt and --cfl: must be positive")
+        if not CFL_RANGE[0] <= args.cfl <= CFL_RANGE[1]:
+            raise ValueError(f"--cfl: must be in [{CFL_RANGE[0]:g}, {CFL_RANGE[1]:g}] "
+                             f"(got {args.cfl:g})")
+        if max(sizes) > PARTICLES_MAX:
+            raise ValueError(f"--n: at most {PARTICLES_MAX} particles (got {max(sizes)})")
         config = load_config(Path(args.config), args.set)
-        check_resolution(config)
+        check_run(config)
+        horizon = max(times) if times else config.time.t_end
+        if times and horizon > T_END_MAX:
+            raise ValueError(f"--times: at most {T_END_MAX:g} (got {horizon:g})")
+        if args.dt is not None and not DT_MIN_FRACTION * horizon <= args.dt <= horizon:
+            raise ValueError(f"--dt: must be in [{DT_MIN_FRACTION:g}, 1] times the last time "
+                             f"{horizon:g} (got {args.dt:g})")
         start = wallclock.perf_counter()
         ds = compare(config, sizes, times, placement=args.placement, seed=args.seed, dt=args.dt,
                      cfl=args.cfl, log=lambda s: print(s, file=sys.stderr))

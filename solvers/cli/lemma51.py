@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from solvers.model.config import BETA_RANGE, KAPPA_MAX
 from solvers.studies.lemma51 import (
     Measure,
     format_report,
@@ -49,6 +50,33 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     return p
 
 
+LMAX_MAX = 2048  # degrees: the multi-precision study costs O(lmax^2) terms per beta
+GRID_MAX = 1 << 16  # --n: points on S^1, Gauss latitudes on S^2
+ATOMS_MAX = 10_000
+DIGITS_RANGE = (16, 1000)
+
+
+def _check_ranges(args: argparse.Namespace) -> None:
+    """ValueError (one line, naming the option) for values outside what the study can do."""
+    lo, hi = BETA_RANGE
+    for beta in args.beta:
+        if not lo <= beta <= hi:
+            raise ValueError(f"--beta: must be in [{lo:g}, {hi:g}] (got {beta:g})")
+    if not 0 <= args.kappa <= KAPPA_MAX:
+        raise ValueError(f"--kappa: must be in [0, {KAPPA_MAX:g}] (got {args.kappa:g})")
+    if not 0 < args.perturbation < 1:
+        raise ValueError(f"--perturbation: must be in (0, 1) (got {args.perturbation:g})")
+    for name, value, top in (("--lmax", args.lmax, LMAX_MAX), ("--n", args.n, GRID_MAX),
+                             ("--atoms", args.atoms, ATOMS_MAX)):
+        if value is not None and not 1 <= value <= top:
+            raise ValueError(f"{name}: must be in [1, {top}] (got {value})")
+    if any(not DIGITS_RANGE[0] <= d <= DIGITS_RANGE[1] for d in args.digits or ()):
+        raise ValueError(f"--digits: each must be in [{DIGITS_RANGE[0]}, {DIGITS_RANGE[1]}] "
+                         f"(got {args.digits})")
+    if not 0 <= args.seed < 2**32:
+        raise ValueError(f"--seed: must be in [0, 2**32) (got {args.seed})")
+
+
 def _measure_from_args(args: argparse.Namespace) -> Measure:
     sphere = args.sphere or "S1"
     _check_sphere(sphere)
@@ -78,6 +106,7 @@ def run_command(args: argparse.Namespace) -> int:
     try:
         if args.table not in ("short", "full", "none"):
             raise ValueError(f"--table: must be short, full or none (got {args.table!r})")
+        _check_ranges(args)
         measure = _measure_from_args(args)
         out = _output_path(args, measure)
         digits = args.digits if args.digits is not None else (

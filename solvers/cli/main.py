@@ -1,12 +1,15 @@
 """Command line: ``meanfield run | plot | animate | info`` (S^1 and S^2 runs).
 
-Every user error (bad config key or value, missing file) prints one line ``error: ...`` on
-stderr and exits with status 2; Ctrl-C during a run exits with 130 and says how to resume.
+Every error prints one line ``error: ...`` on stderr (:mod:`solvers.cli.guard`): status 2 for
+input errors (bad config key or value, missing file), 1 for failures at run time. Ctrl-C
+(SIGTERM) during a run writes the last completed state, closes the archive and exits with
+130 (143), saying how to resume; a second Ctrl-C exits at once.
 """
 
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 import warnings
 from collections.abc import Sequence
@@ -15,61 +18,28 @@ from typing import Any
 
 import numpy as np
 
+from solvers.cli.guard import (  # noqa: F401  (EXIT_* re-exported)
+    EXIT_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_USAGE,
+    CliError,
+    OneLineParser,
+    StopRequest,
+    run_guarded,
+)
+from solvers.cli.progress import LowestDensity, ProgressBar
 from solvers.io.state import grid_arrays, initial_density
 from solvers.model.config import (
     ConfigError,
-    check_resolution,
+    check_run,
+    clip,
     load_config,
     parse_override,
 )
 from solvers.model.params import RunConfig, flatten
 
 RESUMABLE_SECTIONS = ("time", "output")
-EXIT_USAGE = 2
-EXIT_INTERRUPTED = 130
-EXIT_FAILED = 1
-
-
-class CliError(Exception):
-    """A user error that is not about a config key (printed as ``error: <message>``)."""
-
-
-# --------------------------------------------------------------------------- progress
-
-class ProgressBar:
-    """``progress(t, step, dt, diagnostics)`` callback drawing a tqdm bar on stderr."""
-
-    def __init__(self, t0: float, t_end: float, enabled: bool = True) -> None:
-        self.t, self.step = t0, 0
-        self.bar = None
-        if enabled:
-            from tqdm import tqdm
-
-            fmt = "{percentage:3.0f}%|{bar}| t={n:.3f}/{total:g} [{elapsed}<{remaining}{postfix}]"
-            self.bar = tqdm(total=t_end, initial=t0, file=sys.stderr, bar_format=fmt,
-                            dynamic_ncols=True, leave=True)
-        self._extra = ""
-
-    def __call__(self, t: float, step: int, dt: float, diagnostics: Any = None) -> None:
-        self.t, self.step = t, step
-        if self.bar is None:
-            return
-        if diagnostics is not None:
-            self._extra = f" E={diagnostics.energy:.6g} atoms={diagnostics.n_atoms}"
-        self.bar.set_postfix_str(f"steps={step} dt={dt:.2e}{self._extra}", refresh=False)
-        self.bar.update(min(t, self.bar.total) - self.bar.n)
-
-    def show_warning(self, message: Warning | str, *args: Any, **kwargs: Any) -> None:
-        """``warnings.showwarning`` replacement: one line, not through the bar."""
-        text = f"warning: {message}"
-        if self.bar is not None:
-            self.bar.write(text, file=sys.stderr)
-        else:
-            print(text, file=sys.stderr)
-
-    def close(self) -> None:
-        if self.bar is not None:
-            self.bar.close()
+FIXED_ON_RESUME = ("time.scheme",)  # the archived state is in this scheme's representation
 
 
 # --------------------------------------------------------------------------- run
@@ -84,6 +54,10 @@ def _existing(path: str, what: str) -> Path:
 def _check_resume_overrides(overrides: Sequence[str]) -> None:
     for item in overrides:
         section, key, _ = parse_override(item)
+        if f"{section}.{key}" in FIXED_ON_RESUME:
+            raise ConfigError(f"{section}.{key}", "cannot change on --resume (the archived "
+                              "state belongs to its scheme); start a new run with initial.kind "
+                              "= \"archive\"")
         if section not in RESUMABLE_SECTIONS:
             raise ConfigError(f"{section}.{key}", "cannot change on --resume (only time.* and "
                               "output.* can); for new physics start a run with initial.kind = "
@@ -118,7 +92,11 @@ def _resume_state(args: argparse.Namespace) -> tuple[RunConfig, dict[str, Any]]:
     if args.config:
         given = load_config(Path(args.config), overrides)
         _check_same_physics(given, config)
+        if given.time.scheme != config.time.scheme:
+            raise ConfigError("time.scheme", f"differs from the archive ({given.time.scheme} here, "
+                              f"{config.time.scheme} there); a resumed run keeps its scheme")
         config = given
+    check_run(config)
     if t >= config.time.t_end:
         raise ConfigError("time.t_end", f"the archive already reached t = {t:g} >= t_end = "
                           f"{config.time.t_end:g}; extend it with --set time.t_end=...")
@@ -135,7 +113,7 @@ def _fresh_state(args: argparse.Namespace) -> tuple[RunConfig, dict[str, Any]]:
     if args.output:
         overrides.append(f"output.path={_toml_string(args.output)}")
     config = load_config(Path(args.config), overrides)
-    check_resolution(config)
+    check_run(config)
     return config, {"rho": initial_density(config), "t0": 0.0, "step0": 0, "dt0": None}
 
 
@@ -157,34 +135,74 @@ def cmd_run(args: argparse.Namespace) -> int:
     if not args.config and not args.resume:
         raise CliError("run needs CONFIG.toml (or --resume RUN.nc)")
     config, state = _resume_state(args) if args.resume else _fresh_state(args)
-    from solvers.io.archive import ArchiveWriter
     from solvers.timestepping.simulation import simulate
 
     path = Path(config.output.path)
+    weight = grid_arrays(config)[1]
+    bar = ProgressBar(state["t0"], config.time.t_end, config.output.progress and not args.no_progress)
+    mass0, lowest = float(np.sum(state["rho"] * weight)), LowestDensity()
+    stop = StopRequest()
+    with stop.installed():
+        writer = _open_writer(path, config, args)
+        try:
+            with writer, warnings.catch_warnings():
+                warnings.showwarning = bar.show_warning
+                result = simulate(config, state["rho"], t0=state["t0"], step0=state["step0"],
+                                  dt0=state["dt0"], trackers=[writer.write_snapshot, lowest],
+                                  progress=bar, stop=stop)
+        except KeyboardInterrupt:  # raised before the handler was in place, or by a tracker
+            bar.close()
+            print(_interrupted_line(path, bar.t), file=sys.stderr)
+            return EXIT_INTERRUPTED
+        except (FloatingPointError, RuntimeError, OSError) as err:
+            bar.close()
+            print(_failure_line(err, config, path, bar.t), file=sys.stderr)
+            return EXIT_FAILED
+    bar.close()
+    if result.reason == "interrupted":
+        print(_interrupted_line(path, result.final.t), file=sys.stderr)
+        return stop.exit_code
+    print(summary(result, mass0, path))
+    return lowest.verdict(config)
+
+
+def _open_writer(path: Path, config: RunConfig, args: argparse.Namespace) -> Any:
+    """The archive writer: appending (--resume), replacing (--overwrite) or new."""
+    from solvers.io.archive import ArchiveWriter
+
     theta, weight, phi = grid_arrays(config)
     mode = {"append": True} if args.resume else {"overwrite": args.overwrite}
     try:
-        writer = ArchiveWriter(path, config, theta, weight, phi=phi, **mode)
+        return ArchiveWriter(path, config, theta, weight, phi=phi, **mode)
     except FileExistsError:
         raise ConfigError("output.path", f"{path} exists: pass --overwrite to replace it, "
                           f"--resume {path} to continue it, or -o to write elsewhere") from None
-    bar = ProgressBar(state["t0"], config.time.t_end, config.output.progress and not args.no_progress)
-    mass0 = float(np.sum(state["rho"] * weight))
-    try:
-        with writer, warnings.catch_warnings():
-            warnings.showwarning = bar.show_warning
-            result = simulate(config, state["rho"], t0=state["t0"], step0=state["step0"],
-                              dt0=state["dt0"], trackers=[writer.write_snapshot], progress=bar)
-    except (KeyboardInterrupt, FloatingPointError, RuntimeError) as err:
-        bar.close()
-        stop = isinstance(err, KeyboardInterrupt)
-        what, hint = ("interrupted", "") if stop else (f"failed ({err})", " --set time.cfl=...")
-        print(f"{what} at t={bar.t:.6g}; archive {path} holds {_count_snapshots(path)} "
-              f"snapshots; continue with: meanfield run --resume {path}{hint}", file=sys.stderr)
-        return EXIT_INTERRUPTED if isinstance(err, KeyboardInterrupt) else EXIT_FAILED
-    bar.close()
-    print(summary(result, mass0, path))
-    return 0
+    except OSError as err:
+        if isinstance(err, (IsADirectoryError, NotADirectoryError)) or not err.strerror:
+            raise
+        raise CliError(f"cannot write the archive {path}: {err.strerror}") from None
+
+
+def _interrupted_line(path: Path, t: float) -> str:
+    return (f"interrupted at t={t:.6g}; archive {path} holds {_count_snapshots(path)} "
+            f"snapshots; continue with: meanfield run --resume {path}")
+
+
+def _failure_line(err: BaseException, config: RunConfig, path: Path, t: float) -> str:
+    """One line: what failed, what the archive holds, and the advice that applies."""
+    from solvers.io.archive import ArchiveWriteError
+
+    resume = f"meanfield run --resume {path}"
+    if isinstance(err, ArchiveWriteError):
+        hint = f"free some space (or raise ulimit -f), then continue with: {resume}"
+    elif isinstance(err, OSError):
+        hint = f"continue with: {resume}"
+    elif config.time.dt is not None:
+        hint = f"continue with: {resume} --set time.dt={config.time.dt / 2:g}"
+    else:
+        hint = f"continue with: {resume} --set time.cfl={config.time.cfl / 2:g}"
+    return clip(f"failed ({' '.join(str(err).split())}) at t={t:.6g}; archive {path} holds "
+                f"{_count_snapshots(path)} snapshots; {hint}", 1000)
 
 
 def summary(result: Any, mass0: float, path: Path) -> str:
@@ -238,6 +256,8 @@ def cmd_plot(args: argparse.Namespace) -> int:
         plot_run(path, out)
     except ValueError as err:  # not a run archive, or an empty one
         raise CliError(str(err)) from None
+    except KeyError as err:  # a NetCDF file without a variable the figure needs
+        raise CliError(f"{path} lacks the variable {err} that the figure needs") from None
     print(f"wrote {out}")
     return 0
 
@@ -254,6 +274,8 @@ def cmd_animate(args: argparse.Namespace) -> int:
         animate_run(path, out, fps=args.fps, view=args.view)
     except ValueError as err:  # bad format, no ffmpeg, not a run archive, an empty one
         raise CliError(str(err)) from None
+    except KeyError as err:  # a NetCDF file without a variable the frames need
+        raise CliError(f"{path} lacks the variable {err} that the animation needs") from None
     print(f"wrote {out}")
     return 0
 
@@ -273,14 +295,16 @@ def cmd_info(args: argparse.Namespace) -> int:
 
 def info_lines(ds: Any, path: Path) -> list[str]:
     """The text of ``meanfield info`` for a run dataset (see :mod:`solvers.io.archive`)."""
-    lines = [f"run: {path}"]
+    lines = [f"run: {clip(path, 500)}"]
     for key in ("version", "created", "manifold", "scheme", "kernel"):
         if key in ds.attrs:
-            lines.append(f"  {key}: {ds.attrs[key]}")
-    params = {k.replace("__", "."): v for k, v in ds.attrs.items() if "__" in k}
-    lines += ["parameters:"] + [f"  {k} = {v}" for k, v in params.items()] if params else []
+            lines.append(f"  {key}: {clip(ds.attrs[key], 200)}")
+    params = {clip(k.replace("__", "."), 80): v for k, v in ds.attrs.items() if "__" in k}
+    lines += ["parameters:"] + [f"  {k} = {clip(v, 200)}" for k, v in params.items()] \
+        if params else []
     if not params and "config_text" in ds.attrs:
-        lines += ["config:"] + ["  " + s for s in str(ds.attrs["config_text"]).splitlines()]
+        lines += ["config:"] + ["  " + clip(s, 200)
+                                for s in str(ds.attrs["config_text"]).splitlines()[:500]]
     n = int(ds.sizes.get("time", 0))
     lines.append(f"snapshots: {n}")
     if n == 0:
@@ -306,8 +330,10 @@ def info_lines(ds: Any, path: Path) -> list[str]:
 # --------------------------------------------------------------------------- entry point
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="meanfield", description="Mean-field attention + "
-                                     "perceptron dynamics on the circle and the sphere.")
+    parser = OneLineParser(prog="meanfield", description="Mean-field attention + "
+                           "perceptron dynamics on the circle and the sphere.")
+    parser.add_argument("-v", "--debug", action="store_true",
+                        help="show tracebacks and debug logging")
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="run a simulation from a TOML config")
     run.add_argument("config", nargs="?", help="CONFIG.toml (optional with --resume)")
@@ -349,16 +375,9 @@ def _add_companion_commands(sub: Any) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``meanfield`` console script; returns the exit status."""
     args = build_parser().parse_args(argv)
-    try:
-        return args.func(args)
-    except (ConfigError, CliError) as err:
-        print(f"error: {err}", file=sys.stderr)
-    except FileNotFoundError as err:
-        print(f"error: file not found: {err.filename or err}", file=sys.stderr)
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
-    return EXIT_USAGE
+    logging.basicConfig(level=logging.DEBUG if args.debug else logging.WARNING,
+                        format="%(levelname)s %(name)s: %(message)s")
+    return run_guarded(args.func, args, debug=args.debug)
 
 
 if __name__ == "__main__":

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -13,13 +15,17 @@ from solvers.studies.resolution import (
     MAX_RESOLUTION,
     ResolutionCheck,
 )
+from solvers.model.config import load_config
+from solvers.studies.cluster import SchedulerAddressError, check_scheduler, dask_client
 from solvers.studies.sweep import (
     DEFAULT_PERTURBATION,
     EXIT_FAILED,
     EXIT_INTERRUPTED,
     EXIT_USAGE,
+    SEED_KEY,
     ConfigError,
     SweepError,
+    SweepParam,
     parse_param,
     run_sweep,
 )
@@ -38,7 +44,10 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                    help="output folder (default output/sweeps/<config name>)")
     p.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
                    help="override a config value for every run (TOML syntax), repeatable")
-    p.add_argument("--scheduler", metavar="ADDRESS", help="use a running dask scheduler")
+    p.add_argument("--scheduler", metavar="ADDRESS",
+                   help="use a running dask scheduler, [tcp://|tls://]host:port")
+    p.add_argument("--dashboard", action="store_true",
+                   help="serve the dask dashboard of the local cluster on 127.0.0.1:8787")
     p.add_argument("--workers", type=int, help="LocalCluster processes (default: number of cores)")
     p.add_argument("--auto-resolution", action="store_true",
                    help="raise domain.resolution to the smallest accepted for each beta, then "
@@ -55,6 +64,21 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     return p
 
 
+def _check_values(config: Path, params: Sequence[SweepParam], overrides: Sequence[str]) -> None:
+    """A swept value that is invalid by itself is a usage error, found before any run starts;
+    errors of combinations (or about other keys) stay failed runs of the sweep."""
+    text = config.read_text(encoding="utf-8")
+    for param in params:
+        if param.key == SEED_KEY:
+            continue
+        for raw in param.raw:
+            try:
+                load_config(text, [*overrides, f"{param.key}={raw}"])
+            except ConfigError as err:
+                if err.key.split("[")[0] == param.key:  # the value itself, not a combination
+                    raise SweepError(f"--param {param.key}={raw}: {err}") from None
+
+
 def run_command(args: argparse.Namespace) -> int:
     """``meanfield sweep``: 0 if every run finished, 1 if some failed, 2 on bad arguments."""
     try:
@@ -64,18 +88,24 @@ def run_command(args: argparse.Namespace) -> int:
             raise SweepError(f"--workers must be >= 1 (got {args.workers})")
         if not Path(args.config).is_file():
             raise SweepError(f"config not found: {args.config}")
+        scheduler = check_scheduler(args.scheduler) if args.scheduler else None
         params = [parse_param(item) for item in args.param]
         try:
             check = ResolutionCheck(args.mass_tol, args.max_refinements)
         except ValueError as err:
             raise SweepError(str(err)) from None
+        _check_values(Path(args.config), params, args.set)
         outdir = Path(args.output or Path("output/sweeps") / Path(args.config).stem)
-        summary = run_sweep(args.config, params, outdir, overrides=args.set,
-                            scheduler=args.scheduler, workers=args.workers,
-                            auto_resolution=args.auto_resolution, eps=args.perturbation,
-                            check=check,
-                            echo=lambda line: print(line, flush=True))
-    except (SweepError, ConfigError) as err:
+        if outdir.exists() and not outdir.is_dir():
+            raise SweepError(f"-o {outdir}: is a file; give a folder")
+        with contextlib.ExitStack() as stack:
+            client = stack.enter_context(dask_client(workers=args.workers, dashboard=True)) \
+                if args.dashboard and not scheduler else None
+            summary = run_sweep(args.config, params, outdir, overrides=args.set,
+                                scheduler=scheduler, workers=args.workers, client=client,
+                                auto_resolution=args.auto_resolution, eps=args.perturbation,
+                                check=check, echo=lambda line: print(line, flush=True))
+    except (SweepError, ConfigError, SchedulerAddressError) as err:
         print(f"error: {err}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:

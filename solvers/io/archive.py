@@ -39,21 +39,27 @@ HDF5 locks a file that a process holds open for writing: from another process a 
 ``xarray.open_dataset`` of a running archive fails (unless that process was started with
 ``HDF5_USE_FILE_LOCKING=FALSE``; HDF5 reads it once, at import). The readers of this module
 then read a temporary copy of the file (the last synced state), and load the data into memory.
-The lock also keeps a second writer out.
+A second writer is kept out earlier and for sure by the advisory lock of
+:mod:`solvers.io.lock` (:class:`ArchiveBusyError`).
+
+Writing
+-------
+A new archive is defined under a temporary name in its folder and renamed into place
+(``--overwrite`` replaces an old file only by that rename). Before each record the writer
+checks the free space and the file-size limit and raises :class:`ArchiveWriteError` (the
+archive keeps its complete records and stays readable) when the record would not fit. The
+readers live in :mod:`solvers.io.reading` and are re-exported here.
 """
 
 from __future__ import annotations
 
+import logging
 import os
-import shutil
-import tempfile
-from collections.abc import Iterator
-from contextlib import contextmanager
+import resource
 from pathlib import Path
 
 import netCDF4
 import numpy as np
-import xarray as xr
 
 from solvers.core.atom_tracks import AtomTracks, link_radius
 from solvers.core.snapshot import Snapshot
@@ -82,58 +88,38 @@ from solvers.io.layout import (  # noqa: F401  (public names re-exported)
     rho_hat,
     sphere_atom_columns,
 )
+from solvers.io.lock import ArchiveBusyError, ArchiveLock, temporary_sibling  # noqa: F401
+from solvers.io.reading import (  # noqa: F401  (public names re-exported)
+    _check_archive,
+    _existing,
+    _reading,
+    open_run,
+    read_config_text,
+    read_last_state,
+    read_snapshot,
+)
 from solvers.model.params import RunConfig
 
-
-def _existing(path: str | os.PathLike) -> Path:
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"archive {path} does not exist")
-    return path
+log = logging.getLogger(__name__)
+_MARGIN = 64 << 10  # bytes kept free beyond the chunks a record allocates (HDF5 metadata)
 
 
-def _is_hdf5(path: Path) -> bool:
-    with open(path, "rb") as fh:
-        return fh.read(len(_HDF5_SIGNATURE)) == _HDF5_SIGNATURE
+def _time_chunks(nc: netCDF4.Dataset) -> list[tuple[int, int]]:
+    """``(records per chunk, chunk bytes)`` of every variable along ``time``: record ``i``
+    allocates the chunks of the variables with ``i % records == 0`` (the worst case, every
+    chunk uncompressed)."""
+    out = []
+    for var in nc.variables.values():
+        chunks = var.chunking()
+        if not var.dimensions or var.dimensions[0] != "time" or chunks == "contiguous":
+            continue
+        out.append((int(chunks[0]), int(np.prod(chunks)) * var.dtype.itemsize))
+    return out
 
 
-@contextmanager
-def _readable(path: str | os.PathLike) -> Iterator[Path]:
-    """Yield ``path``, or a temporary copy of it when a writing process holds its HDF5 lock."""
-    path = _existing(path)
-    try:
-        netCDF4.Dataset(path, "r").close()
-    except OSError as err:
-        if not _is_hdf5(path):
-            raise ValueError(f"{path} is not a readable NetCDF4 archive ({err})") from err
-        with tempfile.TemporaryDirectory(prefix="archive-read-") as tmp:
-            copy = Path(tmp) / path.name
-            shutil.copyfile(path, copy)
-            yield copy
-        return
-    yield path
-
-
-def _check_archive(nc: netCDF4.Dataset, shown: str | os.PathLike) -> None:
-    missing = [v for v in REQUIRED_VARIABLES if v not in nc.variables]
-    if missing:
-        nc.close()
-        raise ValueError(f"{shown} is not a meanfield-spectral archive: missing {missing}")
-
-
-@contextmanager
-def _reading(path: str | os.PathLike) -> Iterator[netCDF4.Dataset]:
-    """Open an archive read-only, with clear errors for missing files and non-archives."""
-    with _readable(path) as readable:
-        try:
-            nc = netCDF4.Dataset(readable, "r")
-        except OSError as err:
-            raise ValueError(f"{path} is not a readable NetCDF4 archive ({err})") from err
-        _check_archive(nc, path)
-        try:
-            yield nc
-        finally:
-            nc.close()
+class ArchiveWriteError(OSError):
+    """A record could not be written (disk full, file-size limit); the archive keeps the
+    records before it and stays readable."""
 
 
 def _open_append(path: Path) -> netCDF4.Dataset:
@@ -182,9 +168,17 @@ class ArchiveWriter:
         self.grid = _make_grid(config, theta, cell_weight, phi)
         self.theta, self.phi = self.grid.theta, self.grid.phi
         self.cell_weight = self.grid.cell_weight
-        self._nc = self._open_append(config) if append else self._create(config, overwrite)
+        if not append:
+            _check_target(self.path)
+        self._lock = ArchiveLock(self.path).acquire()
+        try:
+            self._nc = self._open_append(config) if append else self._create(config, overwrite)
+        except BaseException:
+            self._lock.release()
+            raise
         self._n = _valid_records(self._nc)
         self._last_t = float(self._nc["time"][self._n - 1]) if self._n else -np.inf
+        self._chunks = _time_chunks(self._nc)
         self._tracks = self._load_tracks(config)
 
     def _load_tracks(self, config: RunConfig) -> AtomTracks:
@@ -206,12 +200,14 @@ class ArchiveWriter:
                                   old.get("atom_merged_into", neg))
 
     def _create(self, config: RunConfig, overwrite: bool) -> netCDF4.Dataset:
+        """Define the file under a temporary name and rename it into place (replacing an old
+        archive only by the rename: readers of the old file keep it intact)."""
         if self.path.exists() and not overwrite:
             raise FileExistsError(f"archive {self.path} already exists: pass --overwrite "
                                   "(overwrite=True) to replace it, --resume to continue it, "
                                   "or delete it")
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        nc = netCDF4.Dataset(self.path, "w", format="NETCDF4", clobber=True)
+        tmp = temporary_sibling(self.path)
+        nc = netCDF4.Dataset(tmp, "w", format="NETCDF4", clobber=True)
         try:
             nc.setncatts(_global_attributes(config))
             nc.createDimension("time", None)
@@ -220,9 +216,11 @@ class ArchiveWriter:
             (_define_circle_axes if self.phi is None else _define_sphere_axes)(nc, self.grid)
             _define_records(nc, self.grid)
             nc.sync()
+            os.replace(tmp, self.path)
+            _sync_folder(self.path.parent)
         except BaseException:
             nc.close()
-            self.path.unlink(missing_ok=True)
+            tmp.unlink(missing_ok=True)
             raise
         return nc
 
@@ -270,11 +268,33 @@ class ArchiveWriter:
             if np.isclose(t, self._last_t, rtol=1e-12, atol=1e-14):
                 return False
             raise ValueError(f"snapshot time {t} precedes the last archived time {self._last_t}")
-        self._write_record(self._n, snapshot, rho)
-        self._nc.sync()
+        self._check_room()
+        try:
+            self._write_record(self._n, snapshot, rho)
+            self._nc.sync()
+        except (OSError, RuntimeError) as err:  # netCDF4 reports I/O errors as RuntimeError
+            raise ArchiveWriteError(f"cannot write record {self._n + 1} to {self.path} ({err}); "
+                                    f"it holds {self._n} complete records") from None
         self._n += 1
         self._last_t = t
         return True
+
+    def _check_room(self) -> None:
+        """Refuse a record that the disk or the file-size limit (``ulimit -f``) cannot take,
+        before writing any of it: a half-written HDF5 file may not open again."""
+        need = sum(size for every, size in self._chunks if self._n % every == 0) + _MARGIN
+        st = os.statvfs(self.path.parent)
+        free = st.f_bavail * st.f_frsize
+        size = self.path.stat().st_size
+        limit = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
+        if free < need:
+            why = f"no space left on the device ({free} bytes free)"
+        elif limit != resource.RLIM_INFINITY and size + need > limit:
+            why = f"the file-size limit (ulimit -f: {limit} bytes) is reached"
+        else:
+            return
+        raise ArchiveWriteError(f"cannot write record {self._n + 1} to {self.path}: {why}; "
+                                f"it holds {self._n} complete records")
 
     __call__ = write_snapshot
 
@@ -345,15 +365,43 @@ class ArchiveWriter:
 
     def close(self) -> None:
         """Sync and close the file (idempotent)."""
-        if self._nc.isopen():
-            self._nc.sync()
-            self._nc.close()
+        try:
+            if self._nc.isopen():
+                self._nc.close()
+        finally:
+            self._lock.release()
 
     def __enter__(self) -> ArchiveWriter:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _check_target(path: Path) -> None:
+    """Errors for paths that cannot hold an archive; creates missing parent folders."""
+    if path.is_dir():
+        raise IsADirectoryError(f"{path} is a folder; give an archive file name, e.g. {path}/run.nc")
+    for parent in path.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise NotADirectoryError(f"{parent} is a file, not a folder: cannot write {path}")
+            break
+    path.parent.mkdir(parents=True, exist_ok=True)
+
+
+def _sync_folder(folder: Path) -> None:
+    """fsync a folder so that a rename in it survives a crash (best effort)."""
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
 
 
 def _changed_parameters(nc: netCDF4.Dataset, config: RunConfig) -> list[str]:
@@ -366,73 +414,3 @@ def _changed_parameters(nc: netCDF4.Dataset, config: RunConfig) -> list[str]:
         if old != new:
             out.append(f"{name} {old!r} -> {new!r}")
     return out
-
-
-def open_run(path: str | os.PathLike) -> xr.Dataset:
-    """Load a run archive into memory as an :class:`xarray.Dataset`.
-
-    Incomplete trailing records (a run killed while writing one) are dropped. Works on
-    archives that a running process is still writing.
-
-    Raises
-    ------
-    FileNotFoundError
-        No such file.
-    ValueError
-        The file is not a NetCDF4 run archive.
-    """
-    with _readable(path) as readable:
-        with _reading(readable):  # validates
-            pass
-        ds = xr.load_dataset(readable, engine="netcdf4")
-    return ds.isel(time=np.isfinite(ds["time"].values))
-
-
-def read_last_state(path: str | os.PathLike) -> tuple[float, int, float, np.ndarray]:
-    """The last complete record of an archive, for resuming.
-
-    Returns
-    -------
-    t : float
-    step : int
-    dt : float
-    rho : ndarray, shape (N,) on S^1, (nlat, nphi) on S^2
-    """
-    with _reading(path) as nc:
-        i = _valid_records(nc) - 1
-        if i < 0:
-            raise ValueError(f"archive {path} holds no snapshots")
-        rho = np.asarray(nc["rho"][i, ...], dtype=float)
-        return float(nc["time"][i]), int(nc["step"][i]), float(nc["dt"][i]), rho
-
-
-def read_snapshot(path: str | os.PathLike, time: float | None = None
-                  ) -> tuple[float, np.ndarray | tuple[np.ndarray, np.ndarray], np.ndarray]:
-    """The record nearest to ``time`` (the last one if None).
-
-    Returns
-    -------
-    t : float
-        The record's time.
-    grid : ndarray, shape (N,) on S^1; tuple ``(theta, phi)`` of shapes (nlat,), (nphi,) on S^2
-        Cell centres in radians (S^2: colatitudes and longitudes).
-    rho : ndarray, shape (N,) on S^1, (nlat, nphi) on S^2
-    """
-    with _reading(path) as nc:
-        n = _valid_records(nc)
-        if n == 0:
-            raise ValueError(f"archive {path} holds no snapshots")
-        times = np.ma.filled(np.ma.asarray(nc["time"][:n], dtype=float), np.inf)
-        i = n - 1 if time is None else int(np.argmin(np.abs(times - time)))
-        theta = np.asarray(nc["theta"][:], dtype=float)
-        if "phi" in nc.variables:
-            theta = (theta, np.asarray(nc["phi"][:], dtype=float))
-        return float(times[i]), theta, np.asarray(nc["rho"][i, ...], dtype=float)
-
-
-def read_config_text(path: str | os.PathLike) -> str:
-    """The full TOML text of the run configuration stored in the archive."""
-    with _reading(path) as nc:
-        if "config_text" not in nc.ncattrs():
-            raise ValueError(f"archive {path} has no config_text attribute")
-        return str(nc.getncattr("config_text"))

@@ -7,8 +7,8 @@ gradient is ``sum_j omega_j sigma(a_j.x + b_j) P_x a_j`` (the velocity ``grad v 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 from scipy import special

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import difflib
 import json
-import math
 from collections.abc import Callable, Iterable
 from dataclasses import fields, replace
 from pathlib import Path
@@ -23,6 +22,23 @@ except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib
 
 from solvers.model.activations import ACTIVATIONS as _ACTIVATION_TABLE
+from solvers.model.limits import (  # noqa: F401  (public names re-exported)
+    BETA_RANGE,
+    DT_MIN_FRACTION,
+    KAPPA_MAX,
+    MASS_RANGE,
+    MAX_RESOLUTION,
+    MAX_SNAPSHOTS,
+    MAX_STEPS_LIMIT,
+    MIN_RESOLUTION,
+    RATE_FACTOR_RANGE,
+    T_END_MAX,
+    WEIGHT_MAX,
+    check_limits,
+    check_resolution,
+    check_run,
+    estimated_memory,
+)
 from solvers.model.params import (
     ATOM_METHODS,
     ATTENTIONS,
@@ -40,29 +56,34 @@ from solvers.model.params import (
     RunConfig,
     TimeParams,
 )
+from solvers.model.validators import (  # noqa: F401  (public names re-exported)
+    ConfigError,
+    _positive,
+    boolean,
+    bounded,
+    choice,
+    clip,
+    integer,
+    matrix,
+    number,
+    number_list,
+    show,
+    string,
+)
 
 ACTIVATIONS = tuple(_ACTIVATION_TABLE) + ("none",)
 INITIAL_KINDS = ("uniform", "von_mises", "archive")
 INTEGRATORS = INTEGRATOR_NAMES
 LIMITERS = LIMITER_NAMES
-MIN_RESOLUTION = 16
 S2_MIN_LMAX = 31  # shtns needs a Gauss grid of >= 32 latitudes
 CFL_MAX = {"fv": 0.5, "spectral": 1.0}  # the time schemes, with their largest cfl
+# Limits that follow from the numerics and the machine (docs/math.md; the README lists them).
 KIND_KEYS = {"uniform": ("modes",), "von_mises": ("centers", "kappas", "weights"),
              "archive": ("path", "time")}
 
 SECTIONS: dict[str, type] = {"domain": DomainParams, "model": ModelParams, "perceptron":
                              PerceptronParams, "initial": InitialParams, "time": TimeParams,
                              "atoms": AtomParams, "output": OutputParams}
-
-
-class ConfigError(ValueError):
-    """A configuration problem: ``str(err)`` is ``"<key>: <message>"`` on one line."""
-
-    def __init__(self, key: str, message: str) -> None:
-        self.key = key
-        self.message = " ".join(str(message).split())
-        super().__init__(f"{key}: {self.message}")
 
 
 def section_keys(section: str) -> list[str]:
@@ -98,19 +119,6 @@ def check_keys(doc: dict[str, Any]) -> None:
                 raise _unknown(name, key)
 
 
-def show(value: Any, limit: int = 60) -> str:
-    """Render a value as TOML (for messages and for :func:`dump_toml`)."""
-    if isinstance(value, bool):
-        text = "true" if value else "false"
-    elif isinstance(value, (float, str)):  # repr: nan, inf, -inf are TOML too
-        text = repr(value) if isinstance(value, float) else json.dumps(value)
-    elif isinstance(value, (list, tuple)):
-        text = "[" + ", ".join(show(v, 0) for v in value) + "]"
-    else:
-        text = str(value)
-    return text if not limit or len(text) <= limit else text[: limit - 3] + "..."
-
-
 def dump_toml(doc: dict[str, dict[str, Any]]) -> str:
     """Serialise flat sections ``{section: {key: value}}`` to TOML text."""
     return "\n\n".join("\n".join([f"[{name}]"] + [f"{k} = {show(v, 0)}" for k, v in table.items()
@@ -129,7 +137,7 @@ def parse_override(item: str) -> tuple[str, str, Any]:
     try:
         doc = tomllib.loads(f"v = {raw}")
         value = doc["v"] if len(doc) == 1 else raw
-    except tomllib.TOMLDecodeError:
+    except (ValueError, RecursionError):  # TOMLDecodeError; a 5000-digit integer; deep nesting
         value = raw
     return section, key, value
 
@@ -152,74 +160,6 @@ def apply_overrides(doc: dict[str, Any], overrides: Iterable[str]) -> dict[str, 
     return doc
 
 
-def number(key: str, value: Any, lo: float | None = None, hi: float | None = None,
-           lo_open: bool = True, why: str = "") -> float:
-    """A finite real number (not a bool) with ``value > lo`` (``>=`` if not lo_open), ``<= hi``."""
-    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-    ok = ok and (lo is None or (value > lo if lo_open else value >= lo))
-    if not (ok and (hi is None or value <= hi)):
-        bounds = f"in {'(' if lo_open else '['}{lo:g}, {hi:g}]" if hi is not None else \
-            "" if lo is None else f"{'>' if lo_open else '>='} {lo:g}"
-        want = f"must be a finite number {bounds} {why}".strip()
-        raise ConfigError(key, f"{want} (got {show(value)})")
-    return float(value)
-
-
-def _positive(key: str, value: Any) -> float:
-    return number(key, value, lo=0.0)
-
-
-def integer(key: str, value: Any, lo: int) -> int:
-    """An integer (not a bool, not a float) >= lo."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < lo:
-        raise ConfigError(key, f"must be an integer >= {lo} (got {show(value)})")
-    return int(value)
-
-
-def boolean(key: str, value: Any) -> bool:
-    if not isinstance(value, bool):
-        raise ConfigError(key, f"must be true or false (got {show(value)})")
-    return value
-
-
-def string(key: str, value: Any) -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise ConfigError(key, f"must be a non-empty string (got {show(value)})")
-    return value
-
-
-def choice(key: str, value: Any, allowed: Iterable[str]) -> str:
-    allowed = tuple(allowed)
-    if value not in allowed or not isinstance(value, str):
-        close = difflib.get_close_matches(str(value), allowed, n=1)
-        hint = f"; did you mean {json.dumps(close[0])}?" if close else ""
-        names = ", ".join(json.dumps(a) for a in allowed)
-        raise ConfigError(key, f"must be one of {names} (got {show(value)}){hint}")
-    return value
-
-
-def number_list(key: str, value: Any, lo: float | None = None, lo_open: bool = False,
-                length: tuple[int, str] | None = None) -> np.ndarray:
-    """A list of finite numbers, bounded below; ``length = (n, "the length of ...")``."""
-    if not isinstance(value, list):
-        raise ConfigError(key, f"must be a list of numbers, e.g. [1.0, 2.0] (got {show(value)})")
-    if length is not None and len(value) != length[0]:
-        raise ConfigError(key, f"must have {length[1]} ({length[0]} entries; got {len(value)})")
-    for i, v in enumerate(value):
-        number(f"{key}[{i}]", v, lo=lo, lo_open=lo_open)
-    return np.asarray(value, dtype=float).reshape(len(value))
-
-
-def matrix(key: str, value: Any, d: int, manifold: str) -> np.ndarray:
-    """A list of d-vectors, returned with shape ``(len(value), d)``."""
-    if not isinstance(value, list) or not all(isinstance(r, list) and len(r) == d for r in value):
-        raise ConfigError(key, f"must be a list of vectors of length {d} on {manifold}, "
-                               f"e.g. {[[1.0] + [0.0] * (d - 1)]} (got {show(value)})")
-    for i, row in enumerate(value):
-        number_list(f"{key}[{i}]", row)
-    return np.asarray(value, dtype=float).reshape(len(value), d)
-
-
 def _scalars(section: str, table: dict[str, Any], rules: dict[str, Callable]) -> dict[str, Any]:
     return {k: rules[k](f"{section}.{k}", v) for k, v in table.items() if k in rules}
 
@@ -227,7 +167,11 @@ def _scalars(section: str, table: dict[str, Any], rules: dict[str, Callable]) ->
 def _domain(t: dict[str, Any]) -> DomainParams:
     domain = DomainParams(**_scalars("domain", t, {
         "manifold": lambda k, v: choice(k, v, MANIFOLDS),
-        "resolution": lambda k, v: integer(k, v, MIN_RESOLUTION)}))
+        "resolution": lambda k, v: integer(k, v, MIN_RESOLUTION, max(MAX_RESOLUTION.values()))}))
+    top = MAX_RESOLUTION[domain.manifold]
+    if domain.resolution > top:
+        raise ConfigError("domain.resolution", f"must be <= {top} on {domain.manifold} "
+                          f"(got {domain.resolution})")
     if domain.manifold == "S2" and domain.resolution < S2_MIN_LMAX:  # shtns: nlat >= 32
         raise ConfigError("domain.resolution", f"is lmax on S2: must be >= {S2_MIN_LMAX} "
                           f"(got {domain.resolution})")
@@ -246,16 +190,17 @@ def _perceptron(t: dict[str, Any], domain: DomainParams) -> PerceptronParams:
         if k not in t or t[k] == []:
             raise ConfigError(f"perceptron.{k}", f"required (at least one unit) with activation "
                               f"{json.dumps(act)}, or set perceptron.activation = \"none\"")
-    a = matrix("perceptron.a", t["a"], 2 if domain.manifold == "S1" else 3, domain.manifold)
+    a = matrix("perceptron.a", t["a"], 2 if domain.manifold == "S1" else 3, domain.manifold,
+               hi=WEIGHT_MAX)
     n = (a.shape[0], "one entry per row of perceptron.a")
-    omega = number_list("perceptron.omega", t["omega"], length=n)
-    b = number_list("perceptron.b", t.get("b", [0.0] * n[0]), length=n)
+    omega = number_list("perceptron.omega", t["omega"], length=n, hi=WEIGHT_MAX)
+    b = number_list("perceptron.b", t.get("b", [0.0] * n[0]), length=n, hi=WEIGHT_MAX)
     return PerceptronParams(activation=act, a=a, omega=omega, b=b)
 
 
 def _model(t: dict[str, Any], perceptron: PerceptronParams) -> ModelParams:
     return ModelParams(perceptron=perceptron, **_scalars("model", t, {
-        "beta": _positive, "direction": lambda k, v: choice(k, v, DIRECTIONS),
+        "beta": bounded(*BETA_RANGE), "direction": lambda k, v: choice(k, v, DIRECTIONS),
         "attention": lambda k, v: choice(k, v, ATTENTIONS),
         "kernel": lambda k, v: choice(k, v, KERNELS)}))
 
@@ -276,7 +221,7 @@ def _modes(value: Any, domain: DomainParams) -> tuple:
             need = f"[l, m] must be integers, 0 <= m <= l, 1 <= l <= lmax = {lmax}" if s2 else \
                 "k must be a positive integer"
             raise ConfigError(key, f"{need} (got {show(ints if s2 else ints[0])})")
-        number(key, row[-1], why="as amplitude")
+        number(key, row[-1], lo=-WEIGHT_MAX, hi=WEIGHT_MAX, lo_open=False, why="as amplitude")
     return tuple(tuple(int(x) for x in row[:-1]) + (float(row[-1]),) for row in rows)
 
 
@@ -297,7 +242,7 @@ def _von_mises(t: dict[str, Any], domain: DomainParams) -> dict[str, Any]:
                                           "\"von_mises\"")
     centers = _centers(t["centers"], domain)
     n = (len(centers), "one entry per centre in initial.centers")
-    kappas = number_list("initial.kappas", t["kappas"], lo=0.0, length=n)
+    kappas = number_list("initial.kappas", t["kappas"], lo=0.0, length=n, hi=KAPPA_MAX)
     weights = number_list("initial.weights", t.get("weights", [1.0] * n[0]), lo=0.0, length=n)
     if not weights.sum() > 0:
         raise ConfigError("initial.weights", "must have a positive sum")
@@ -314,7 +259,7 @@ def _initial(t: dict[str, Any], domain: DomainParams) -> InitialParams:
                               f"remove it or set initial.kind = {json.dumps(owner)}")
     out: dict[str, Any] = {"kind": kind}
     if "mass" in t:
-        out["mass"] = number("initial.mass", t["mass"], lo=0.0)
+        out["mass"] = number("initial.mass", t["mass"], lo=MASS_RANGE[0], hi=MASS_RANGE[1])
     if kind == "uniform":
         out["modes"] = _modes(t.get("modes", []), domain)
     elif kind == "von_mises":
@@ -363,9 +308,11 @@ def build_config(doc: dict[str, Any], text: str = "") -> RunConfig:
     sec = {name: doc.get(name, {}) for name in SECTIONS}
     domain = _domain(sec["domain"])
     model = _model(sec["model"], _perceptron(sec["perceptron"], domain))
-    return RunConfig(domain=domain, model=model, initial=_initial(sec["initial"], domain),
-                     time=_time(sec["time"]), atoms=_atoms(sec["atoms"]),
-                     output=_output(sec["output"]), text=text)
+    config = RunConfig(domain=domain, model=model, initial=_initial(sec["initial"], domain),
+                       time=_time(sec["time"]), atoms=_atoms(sec["atoms"]),
+                       output=_output(sec["output"]), text=text)
+    check_limits(config)
+    return config
 
 
 def load_config(path_or_text: str | Path, overrides: Iterable[str] = ()) -> RunConfig:
@@ -386,11 +333,13 @@ def load_config(path_or_text: str | Path, overrides: Iterable[str] = ()) -> RunC
     """
     text = path_or_text  # a Path, or a string without "=" or a newline, names a file
     if isinstance(text, Path) or ("\n" not in text and "=" not in text and text.strip()):
-        text = Path(text).read_text(encoding="utf-8")
+        text = _read_text(Path(text))
     try:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:
         raise ConfigError("config", f"invalid TOML: {err}") from None
+    except (ValueError, RecursionError) as err:  # a 5000-digit integer, a 500-deep array
+        raise ConfigError("config", f"invalid TOML: {type(err).__name__}: {err}") from None
     if overrides := list(overrides):
         check_keys(doc)
         header = "# overrides: " + " ".join(overrides).replace("\n", " ") + "\n"
@@ -398,18 +347,12 @@ def load_config(path_or_text: str | Path, overrides: Iterable[str] = ()) -> RunC
     return build_config(doc, text)
 
 
-def check_resolution(config: RunConfig) -> int:
-    """Check the grid resolves the kernel bandwidth ``j*`` (docs/math.md §2); return ``j*``.
-
-    S^1 (N cells): ``j* <= N // 3`` (2/3 dealiasing rule). S^2 (lmax): ``j* <= lmax``
-    (``j* = kernel_bandwidth(beta, 3)``)."""
-    from spectral import kernel_bandwidth
-
-    s1, beta, n = config.domain.manifold == "S1", config.model.beta, config.domain.resolution
-    jstar = int(kernel_bandwidth(beta, 2 if s1 else 3))
-    if jstar > (n // 3 if s1 else n):
-        what, rule = ("{n} cells do", "N // 3") if s1 else ("lmax = {n} does", "lmax on S2")
-        raise ConfigError("domain.resolution", f"{what.format(n=n)} not resolve the kernel at "
-                          f"beta = {beta:g} (bandwidth j* = {jstar}, need j* <= {rule}); use "
-                          f"resolution >= {3 * jstar if s1 else jstar}")
-    return jstar
+def _read_text(path: Path) -> str:
+    """The UTF-8 text of a config file; ConfigError for folders, binary or non-UTF-8 files."""
+    if path.is_dir():
+        raise ConfigError("config", f"{path} is a folder, not a TOML file")
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as err:
+        raise ConfigError("config", f"{path} is not UTF-8 text (byte {err.start}: "
+                          f"{err.reason}); save the config as UTF-8 TOML") from None

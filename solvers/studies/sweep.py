@@ -41,8 +41,6 @@ import dataclasses
 import hashlib
 import itertools
 import json
-import logging
-import os
 import re
 import warnings
 from collections.abc import Callable, Iterator, Sequence
@@ -76,6 +74,7 @@ from solvers.model.config import (
 )
 from solvers.model.params import RunConfig, flatten
 from solvers.studies.resolution import ResolutionCheck, refine_point, resolution_ladder
+from solvers.studies.cluster import check_scheduler, dask_client  # noqa: F401  (re-exported)
 
 SEED_KEY = "initial.seed"
 DEFAULT_PERTURBATION = 0.05
@@ -262,22 +261,6 @@ def run_level(config: RunConfig, archive: str, name: str) -> dict[str, Any]:
     digest = config_digest(config)
     done = finished_record(Path(archive), digest)
     return done if done is not None else run_point(config, archive, name, digest)
-
-
-@contextmanager
-def dask_client(scheduler: str | None = None, workers: int | None = None,
-                processes: bool = True) -> Iterator[Any]:
-    """A ``dask.distributed.Client``: of ``scheduler``, or of a new ``LocalCluster``."""
-    from dask.distributed import Client, LocalCluster
-
-    if scheduler:
-        with Client(scheduler) as client:
-            yield client
-        return
-    with LocalCluster(n_workers=workers or os.cpu_count() or 1, threads_per_worker=1,
-                      processes=processes, dashboard_address=None,
-                      silence_logs=logging.ERROR) as cluster, Client(cluster) as client:
-        yield client
 
 
 def run_sweep(config: str | Path, params: Sequence[SweepParam], outdir: str | Path, *,

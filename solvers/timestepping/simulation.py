@@ -11,6 +11,16 @@ simulate(config, rho0, *, t0=0.0, step0=0, dt0=None, trackers=(), progress=None)
   propagates after the trackers have seen every completed snapshot.
 - ``progress``: ``progress(t, step, dt, diagnostics_or_None)``, at most ~10 times a second
   of wall time and at every snapshot.
+- ``stop``: ``stop() -> bool``, checked before every step (e.g. a flag that a SIGINT handler
+  sets): when true the run ends with reason ``"interrupted"`` after the trackers have seen
+  the last completed state.
+
+Safety (the same for the Python API as for the command line): the config is checked by
+:func:`solvers.model.config.check_run` first (limits and kernel resolution); a step below
+``DT_MIN_FRACTION * t_end`` stops with :class:`StepUnderflowError`; a snapshot that is not
+finite or exceeds ``BLOWUP_FACTOR`` times the largest density the mass allows on the grid
+raises :class:`BlowUpError` *before* the trackers see it, so archives end with the last good
+state.
 """
 
 from __future__ import annotations
@@ -18,16 +28,29 @@ from __future__ import annotations
 import math
 import time as wallclock
 import warnings
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Callable, Sequence
+from typing import NoReturn
 
 import numpy as np
 
 from solvers.core.discretization import Discretization
 from solvers.core.atom_tracks import AtomTracks, link_radius
 from solvers.core.snapshot import Snapshot, Stationarity
+from solvers.model.config import DT_MIN_FRACTION, check_run
 from solvers.model.params import RunConfig
 from solvers.timestepping.integrators import get_integrator, rk_step
+
+BLOWUP_FACTOR = 10.0  # a density above 10 * mass / (smallest cell) cannot be a probability's
+SNAP_FRACTION = 1e-6  # a step within this fraction of dt of an output time lands on it
+
+
+class StepUnderflowError(RuntimeError):
+    """The step size fell below ``DT_MIN_FRACTION * t_end`` (the run would never end)."""
+
+
+class BlowUpError(FloatingPointError):
+    """The density is not finite, or too large to be a probability density on the grid."""
 
 
 def make_discretization(config: RunConfig) -> Discretization:
@@ -46,7 +69,7 @@ def make_discretization(config: RunConfig) -> Discretization:
 @dataclass(frozen=True)
 class RunResult:
     final: Snapshot
-    reason: str  # "t_end", "stationary" or "max_steps"
+    reason: str  # "t_end", "stationary", "max_steps" or "interrupted"
     n_steps: int
     wall_time: float
 
@@ -87,6 +110,8 @@ class Solver:
         self.t, self.n_steps = float(t0), int(step0)
         mass = float(np.sum(self.rho * self.disc.cell_weight))
         self.rate_dt = tp.rate_factor / max(self.disc.lipschitz_bound(abs(mass)), 1e-300)
+        self.dt_min = DT_MIN_FRACTION * tp.t_end
+        self.density_cap = BLOWUP_FACTOR * abs(mass) / float(np.min(self.disc.cell_weight))
         self._rate = self.rhs(self.rho)[1]
         self._resumed_dt = float(dt0) if dt0 else None  # a resume's first step: the archived one
         self.dt = self._propose(peek=True)
@@ -108,19 +133,45 @@ class Solver:
         return min(self.config.time.cfl / max(self._rate, 1e-300), self.rate_dt)
 
     def step(self, t_stop: float) -> float:
-        """Advance one accepted step, not past ``t_stop``; return the step taken."""
+        """Advance one accepted step, not past ``t_stop``; return the step taken.
+
+        A step within ``SNAP_FRACTION * dt`` of ``t_stop`` lands exactly on it (no sliver
+        steps, no near-duplicate output times). Raises :class:`StepUnderflowError` when the
+        step falls below ``DT_MIN_FRACTION * t_end``.
+        """
         dt = self._propose()
         for _ in range(60):
-            h = min(dt, t_stop - self.t)
+            remaining = t_stop - self.t
+            h = remaining if remaining <= dt * (1 + SNAP_FRACTION) else dt
+            if h < self.dt_min and h < remaining:
+                self._underflow(h)
             rho_new, ok = self._step_impl(h)
             if ok:
-                self.rho, self.t, self.n_steps = rho_new, self.t + h, self.n_steps + 1
-                if t_stop - self.t < 1e-12 * max(1.0, abs(t_stop)):
-                    self.t = t_stop
+                self.rho, self.n_steps = rho_new, self.n_steps + 1
+                self.t = t_stop if h == remaining else self.t + h
                 self.dt = self._propose(peek=True)  # archived: a resume continues with it
                 return h
             dt = 0.5 * h
-        raise RuntimeError(f"step size underflow at t={self.t}: the CFL condition cannot be met")
+        self._underflow(dt)
+
+    def _underflow(self, h: float) -> NoReturn:
+        fixed = self.config.time.dt is not None
+        raise StepUnderflowError(
+            f"step size underflow at t={self.t:.6g}: dt = {h:.3g} < {DT_MIN_FRACTION:g} * "
+            f"t_end; " + ("time.dt is too small" if fixed and h == self.config.time.dt else
+                          "the CFL or rate condition cannot be met (is domain.resolution too "
+                          "coarse for model.beta, or initial.mass too large?)"))
+
+    def check_state(self, snap: Snapshot) -> None:
+        """Raise :class:`BlowUpError` unless the snapshot is finite and bounded."""
+        top = float(np.max(np.abs(snap.rho))) if snap.rho.size else 0.0
+        d = snap.diagnostics
+        if not np.all(np.isfinite([d.mass, d.energy, d.dissipation])):
+            top = math.inf  # the density is finite but the model overflows on it
+        if not np.isfinite(top) or top > self.density_cap:
+            knob = "time.dt" if self.config.time.dt is not None else "time.cfl"
+            raise BlowUpError(f"the density blew up at t={snap.t:.6g} (max |rho| = {top:.3g} > "
+                              f"{self.density_cap:.3g}); the step is unstable: lower {knob}")
 
     def _step_impl(self, dt: float) -> tuple[np.ndarray, bool]:
         rho_new, rate = rk_step(self.table, self.rhs, self.rho, dt)
@@ -134,7 +185,8 @@ class Solver:
         if limit is not None:
             rho_new = self._clip_roundoff(rho_new)
         if not np.all(np.isfinite(rho_new)):
-            raise FloatingPointError(f"non-finite density at t={self.t + dt}; lower time.cfl or time.dt")
+            knob = "time.dt" if self.config.time.dt is not None else "time.cfl"
+            raise BlowUpError(f"non-finite density at t={self.t + dt:.6g}; lower {knob}")
         return rho_new, True
 
     def _clip_roundoff(self, rho: np.ndarray) -> np.ndarray:
@@ -241,8 +293,13 @@ def _link_radius(config: RunConfig) -> float:
 
 def simulate(config: RunConfig, rho0: np.ndarray, *, t0: float = 0.0, step0: int = 0,
              dt0: float | None = None, trackers: Sequence[Callable[[Snapshot], None]] = (),
-             progress: Callable | None = None) -> RunResult:
-    """Run one configuration to ``time.t_end``, stationarity or ``time.max_steps``."""
+             progress: Callable | None = None, stop: Callable[[], bool] | None = None
+             ) -> RunResult:
+    """Run one configuration to ``time.t_end``, stationarity, ``time.max_steps`` or ``stop()``.
+
+    Raises ConfigError (config outside the limits), StepUnderflowError, BlowUpError.
+    """
+    check_run(config)
     start = wallclock.perf_counter()
     solver = Solver(config, rho0, t0, step0, dt0)
     interval, t_end = config.output.snapshot_interval, config.time.t_end
@@ -250,6 +307,7 @@ def simulate(config: RunConfig, rho0: np.ndarray, *, t0: float = 0.0, step0: int
 
     def emit() -> Snapshot:
         snap = solver.snapshot()
+        solver.check_state(snap)
         snap = replace(snap, stationarity=rule(snap))
         for tracker in trackers:
             tracker(snap)
@@ -262,6 +320,9 @@ def simulate(config: RunConfig, rho0: np.ndarray, *, t0: float = 0.0, step0: int
         rule(snap)  # a resumed window starts at the resumed state
     reason, last_report = "t_end", wallclock.perf_counter()
     while solver.t < t_end:
+        if stop is not None and stop():
+            reason = "interrupted"
+            break
         if solver.n_steps - step0 >= config.time.max_steps:
             reason = "max_steps"
             break

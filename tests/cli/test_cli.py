@@ -130,7 +130,7 @@ def test_console_entry_point_has_no_traceback(tmp_path) -> None:
         proc = subprocess.run([*command, "run", cfg], cwd=tmp_path, env=env, check=False,
                               capture_output=True, text=True, timeout=60)
         assert proc.returncode == 2
-        assert proc.stderr == "error: model.beta: must be a finite number > 0 (got -1)\n"
+        assert proc.stderr == "error: model.beta: must be a finite number in [1e-06, 100000] (got -1)\n"
 
 
 def test_run_info_plot_resume(tmp_path, capsys) -> None:

@@ -271,3 +271,30 @@ def test_writer_rejects_wrong_shape(tmp_path: Path) -> None:
         snap = make_snapshot(0.0)
         with pytest.raises(ValueError, match="shape"):
             writer.write_snapshot(replace(snap, rho=snap.rho[:-1]))
+
+
+def test_resume_overwrites_a_trailing_partial_record(tmp_path: Path) -> None:
+    path = tmp_path / "run.nc"
+    write_run(path)
+    with netCDF4.Dataset(path, "a") as nc:  # a writer killed inside record 4: no time yet
+        nc["rho"][3, :] = make_snapshot(9.0).rho
+    assert np.isnan(xr.load_dataset(path)["time"].values[-1])
+    with ArchiveWriter(path, make_config(t_end=20.0), THETA, WEIGHT, append=True) as writer:
+        assert writer.n_records == 3
+        writer.write_snapshot(make_snapshot(1.5))
+    times = xr.load_dataset(path)["time"].values  # a plain reader: no partial record left
+    np.testing.assert_allclose(times, [0.0, 0.5, 1.0, 1.5])
+
+
+def test_second_writer_of_a_path_is_refused(tmp_path: Path) -> None:
+    from solvers.io.lock import ArchiveBusyError, lock_path
+
+    path = tmp_path / "run.nc"
+    with ArchiveWriter(path, make_config(), THETA, WEIGHT) as first:
+        first.write_snapshot(make_snapshot(0.0))
+        assert lock_path(path).read_text().strip() == str(os.getpid())
+        for mode in ({"overwrite": True}, {"append": True}):
+            with pytest.raises(ArchiveBusyError, match="being written by another process"):
+                ArchiveWriter(path, make_config(), THETA, WEIGHT, **mode)
+    assert not lock_path(path).exists()
+    assert open_run(path).sizes["time"] == 1

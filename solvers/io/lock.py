@@ -1,0 +1,108 @@
+"""Advisory write locks and atomic replacement for run archives.
+
+A writer of ``dir/run.nc`` holds an exclusive :func:`fcntl.flock` on the sidecar
+``dir/.run.nc.lock`` for as long as it writes; a second writer of the same path (a second
+``meanfield run -o``, a ``--resume``, an ``--overwrite``) is refused at once with
+:class:`ArchiveBusyError` naming the holder's process id. New archives are built under a
+temporary name in the same folder and renamed into place (:func:`temporary_sibling`,
+``os.replace``), so a reader never sees a truncated file and an old archive is replaced only
+by the rename.
+
+The lock file holds the writer's pid (for the message); it is removed on release. A locker
+checks after ``flock`` that the lock file it holds is still the one at the path (another
+writer may have released and removed it meanwhile) and retries otherwise.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import logging
+import os
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+
+class ArchiveBusyError(RuntimeError):
+    """Another live process writes the archive (it holds the archive's lock)."""
+
+
+def lock_path(path: str | os.PathLike) -> Path:
+    """The sidecar lock file of an archive: ``dir/.NAME.lock``."""
+    path = Path(path)
+    return path.with_name(f".{path.name}.lock")
+
+
+def temporary_sibling(path: str | os.PathLike) -> Path:
+    """A temporary name in the archive's folder (same filesystem, so ``os.replace`` is atomic)."""
+    path = Path(path)
+    return path.with_name(f".{path.name}.{os.getpid()}.tmp")
+
+
+def _holder(lock: Path) -> str:
+    try:
+        pid = lock.read_text(encoding="ascii", errors="replace").strip()
+    except OSError:
+        pid = ""
+    return f" (pid {pid})" if pid.isdigit() else ""
+
+
+class ArchiveLock:
+    """Exclusive, non-blocking advisory lock of one archive path (a context manager).
+
+    Raises
+    ------
+    ArchiveBusyError
+        When another process holds the lock.
+    OSError
+        When the lock file cannot be created (e.g. a read-only folder).
+    """
+
+    def __init__(self, path: str | os.PathLike) -> None:
+        self.path = Path(path)
+        self.lock = lock_path(self.path)
+        self._fd: int | None = None
+
+    def acquire(self) -> ArchiveLock:
+        for _ in range(20):
+            fd = os.open(self.lock, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError as err:
+                os.close(fd)
+                if err.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                    raise ArchiveBusyError(f"{self.path} is being written by another process"
+                                           f"{_holder(self.lock)}; wait for it to finish or "
+                                           "write elsewhere with -o") from None
+                raise
+            if self._same_file(fd):
+                os.ftruncate(fd, 0)
+                os.write(fd, f"{os.getpid()}\n".encode())
+                self._fd = fd
+                return self
+            os.close(fd)  # released and removed by its holder meanwhile: retry
+        raise ArchiveBusyError(f"{self.path}: could not take its lock {self.lock}")
+
+    def _same_file(self, fd: int) -> bool:
+        try:
+            return os.path.samestat(os.fstat(fd), os.stat(self.lock))
+        except FileNotFoundError:
+            return False
+
+    def release(self) -> None:
+        """Remove the lock file and release the lock (idempotent)."""
+        if self._fd is None:
+            return
+        try:
+            self.lock.unlink(missing_ok=True)
+        except OSError as err:  # a read-only folder after the fact: the lock still goes
+            log.debug("cannot remove %s: %s", self.lock, err)
+        os.close(self._fd)
+        self._fd = None
+
+    def __enter__(self) -> ArchiveLock:
+        return self.acquire()
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()

@@ -1,0 +1,155 @@
+"""Reading run archives (see :mod:`solvers.io.archive` for the layout): robust to archives that
+a live process holds open, to trailing partial records and to damaged files, with errors that
+name the user's file."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import netCDF4
+import numpy as np
+import xarray as xr
+
+from solvers.io.layout import _HDF5_SIGNATURE, REQUIRED_VARIABLES, _valid_records
+
+
+def _existing(path: str | os.PathLike) -> Path:
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"archive {path} does not exist")
+    return path
+
+
+def _is_hdf5(path: Path) -> bool:
+    with open(path, "rb") as fh:
+        return fh.read(len(_HDF5_SIGNATURE)) == _HDF5_SIGNATURE
+
+
+@contextmanager
+def _readable(path: str | os.PathLike) -> Iterator[Path]:
+    """Yield ``path``, or a temporary copy of it when a writing process holds its HDF5 lock."""
+    path = _existing(path)
+    try:
+        netCDF4.Dataset(path, "r").close()
+    except OSError as err:
+        if not _is_hdf5(path):
+            raise ValueError(f"{path} is not a readable NetCDF4 archive ({err})") from err
+        with tempfile.TemporaryDirectory(prefix="archive-read-") as tmp:
+            copy = Path(tmp) / path.name
+            shutil.copyfile(path, copy)
+            yield copy
+        return
+    yield path
+
+
+def _check_archive(nc: netCDF4.Dataset, shown: str | os.PathLike) -> None:
+    missing = [v for v in REQUIRED_VARIABLES if v not in nc.variables]
+    if missing:
+        nc.close()
+        raise ValueError(f"{shown} is not a meanfield-spectral archive: missing {missing}")
+
+
+def _named(err: BaseException, copy: str | os.PathLike, shown: str | os.PathLike) -> str:
+    """The error's text with the temporary copy's path replaced by the user's."""
+    return str(err).replace(str(copy), str(shown))
+
+
+@contextmanager
+def _reading(path: str | os.PathLike, shown: str | os.PathLike | None = None
+             ) -> Iterator[netCDF4.Dataset]:
+    """Open an archive read-only, with clear errors for missing files and non-archives
+    (naming ``shown``, the user's file, when ``path`` is a temporary copy of it)."""
+    shown = path if shown is None else shown
+    with _readable(path) as readable:
+        try:
+            nc = netCDF4.Dataset(readable, "r")
+        except OSError as err:
+            raise ValueError(f"{shown} is not a readable NetCDF4 archive "
+                             f"({_named(err, readable, shown)})") from None
+        _check_archive(nc, shown)
+        try:
+            yield nc
+        except (OSError, RuntimeError) as err:  # damaged inside: netCDF4 raises RuntimeError
+            raise ValueError(f"{shown} is damaged: cannot read it "
+                             f"({_named(err, readable, shown)})") from None
+        finally:
+            nc.close()
+
+
+def open_run(path: str | os.PathLike) -> xr.Dataset:
+    """Load a run archive into memory as an :class:`xarray.Dataset`.
+
+    Incomplete trailing records (a run killed while writing one) are dropped. Works on
+    archives that a running process is still writing.
+
+    Raises
+    ------
+    FileNotFoundError
+        No such file.
+    ValueError
+        The file is not a NetCDF4 run archive.
+    """
+    with _readable(path) as readable:
+        with _reading(readable, shown=path):  # validates
+            pass
+        try:
+            ds = xr.load_dataset(readable, engine="netcdf4")
+        except (OSError, RuntimeError, KeyError) as err:
+            raise ValueError(f"{path} is damaged: cannot read it "
+                             f"({_named(err, readable, path)})") from None
+    return ds.isel(time=np.isfinite(ds["time"].values))
+
+
+def read_last_state(path: str | os.PathLike) -> tuple[float, int, float, np.ndarray]:
+    """The last complete record of an archive, for resuming.
+
+    Returns
+    -------
+    t : float
+    step : int
+    dt : float
+    rho : ndarray, shape (N,) on S^1, (nlat, nphi) on S^2
+    """
+    with _reading(path) as nc:
+        i = _valid_records(nc) - 1
+        if i < 0:
+            raise ValueError(f"archive {path} holds no snapshots")
+        rho = np.asarray(nc["rho"][i, ...], dtype=float)
+        return float(nc["time"][i]), int(nc["step"][i]), float(nc["dt"][i]), rho
+
+
+def read_snapshot(path: str | os.PathLike, time: float | None = None
+                  ) -> tuple[float, np.ndarray | tuple[np.ndarray, np.ndarray], np.ndarray]:
+    """The record nearest to ``time`` (the last one if None).
+
+    Returns
+    -------
+    t : float
+        The record's time.
+    grid : ndarray, shape (N,) on S^1; tuple ``(theta, phi)`` of shapes (nlat,), (nphi,) on S^2
+        Cell centres in radians (S^2: colatitudes and longitudes).
+    rho : ndarray, shape (N,) on S^1, (nlat, nphi) on S^2
+    """
+    with _reading(path) as nc:
+        n = _valid_records(nc)
+        if n == 0:
+            raise ValueError(f"archive {path} holds no snapshots")
+        times = np.ma.filled(np.ma.asarray(nc["time"][:n], dtype=float), np.inf)
+        i = n - 1 if time is None else int(np.argmin(np.abs(times - time)))
+        theta = np.asarray(nc["theta"][:], dtype=float)
+        if "phi" in nc.variables:
+            theta = (theta, np.asarray(nc["phi"][:], dtype=float))
+        return float(times[i]), theta, np.asarray(nc["rho"][i, ...], dtype=float)
+
+
+def read_config_text(path: str | os.PathLike) -> str:
+    """The full TOML text of the run configuration stored in the archive."""
+    with _reading(path) as nc:
+        if "config_text" not in nc.ncattrs():
+            raise ValueError(f"archive {path} has no config_text attribute")
+        return str(nc.getncattr("config_text"))
