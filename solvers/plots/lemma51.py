@@ -56,9 +56,8 @@ def _panel_error(ax: Axes, ds: xr.Dataset, colours: list) -> None:
             if l >= 0:
                 ax.plot([l], [float(ds["exact_norm"][l])], marker, color=c, ms=7, mfc="none")
     ax.set_ylim(top=top)
-    ax.set(xlabel="degree l", ylabel="norm", title="(a) error (solid) vs floor eps max|f|/lambda_l "
-           "(dashed)")
-    ax.legend(fontsize=7, loc="lower right")
+    ax.set(xlabel="degree l", ylabel="norm", title="(a) error (solid), floor (dashed)")
+    ax.legend(fontsize="xx-small", loc="lower right")
 
 
 def _panel_partial_sums(ax: Axes, ds: xr.Dataset, colours: list) -> None:
@@ -72,8 +71,8 @@ def _panel_partial_sums(ax: Axes, ds: xr.Dataset, colours: list) -> None:
         ax.axhline(l2, color="0.5", ls=":", label=f"int rho^2 = {l2:.6g}")
     ax.set_ylim(0.3 * float(np.nanmin(_positive(ds["partial_sum_exact"]))),
                 1e3 * float(np.nanmax(ds["partial_sum_exact"])))
-    ax.set(xlabel="L", ylabel="P_L", title="(b) partial sums of |m_l|^2 (L^2 criterion)")
-    ax.legend(fontsize=7)
+    ax.set(xlabel="L", ylabel="P_L", title="(b) partial sums of |m_l|^2")
+    ax.legend(fontsize="xx-small")
 
 
 def _panel_precision(ax: Axes, ds: xr.Dataset, colours: list) -> None:
@@ -94,9 +93,8 @@ def _panel_precision(ax: Axes, ds: xr.Dataset, colours: list) -> None:
             if l >= 0:
                 ax.plot([l], [float(ds["p_exact_norm"].sel(beta=b)[l])], "o", color=c, mfc="none")
     ax.set_ylim(1e-80, 1e10)
-    ax.set(xlabel="wavenumber k", ylabel="error", title="(c) S^1: error at 16/32/64 digits "
-           "(o: l*), exact |m_k| black")
-    ax.legend(fontsize=6, ncol=2)
+    ax.set(xlabel="wavenumber k", ylabel="error", title="(c) error at 16/32/64 digits")
+    ax.legend(fontsize="xx-small", ncol=2)
 
 
 def _panel_injectivity(ax: Axes, ds: xr.Dataset, colours: list) -> None:
@@ -106,9 +104,8 @@ def _panel_injectivity(ax: Axes, ds: xr.Dataset, colours: list) -> None:
         ax.semilogy(deg, _positive(r["injectivity_df"]), "-", color=c, lw=1.2, label=f"beta={b:g}")
         ax.semilogy(deg, _positive(r["injectivity_df_exact"]), "--", color=c, lw=1)
         ax.axhline(float(ds.attrs["eps"]) * float(r["max_f"]), color=c, ls=":", lw=0.8)
-    ax.set(xlabel="degree l", ylabel="|f_l - f'_l|", title=f"(d) injectivity: mu vs "
-           f"(1-p)mu + p delta, p={ds.attrs['perturbation']:g}; dashed: lambda_l|dm_l|")
-    ax.legend(fontsize=7)
+    ax.set(xlabel="degree l", ylabel="|f_l - f'_l|", title=f"(d) injectivity, p = {ds.attrs['perturbation']:g}")
+    ax.legend(fontsize="xx-small")
 
 
 def _panel_parity(ax: Axes, ds: xr.Dataset, colours: list) -> None:
@@ -119,9 +116,8 @@ def _panel_parity(ax: Axes, ds: xr.Dataset, colours: list) -> None:
         ax.semilogy(deg[even], f[even], "o", color=c, ms=3,
                     label=f"beta={b:g}: odd/all = {float(ds['odd_fraction'].sel(beta=b)):.1e}")
         ax.semilogy(deg[odd], f[odd], "o", color=c, ms=4, mfc="none")
-    ax.set(xlabel="degree l", ylabel="|f_l| (scaled kernel)", title="(e) parity: |f_l|, odd degrees "
-           "open (f even iff mu symmetric)")
-    ax.legend(fontsize=7)
+    ax.set(xlabel="degree l", ylabel="|f_l| (scaled kernel)", title="(e) parity: odd degrees open")
+    ax.legend(fontsize="xx-small")
 
 
 def _panel_table(ax: Axes, ds: xr.Dataset) -> None:

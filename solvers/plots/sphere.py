@@ -24,7 +24,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import numpy as np
-from matplotlib import patheffects
+from matplotlib import patheffects, rcParams
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.patches import Circle
@@ -99,11 +99,11 @@ class _AtomMarks:
 
     def update(self, xy: np.ndarray, mass: np.ndarray) -> None:
         self.scatter.set_offsets(xy.reshape(-1, 2))
-        self.scatter.set_sizes(30.0 + 400.0 * mass)
+        self.scatter.set_sizes((2.0 + 30.0 * mass) * rcParams["lines.markersize"] ** 2 / 9.0)
         for text in self.texts:
             text.remove()
         self.texts = [self.ax.annotate(f"{m:.3f}", tuple(p), textcoords="offset points",
-                                       xytext=(5, 5), fontsize="small", color=ATOM_COLOR,
+                                       xytext=(4, 4), fontsize="x-small", color=ATOM_COLOR,
                                        zorder=4) for p, m in zip(xy, mass)]
 
 
@@ -242,19 +242,21 @@ def sphere_run_figure(ds: xr.Dataset, style: str = "paper") -> tuple[Figure, dic
     """
     if ds.sizes.get("time", 0) == 0:
         raise ValueError("the archive holds no snapshots: nothing to plot")
-    fig = Figure(figsize=figsize(style, 0.36), layout="constrained")
-    grid = fig.add_gridspec(1, 3, width_ratios=[1.7, 1.0, 1.0])
-    panels = {"map": fig.add_subplot(grid[0], projection="mollweide"),
-              "energy": fig.add_subplot(grid[1]), "atoms": fig.add_subplot(grid[2])}
+    fig = Figure(figsize=figsize(style, 0.8), layout="constrained")
+    grid = fig.add_gridspec(2, 2, height_ratios=[1.25, 1.0])
+    panels = {"map": fig.add_subplot(grid[0, :], projection="mollweide"),
+              "energy": fig.add_subplot(grid[1, 0]), "atoms": fig.add_subplot(grid[1, 1])}
     final = MollweideMap(panels["map"], ds, log_limits(ds["rho"].values[-1]))
     final.update(-1)
     _tracks_on_map(panels["map"], ds)
     fig.colorbar(final.mesh, ax=panels["map"], shrink=0.7, label=r"$\log_{10}\rho$ (clipped)")
     mass, _ = atoms_at(ds, -1)
     panels["map"].set_title(f"(a) final density at t = {float(ds['time'].values[-1]):.4g}: "
-                            f"{mass.size} atoms, largest {_max(mass):.4f}", pad=14)
+                            f"{mass.size} atoms, largest {_max(mass):.4f}", pad=10)
     panel_energy(panels["energy"], ds)
-    panels["energy"].set_title("(b) energy and dissipation")
+    panels["energy"].set_title("(b) energy, dissipation")
+    fig.text(0.005, -0.01, "* " + theorem_label(ds, _bound(ds)), fontsize="x-small",
+             ha="left", va="top")
     _panel_atoms(panels["atoms"], ds)
     fig.suptitle(run_title(ds))
     return fig, panels
@@ -296,19 +298,19 @@ def _panel_atoms(ax: Axes, ds: xr.Dataset) -> None:
     time = ds["time"].values
     lines = ax.step(time, ds["n_atoms"].values, where="post", color="tab:blue",
                     label="atom count")
-    ax.set(xlabel="time", ylabel="atoms", title="(c) atoms: count and masses by identity")
+    ax.set(xlabel="time", ylabel="atoms", title="(c) atoms: count and masses")
     integer_ticks(ax)
     twin = ax.twinx()
     columns = _identity_columns(ds)
     if columns is not None:
         for k in range(columns[0].shape[1]):
             (line,) = twin.plot(time, columns[0][:, k], lw=1.0, alpha=0.8)
-        line.set_label("atom masses (one line per identity)")
+        line.set_label("masses by identity")
         lines.append(line)
     lines += twin.plot(time, ds["max_atom_mass"].values, color="tab:red", ls=":",
                        label="max atom mass")
     lines.append(twin.axhline(_bound(ds), color="k", ls="--", lw=0.8,
-                              label=theorem_label(ds, _bound(ds))))
+                              label=f"Thm 3.5 term {_bound(ds):.4f}*"))
     time_axis(ax, time, ds["max_atom_mass"].values)
     twin.set(ylabel="mass", ylim=(0.0, 1.05 * max(1.0, np.nanmax(ds["max_atom_mass"].values))))
-    ax.legend(lines, [ln.get_label() for ln in lines], loc="best")
+    ax.legend(lines, [ln.get_label() for ln in lines], loc="center right", fontsize="xx-small")

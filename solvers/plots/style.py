@@ -83,7 +83,7 @@ def time_axis(ax: Axes, time: np.ndarray, series: np.ndarray, axis: str = "x") -
         return False
     step = float(np.min(np.diff(time))) if time.size > 1 else 1.0
     linthresh = max(step, 1e-3 * float(time[-1]))
-    getattr(ax, f"set_{axis}scale")("symlog", linthresh=linthresh, linscale=0.3)
+    getattr(ax, f"set_{axis}scale")("symlog", linthresh=linthresh, linscale=1.0)
     getattr(ax, f"set_{axis}lim")(time[0], time[-1])
     label = getattr(ax, f"get_{axis}label")() or "time"
     getattr(ax, f"set_{axis}label")(f"{label} (symlog)")

@@ -98,11 +98,17 @@ def figure_atom_counts(summaries: Mapping[str, Any], dim: str = "beta", style: s
     _note_unsettled(ax, hollow)
     _note_unresolved(ax, unchecked)
     ax.set_xscale("log")
+    values = sorted({float(v) for _, sub in _curves(summaries, dim) for v in sub[dim].values})
+    if len(values) <= 12:  # label the swept values themselves (no crowded 3x10^1 4x10^1)
+        from matplotlib.ticker import NullLocator
+
+        ax.set_xticks(values, [f"{v:g}" for v in values])
+        ax.xaxis.set_minor_locator(NullLocator())
     ax.set_xlabel(rf"$\{dim}$" if dim == "beta" else dim)
     ax.set_ylabel("number of atoms at convergence")
     integer_ticks(ax)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize="small")
+    ax.legend(fontsize="x-small", loc="upper center", bbox_to_anchor=(0.5, -0.2))
     ax.set_title("Atoms at convergence")
     return fig
 
@@ -123,7 +129,7 @@ def figure_atom_masses(summaries: Mapping[str, Any], dim: str = "beta", style: s
         unchecked |= _mark_unresolved(ax, sub, dim, sub["max_atom_mass"].values, x)
     _note_unsettled(ax, hollow)
     _note_unresolved(ax, unchecked)
-    kernels = {str(ds.attrs.get("kernel", "")).split(":")[0] for ds in summaries.values()}
+    kernels = {_kernel(ds) for ds in summaries.values()}
     ax.axhline(THEOREM_3_5, color="k", ls="--", lw=1,
                label=("Thm 3.5 numerical term 0.5742" + (
                    " (not a bound: shifted kernel)" if "exp_shifted" in kernels else "")))
@@ -131,9 +137,17 @@ def figure_atom_masses(summaries: Mapping[str, Any], dim: str = "beta", style: s
     ax.set_ylabel("atom mass")
     ax.set_ylim(0.0, 1.02)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize="small")
+    ax.legend(fontsize="x-small", loc="upper center", bbox_to_anchor=(0.5, -0.2))
     ax.set_title("Atom masses at convergence")
     return fig
+
+
+def _kernel(ds: Any) -> str:
+    """The kernel of a sweep, from its base config (``exp`` when unset)."""
+    import re
+
+    found = re.search(r'^\s*kernel\s*=\s*"([a-z_]+)"', str(ds.attrs.get("base_config_text", "")), re.M)
+    return found.group(1) if found else "exp"
 
 
 def _mark_unsettled(ax: Any, sub: Any, dim: str, y: np.ndarray, line: Any,

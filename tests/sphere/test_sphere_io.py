@@ -297,8 +297,9 @@ def test_sphere_summary_figure(tmp_path: Path) -> None:
     assert "3 atoms" in title and "largest 0.3000" in title
     assert sorted(t.get_text() for t in panels["map"].texts) == ["0.100", "0.200", "0.300"]
     labels = panels["atoms"].get_legend().get_texts()
-    # the 0.5742 line says what it is (the theorem's numerical term), not "the bound"
-    assert any(t.get_text().startswith("Thm 3.5 numerical term 0.5742") for t in labels)
+    # the 0.5742 line says what it is (the theorem's numerical term, footnoted), not "the bound"
+    assert "Thm 3.5 term 0.5742*" in [t.get_text() for t in labels]
+    assert any("Thm 3.5 numerical term 0.5742" in t.get_text() for t in fig.texts)
     assert "S2" in fig.get_suptitle() and "lmax = 31" in fig.get_suptitle()
     out = plot_run(path, dpi=50)
     assert out == path.with_suffix(".png") and out.stat().st_size > 10_000
