@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import PAPER_S1_WEIGHTS_TOML
 
 import solvers
-from conftest import PAPER_S1_WEIGHTS_TOML
 
 CONFIG = f"""
 [domain]

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from conftest import make_config, perceptron
+
 from solvers.circle.fv import fv, transport
 from solvers.circle.problem import CircleProblem
 from solvers.core.backend import default_backend, numba_available, resolve_backend

@@ -21,7 +21,12 @@ from solvers.model.params import ModelParams, PerceptronParams
 from solvers.sphere.fv import SphereFV
 from solvers.sphere.grid import SphereGrid
 from solvers.sphere.problem import SphereProblem
-from solvers.timestepping.integrators import FUSE_MIN_SIZE, INTEGRATORS, _fusable, rk_step
+from solvers.timestepping.integrators import (
+    FUSE_MIN_SIZE,
+    INTEGRATORS,
+    _fusable,
+    rk_step,
+)
 
 pytestmark = pytest.mark.skipif(not numba_available(), reason="numba not installed")
 

@@ -7,9 +7,9 @@ import cf_xarray  # noqa: F401 (registers the .cf accessor)
 import numpy as np
 import pytest
 import xarray as xr
+from conftest import PAPER_S1_WEIGHTS_TOML
 
 import solvers
-from conftest import PAPER_S1_WEIGHTS_TOML
 
 S1 = f"""
 [domain]

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import PAPER_S1_WEIGHTS_TOML
+from conftest import paper_s1_toml
 from matplotlib.figure import Figure
 
 from solvers.cli import sweep_figures as cli_sweep_figures
@@ -15,26 +15,7 @@ from solvers.io.summary import THEOREM_3_5, build_summary
 from solvers.plots import sweeps as sweep_figures
 from solvers.studies import sweep
 
-TINY = f"""
-[domain]
-manifold = "S1"
-resolution = 64
-
-[model]
-beta = 1.0
-direction = "descent"
-kernel = "exp_shifted"
-
-[perceptron]
-activation = "gelu"
-{PAPER_S1_WEIGHTS_TOML}
-
-[time]
-t_end = 4.0
-
-[output]
-snapshot_interval = 2.0
-"""
+TINY = paper_s1_toml(activation="gelu")
 
 
 @pytest.fixture(scope="module")

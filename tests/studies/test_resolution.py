@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import paper_s1_toml
 
 from solvers.io.summary import build_summary
 from solvers.studies import resolution as rs
@@ -102,23 +103,7 @@ def test_summary_records_resolution_refinements_and_verdict(tmp_path):
     assert ds["resolution_check"].values.tolist() == ["passed", "failed"]
 
 
-TINY = """
-[domain]
-manifold = "S1"
-resolution = 64
-[model]
-beta = 1.0
-direction = "descent"
-kernel = "exp_shifted"
-[perceptron]
-activation = "relu"
-a = [[-0.9967456002240224, 0.0806114658969388], [-0.6198538201675943, -0.784717300448792]]
-omega = [0.6324575844117477, -0.4696753890279187]
-[time]
-t_end = 4.0
-[output]
-snapshot_interval = 2.0
-"""
+TINY = paper_s1_toml()
 
 
 def test_sweep_with_auto_resolution_records_the_check(tmp_path):

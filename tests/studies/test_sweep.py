@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import xarray as xr
-from conftest import PAPER_S1_WEIGHTS_TOML
+from conftest import paper_s1_toml
 
 from solvers.cli import sweep as cli_sweep
 from solvers.io.archive import open_run
@@ -20,26 +20,7 @@ from solvers.model.config import ConfigError, check_resolution, load_config, tom
 from solvers.studies import sweep
 
 RUNS = Path(__file__).resolve().parents[2] / "runs"
-TINY = f"""
-[domain]
-manifold = "S1"
-resolution = 64
-
-[model]
-beta = 1.0
-direction = "descent"
-kernel = "exp_shifted"
-
-[perceptron]
-activation = "relu"
-{PAPER_S1_WEIGHTS_TOML}
-
-[time]
-t_end = 4.0
-
-[output]
-snapshot_interval = 2.0
-"""
+TINY = paper_s1_toml()
 
 
 @pytest.fixture(scope="module")

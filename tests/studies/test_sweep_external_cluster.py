@@ -12,27 +12,11 @@ from pathlib import Path
 
 import pytest
 import xarray as xr
-
-from conftest import PAPER_S1_WEIGHTS_TOML
+from conftest import paper_s1_toml
 
 ROOT = Path(__file__).resolve().parents[2]
 DASK = Path(sys.executable).parent / "dask"
-CONFIG = f"""
-[domain]
-manifold = "S1"
-resolution = 64
-[model]
-beta = 1.0
-direction = "descent"
-kernel = "exp_shifted"
-[perceptron]
-activation = "relu"
-{PAPER_S1_WEIGHTS_TOML}
-[time]
-t_end = 4.0
-[output]
-snapshot_interval = 2.0
-"""
+CONFIG = paper_s1_toml()
 
 
 def free_port() -> int:
