@@ -4,31 +4,22 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from solvers.studies.resolution import (
+from solvers.cli.options import (
     DEFAULT_MASS_TOL,
+    DEFAULT_PERTURBATION,
     MAX_REFINEMENTS,
     MAX_RESOLUTION,
-    ResolutionCheck,
 )
-from solvers.model.config import load_config
-from solvers.studies.cluster import SchedulerAddressError, check_scheduler, dask_client
-from solvers.studies.sweep import (
-    DEFAULT_PERTURBATION,
-    EXIT_FAILED,
-    EXIT_INTERRUPTED,
-    EXIT_USAGE,
-    SEED_KEY,
-    ConfigError,
-    SweepError,
-    SweepParam,
-    parse_param,
-    run_sweep,
-)
+from solvers.cli.progress import Counter
+
+PROGRESS = re.compile(r"^\[(\d+)/(\d+)\] ")  # the lines of run_sweep's echo: [done/total] name: ...
+SEED_KEY = "initial.seed"  # solvers.studies.sweep.SEED_KEY
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -64,9 +55,12 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     return p
 
 
-def _check_values(config: Path, params: Sequence[SweepParam], overrides: Sequence[str]) -> None:
+def _check_values(config: Path, params: Sequence[Any], overrides: Sequence[str]) -> None:
     """A swept value that is invalid by itself is a usage error, found before any run starts;
     errors of combinations (or about other keys) stay failed runs of the sweep."""
+    from solvers.model.config import ConfigError, load_config
+    from solvers.studies.sweep import SweepError
+
     text = config.read_text(encoding="utf-8")
     for param in params:
         if param.key == SEED_KEY:
@@ -79,8 +73,29 @@ def _check_values(config: Path, params: Sequence[SweepParam], overrides: Sequenc
                     raise SweepError(f"--param {param.key}={raw}: {err}") from None
 
 
+def _echo(bar: Counter, line: str) -> None:
+    """A line of the sweep on stdout; its ``[done/total]`` prefix moves the bar."""
+    bar.write(line)
+    match = PROGRESS.match(line)
+    if match:
+        bar.update(int(match[1]) - bar.done, total=int(match[2]))
+
+
 def run_command(args: argparse.Namespace) -> int:
     """``meanfield sweep``: 0 if every run finished, 1 if some failed, 2 on bad arguments."""
+    from solvers.core.backend import keep_freed_memory
+    from solvers.studies.cluster import SchedulerAddressError, check_scheduler, dask_client
+    from solvers.studies.resolution import ResolutionCheck
+    from solvers.studies.sweep import (
+        EXIT_FAILED,
+        EXIT_INTERRUPTED,
+        EXIT_USAGE,
+        ConfigError,
+        SweepError,
+        parse_param,
+        run_sweep,
+    )
+
     try:
         if not args.param:
             raise SweepError("sweep needs at least one --param section.key=v1,v2,...")
@@ -101,10 +116,13 @@ def run_command(args: argparse.Namespace) -> int:
         with contextlib.ExitStack() as stack:
             client = stack.enter_context(dask_client(workers=args.workers, dashboard=True)) \
                 if args.dashboard and not scheduler else None
+            bar = stack.enter_context(Counter(0, "runs",
+                                              enabled=not getattr(args, "quiet", False)))
             summary = run_sweep(args.config, params, outdir, overrides=args.set,
                                 scheduler=scheduler, workers=args.workers, client=client,
                                 auto_resolution=args.auto_resolution, eps=args.perturbation,
-                                check=check, echo=lambda line: print(line, flush=True))
+                                check=check, echo=lambda line: _echo(bar, line),
+                                worker_setup=keep_freed_memory)
     except (SweepError, ConfigError, SchedulerAddressError) as err:
         print(f"error: {err}", file=sys.stderr)
         return EXIT_USAGE
