@@ -57,7 +57,8 @@ class VersionAction(argparse.Action):
                  values: Any, option_string: str | None = None) -> None:
         import solvers
 
-        parser.exit(0, f"meanfield {solvers.__version__}\n")
+        sys.stdout.write(f"meanfield {solvers.__version__}\n")
+        parser.exit()
 
 
 def _add_verbosity(parser: argparse.ArgumentParser, top: bool) -> None:

@@ -7,8 +7,13 @@
 - Disabled (``--no-progress``, ``output.progress = false``, ``-q``): nothing.
 
 A run that stops on stationarity (``time.stop_when_stationary``) has no meaningful ETA: its
-bar shows the stationarity measure against ``time.stationary_tol`` and which stop criteria
-hold (:class:`solvers.core.snapshot.Stationarity`) instead of a percentage and a remaining time.
+bar shows, instead of a percentage and a remaining time, the stationarity measure of the last
+snapshot against ``time.stationary_tol`` (``rate``: transport rate / mass, or ``velocity``:
+max support velocity) and which stop criteria hold over the window and which do not yet
+(``window``, ``transport``, ``atoms``, ``masses``: :class:`solvers.core.snapshot.Stationarity`);
+the run stops when all four hold::
+
+    t=181.000/5000 [00:01, rate 2.6e-03 > tol 1e-05; holds: window; not yet: transport, atoms, masses | steps=4666 ...]
 """
 
 from __future__ import annotations
@@ -61,7 +66,7 @@ class ProgressBar:
         self.stationary = bool(time is not None and time.stop_when_stationary)
         self.enabled = enabled
         self.bar: Any = None
-        self._extra, self._station, self._dt = "", "", 0.0
+        self._extra, self._rate, self._station, self._dt = "", "", "", 0.0
         self._start = self._last_line = wallclock.perf_counter()
         self._updated = False
         if enabled and (stderr_is_terminal() if terminal is None else terminal):
@@ -78,17 +83,17 @@ class ProgressBar:
             return
         held = [name for name in CRITERIA if getattr(snap.stationarity, name)]
         waiting = [name for name in CRITERIA if name not in held]
-        self._station = (f" | stop criteria held: {', '.join(held) or 'none'}"
-                         + (f"; waiting: {', '.join(waiting)}" if waiting else ""))
+        self._station = (f"; holds: {', '.join(held) or 'none'}"
+                         + (f"; not yet: {', '.join(waiting)}" if waiting else ""))
 
     def _measure(self, diagnostics: Any) -> str:
         """The stationarity measure of the last snapshot against its tolerance."""
         tol = self.time.stationary_tol
         if self.time.stationary_measure == "velocity":
-            name, value = "support velocity", diagnostics.max_support_velocity
+            name, value = "velocity", diagnostics.max_support_velocity
         else:
-            name, value = "transport rate", diagnostics.transport_rate / max(abs(diagnostics.mass), 1e-300)
-        return f" {name} {value:.2e} {'<=' if value <= tol else '>'} tol {tol:.0e}"
+            name, value = "rate", diagnostics.transport_rate / max(abs(diagnostics.mass), 1e-300)
+        return f"{name} {value:.1e} {'<=' if value <= tol else '>'} tol {tol:.0e}"
 
     def __call__(self, t: float, step: int, dt: float, diagnostics: Any = None) -> None:
         self.t, self.step, self._dt = t, step, dt
@@ -98,7 +103,7 @@ class ProgressBar:
         if diagnostics is not None:
             self._extra = f" E={diagnostics.energy:.6g} atoms={diagnostics.n_atoms}"
             if self.stationary:
-                self._extra += self._measure(diagnostics)
+                self._rate = self._measure(diagnostics)
         if self.bar is not None:
             self.bar.set_postfix_str(self._postfix(), refresh=False)
             self.bar.update(min(t, self.bar.total) - self.bar.n)
@@ -106,13 +111,15 @@ class ProgressBar:
             self._line()
 
     def _postfix(self) -> str:
-        return f"steps={self.step} dt={self._dt:.2e}{self._extra}{self._station}"
+        """Stationarity first (what decides the end of the run), then the step counters."""
+        steps = f"steps={self.step} dt={self._dt:.2e}{self._extra}"
+        return f"{self._rate}{self._station} | {steps}" if self._rate else steps
 
     def _line(self) -> None:
         self._last_line = now = wallclock.perf_counter()
         share = "" if self.stationary else f" ({100 * min(self.t / self.t_end, 1.0):.0f}%)"
         _write(f"progress: t={min(self.t, self.t_end):.3f}/{self.t_end:g}{share} "
-               f"{self._postfix()} [{_clock(now - self._start)}]")
+               f"[{_clock(now - self._start)}] {self._postfix()}")
 
     def close(self) -> None:
         """End the bar (terminal) or write the last plain line (when anything was shown)."""
@@ -152,11 +159,12 @@ class Counter:
         self.done += n
         if self.bar is None:
             return
-        if total is not None and total != self.bar.total:
-            self.bar.total = total
         if note:
             self.bar.set_postfix_str(note, refresh=False)
         self.bar.update(n)
+        if total is not None and total != self.bar.total:
+            self.bar.total = total
+            self.bar.refresh()
 
     def write(self, line: str, file: Any = None) -> None:
         """Print ``line`` (to stdout by default) without breaking the bar."""
