@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import logging
 import math
 import sys
 import time as wallclock
@@ -10,6 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from solvers.cli.options import PLACEMENTS
+
+log = logging.getLogger(__name__)
 
 # --------------------------------------------------------------------------- command line
 
@@ -84,7 +87,7 @@ def run_command(args: argparse.Namespace) -> int:
                              f"{horizon:g} (got {args.dt:g})")
         start = wallclock.perf_counter()
         ds = compare(config, sizes, times, placement=args.placement, seed=args.seed, dt=args.dt,
-                     cfl=args.cfl, log=lambda s: print(s, file=sys.stderr))
+                     cfl=args.cfl, log=log.info)
     except FileNotFoundError as err:
         print(f"error: file not found: {err.filename or err}", file=sys.stderr)
         return 2
