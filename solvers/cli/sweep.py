@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import logging
 import re
 import sys
 from collections.abc import Sequence
@@ -73,6 +74,19 @@ def _check_values(config: Path, params: Sequence[Any], overrides: Sequence[str])
                     raise SweepError(f"--param {param.key}={raw}: {err}") from None
 
 
+def _dask_logging(verbosity: int) -> Any:
+    """dask.distributed logs at ``info`` by default (scheduler, nanny and worker start-up): keep
+    its warnings (errors with ``-q``, everything with ``-v``). Set before distributed is imported
+    (it reads the level then) and handed on to the workers with the rest of dask's config."""
+    import dask.config
+
+    level = {-1: "error", 0: "warning", 1: "info"}[max(-1, min(1, verbosity))]
+    if "distributed" in sys.modules:  # imported earlier in this process: its level is set
+        logging.getLogger("distributed").setLevel(level.upper())
+    return dask.config.set({"logging": {**dask.config.get("logging", {}), "distributed": level,
+                                        "distributed.client": level}})
+
+
 def _echo(bar: Counter, line: str) -> None:
     """A line of the sweep on stdout; its ``[done/total]`` prefix moves the bar."""
     bar.write(line)
@@ -114,6 +128,7 @@ def run_command(args: argparse.Namespace) -> int:
         if outdir.exists() and not outdir.is_dir():
             raise SweepError(f"-o {outdir}: is a file; give a folder")
         with contextlib.ExitStack() as stack:
+            stack.enter_context(_dask_logging(getattr(args, "verbosity", 0)))
             client = stack.enter_context(dask_client(workers=args.workers, dashboard=True)) \
                 if args.dashboard and not scheduler else None
             bar = stack.enter_context(Counter(0, "runs",

@@ -237,3 +237,14 @@ def test_style_reaches_lemma51_converge_and_sweep_figures(tmp_path, capsys, monk
                         lambda s, l, o, style="paper": seen.append(("sweep-figures", style)) or [])
     assert cli(capsys, "sweep-figures", str(tmp_path), "--style", "screen")[0] == 0
     assert seen == [("lemma51", "screen"), ("converge", "screen"), ("sweep-figures", "screen")]
+
+
+def test_sweep_in_a_pipe_is_plain_lines(tmp_path) -> None:
+    cfg = write(tmp_path, TINY)
+    proc = meanfield("sweep", cfg, "--param", "model.beta=1,2", "--workers", "1", "-o",
+                     str(tmp_path / "sweep"), cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "\r" not in proc.stdout + proc.stderr
+    assert "Scheduler at" not in proc.stderr and "INFO" not in proc.stderr  # dask at warnings
+    lines = proc.stdout.splitlines()
+    assert lines[0].startswith("[1/2] beta-") and lines[-1].startswith("2 of 2 runs finished")
