@@ -1,6 +1,11 @@
 """The ``meanfield`` command line: the only place that parses arguments; nothing imports it.
 
-- :mod:`~solvers.cli.main`: ``main``, the parser, ``run | plot | animate | info``.
+- :mod:`~solvers.cli.main`: ``main`` and the parser (standard library only: the commands import
+  what they need when they run); :mod:`~solvers.cli.run` (``run``), :mod:`~solvers.cli.view`
+  (``plot | animate | info``).
+- :mod:`~solvers.cli.guard` (exit codes, one-line errors, signals), :mod:`~solvers.cli.logs`
+  (``-q``/``-v``, one-line warnings), :mod:`~solvers.cli.progress` (bars on a terminal, plain
+  lines elsewhere), :mod:`~solvers.cli.options` (options shared by several commands).
 - :mod:`~solvers.cli.lemma51`, :mod:`~solvers.cli.converge`, :mod:`~solvers.cli.compare_particles`,
   :mod:`~solvers.cli.sweep`, :mod:`~solvers.cli.sweep_figures`: the study commands (each
   ``add_parser(subparsers)`` and ``run_command(args)``), thin layers over :mod:`solvers.studies`

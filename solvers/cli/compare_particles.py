@@ -3,22 +3,16 @@
 from __future__ import annotations
 
 import argparse
+import logging
+import math
 import sys
 import time as wallclock
 from pathlib import Path
 from typing import Any
 
-import numpy as np
+from solvers.cli.options import PLACEMENTS
 
-from solvers.model.config import (
-    DT_MIN_FRACTION,
-    T_END_MAX,
-    ConfigError,
-    check_run,
-    load_config,
-)
-from solvers.studies.compare_particles import compare, format_table
-from solvers.studies.particles import PLACEMENTS
+log = logging.getLogger(__name__)
 
 # --------------------------------------------------------------------------- command line
 
@@ -34,7 +28,7 @@ def parse_list(text: str, kind: type, name: str) -> list:
     except ValueError:
         raise ValueError(f"{name}: expected comma-separated numbers, e.g. 100,1000 "
                          f"(got {text!r})") from None
-    if not values or any(not np.isfinite(v) or v < (1 if kind is int else 0) for v in values):
+    if not values or any(not math.isfinite(v) or v < (1 if kind is int else 0) for v in values):
         raise ValueError(f"{name}: values must be {'>= 1' if kind is int else '>= 0'} (got {text!r})")
     return values
 
@@ -64,6 +58,15 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 def run_command(args: argparse.Namespace) -> int:
     """``meanfield compare-particles``: user errors print one line ``error: ...`` and return 2."""
+    from solvers.model.config import (
+        DT_MIN_FRACTION,
+        T_END_MAX,
+        ConfigError,
+        check_run,
+        load_config,
+    )
+    from solvers.studies.compare_particles import compare, format_table
+
     try:
         sizes = parse_list(args.n, int, "--n")
         times = parse_list(args.times, float, "--times") if args.times else None
@@ -84,7 +87,7 @@ def run_command(args: argparse.Namespace) -> int:
                              f"{horizon:g} (got {args.dt:g})")
         start = wallclock.perf_counter()
         ds = compare(config, sizes, times, placement=args.placement, seed=args.seed, dt=args.dt,
-                     cfl=args.cfl, log=lambda s: print(s, file=sys.stderr))
+                     cfl=args.cfl, log=log.info)
     except FileNotFoundError as err:
         print(f"error: file not found: {err.filename or err}", file=sys.stderr)
         return 2

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import logging
 from pathlib import Path
 from typing import Any
 
-from solvers.model.config import ConfigError
-from solvers.studies.converge import converge
-from solvers.studies.converge_report import format_table, plot_ladders, to_dataset
+from solvers.cli.options import add_style
+from solvers.cli.progress import Counter
+
+log = logging.getLogger(__name__)
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -23,21 +25,34 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                    help="override a config value (TOML syntax), repeatable")
     p.add_argument("-o", "--output", metavar="OUT_PREFIX",
                    help="writes OUT_PREFIX.nc and OUT_PREFIX.png (default output/converge_<config>)")
+    add_style(p)
     p.set_defaults(func=run_command)
     return p
 
 
 def run_command(args: argparse.Namespace) -> int:
     """``meanfield converge``: run the ladders, print the tables, write the NetCDF and PNG."""
+    from solvers.model.config import ConfigError
+    from solvers.studies.converge import converge
+    from solvers.studies.converge_report import format_table, plot_ladders, to_dataset
+    from solvers.plots.style import style_context
+
     if not Path(args.config).is_file():  # one-line error, as the other commands
         raise ConfigError("config", f"file not found: {args.config}")
-    ladders = converge(Path(args.config), args.resolutions or (), args.dts or (), args.t_end, args.set)
+    with Counter(0, "runs", enabled=not getattr(args, "quiet", False)) as bar:
+        def progress(done: int, total: int, label: str, seconds: float) -> None:
+            log.info("converge: [%d/%d] %s done in %.1f s", done, total, label, seconds)
+            bar.update(1, total=total, note=label)
+
+        ladders = converge(Path(args.config), args.resolutions or (), args.dts or (),
+                           args.t_end, args.set, progress=progress)
     tables = [lad.table() for lad in ladders]
     print("\n\n".join(format_table(lad, data) for lad, data in zip(ladders, tables)))
     prefix = Path(args.output or f"output/converge_{Path(args.config).stem}")
     prefix.parent.mkdir(parents=True, exist_ok=True)
     nc, png = prefix.with_name(prefix.name + ".nc"), prefix.with_name(prefix.name + ".png")
     to_dataset(ladders, tables).to_netcdf(nc)
-    plot_ladders(ladders, tables).savefig(png, dpi=120)
+    with style_context(args.style) as spec:
+        plot_ladders(ladders, tables, style=args.style).savefig(png, dpi=spec["dpi"])
     print(f"wrote {nc} and {png}")
     return 0

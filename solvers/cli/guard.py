@@ -22,8 +22,6 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, NoReturn
 
-from solvers.io.lock import ArchiveBusyError
-from solvers.model.config import ConfigError, clip
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -31,13 +29,29 @@ EXIT_USAGE = 2
 EXIT_INTERRUPTED = 128 + signal.SIGINT  # 130
 EXIT_TERMINATED = 128 + signal.SIGTERM  # 143
 MESSAGE_LIMIT = 500
-USAGE_ERRORS = (ConfigError, FileNotFoundError, FileExistsError, IsADirectoryError,
-                NotADirectoryError, PermissionError, ArchiveBusyError, ValueError, TypeError)
-log = logging.getLogger("solvers.cli")
+log = logging.getLogger(__name__)
 
 
 class CliError(Exception):
     """A user error that is not about a config key (printed as ``error: <message>``)."""
+
+
+def clip(text: object, limit: int) -> str:
+    """``text`` with control characters escaped, cut to ``limit`` characters (as
+    :func:`solvers.model.validators.clip`, without importing NumPy)."""
+    text = "".join(c if c.isprintable() else repr(c)[1:-1] for c in str(text)[: 4 * limit])
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def usage_errors() -> tuple[type[BaseException], ...]:
+    """Exception types that are input errors (exit 2); imported when an error needs them, so
+    that parsing the command line imports neither NumPy nor the config module."""
+    from solvers.io.lock import ArchiveBusyError
+    from solvers.model.config import ConfigError
+
+    return (ConfigError, FileNotFoundError, FileExistsError, IsADirectoryError,
+            NotADirectoryError, PermissionError, ArchiveBusyError, ValueError, TypeError,
+            CliError, RecursionError)
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -60,15 +74,15 @@ def describe(err: BaseException) -> str:
         text = "input nested too deeply"
     else:
         text = str(err) or type(err).__name__
-        if not isinstance(err, (ConfigError, CliError)) and not isinstance(err, OSError):
-            text = f"{type(err).__name__}: {text}" if type(err) not in USAGE_ERRORS else text
+        usage = usage_errors()
+        if not isinstance(err, (usage[0], CliError)) and not isinstance(err, OSError):
+            text = f"{type(err).__name__}: {text}" if type(err) not in usage else text
     return clip(" ".join(text.split()), MESSAGE_LIMIT)
 
 
 def exit_code(err: BaseException) -> int:
     """``EXIT_USAGE`` for input errors, ``EXIT_FAILED`` for the rest."""
-    return EXIT_USAGE if isinstance(err, USAGE_ERRORS + (CliError, RecursionError)) \
-        else EXIT_FAILED
+    return EXIT_USAGE if isinstance(err, usage_errors()) else EXIT_FAILED
 
 
 def _quiet_stdout() -> None:

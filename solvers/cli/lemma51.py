@@ -5,17 +5,12 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from solvers.model.config import BETA_RANGE, KAPPA_MAX
-from solvers.studies.lemma51 import (
-    Measure,
-    format_report,
-    make_measure,
-    run_lemma51,
-    snapshot_measure,
-)
-from solvers.studies.lemma51_measures import _check_sphere
+if TYPE_CHECKING:
+    from solvers.studies.lemma51 import Measure
+
+from solvers.cli.options import add_style
 
 # =========================================================================== command line
 
@@ -46,6 +41,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--no-plot", action="store_true", help="skip the PNG")
     p.add_argument("--table", default="short", metavar="{short,full,none}",
                    help="per-degree rows on stdout (default short: up to l* + 3)")
+    add_style(p)
     p.set_defaults(func=run_command)
     return p
 
@@ -58,6 +54,8 @@ DIGITS_RANGE = (16, 1000)
 
 def _check_ranges(args: argparse.Namespace) -> None:
     """ValueError (one line, naming the option) for values outside what the study can do."""
+    from solvers.model.config import BETA_RANGE, KAPPA_MAX
+
     lo, hi = BETA_RANGE
     for beta in args.beta:
         if not lo <= beta <= hi:
@@ -78,6 +76,9 @@ def _check_ranges(args: argparse.Namespace) -> None:
 
 
 def _measure_from_args(args: argparse.Namespace) -> Measure:
+    from solvers.studies.lemma51 import make_measure, snapshot_measure
+    from solvers.studies.lemma51_measures import _check_sphere
+
     sphere = args.sphere or "S1"
     _check_sphere(sphere)
     if args.archive:
@@ -103,6 +104,8 @@ def run_command(args: argparse.Namespace) -> int:
 
     User errors print one line ``error: ...`` on stderr and return 2.
     """
+    from solvers.studies.lemma51 import format_report, run_lemma51
+
     try:
         if args.table not in ("short", "full", "none"):
             raise ValueError(f"--table: must be short, full or none (got {args.table!r})")
@@ -124,6 +127,6 @@ def run_command(args: argparse.Namespace) -> int:
     if not args.no_plot:
         from solvers.plots.lemma51 import plot_lemma51
 
-        png = plot_lemma51(ds, out.with_suffix(".png"))
+        png = plot_lemma51(ds, out.with_suffix(".png"), style=getattr(args, "style", "paper"))
         print(f"wrote {png}")
     return 0

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from solvers.studies.polish import MERGE_TOL, format_report, polish_archive
+from solvers.cli.options import MERGE_TOL
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -29,6 +29,8 @@ def run_command(args: argparse.Namespace) -> int:
     """Polish, print the report, write the archive; 1 when Newton did not converge."""
     if not (args.merge_tol >= 0.0) or not (0.0 < args.tol < 1.0):
         raise ValueError("--merge-tol must be >= 0 and --tol in (0, 1)")
+    from solvers.studies.polish import format_report, polish_archive
+
     result, out = polish_archive(args.run, args.output, args.merge_tol, args.tol)
     print(format_report(result))
     print(f"wrote {out}")

@@ -4,31 +4,23 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import logging
+import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from solvers.studies.resolution import (
+from solvers.cli.options import (
     DEFAULT_MASS_TOL,
+    DEFAULT_PERTURBATION,
     MAX_REFINEMENTS,
     MAX_RESOLUTION,
-    ResolutionCheck,
 )
-from solvers.model.config import load_config
-from solvers.studies.cluster import SchedulerAddressError, check_scheduler, dask_client
-from solvers.studies.sweep import (
-    DEFAULT_PERTURBATION,
-    EXIT_FAILED,
-    EXIT_INTERRUPTED,
-    EXIT_USAGE,
-    SEED_KEY,
-    ConfigError,
-    SweepError,
-    SweepParam,
-    parse_param,
-    run_sweep,
-)
+from solvers.cli.progress import Counter
+
+PROGRESS = re.compile(r"^\[(\d+)/(\d+)\] ")  # the lines of run_sweep's echo: [done/total] name: ...
+SEED_KEY = "initial.seed"  # solvers.studies.sweep.SEED_KEY
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -64,9 +56,12 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     return p
 
 
-def _check_values(config: Path, params: Sequence[SweepParam], overrides: Sequence[str]) -> None:
+def _check_values(config: Path, params: Sequence[Any], overrides: Sequence[str]) -> None:
     """A swept value that is invalid by itself is a usage error, found before any run starts;
     errors of combinations (or about other keys) stay failed runs of the sweep."""
+    from solvers.model.config import ConfigError, load_config
+    from solvers.studies.sweep import SweepError
+
     text = config.read_text(encoding="utf-8")
     for param in params:
         if param.key == SEED_KEY:
@@ -79,8 +74,42 @@ def _check_values(config: Path, params: Sequence[SweepParam], overrides: Sequenc
                     raise SweepError(f"--param {param.key}={raw}: {err}") from None
 
 
+def _dask_logging(verbosity: int) -> Any:
+    """dask.distributed logs at ``info`` by default (scheduler, nanny and worker start-up): keep
+    its warnings (errors with ``-q``, everything with ``-v``). Set before distributed is imported
+    (it reads the level then) and handed on to the workers with the rest of dask's config."""
+    import dask.config
+
+    level = {-1: "error", 0: "warning", 1: "info"}[max(-1, min(1, verbosity))]
+    if "distributed" in sys.modules:  # imported earlier in this process: its level is set
+        logging.getLogger("distributed").setLevel(level.upper())
+    return dask.config.set({"logging": {**dask.config.get("logging", {}), "distributed": level,
+                                        "distributed.client": level}})
+
+
+def _echo(bar: Counter, line: str) -> None:
+    """A line of the sweep on stdout; its ``[done/total]`` prefix moves the bar."""
+    bar.write(line)
+    match = PROGRESS.match(line)
+    if match:
+        bar.update(int(match[1]) - bar.done, total=int(match[2]))
+
+
 def run_command(args: argparse.Namespace) -> int:
     """``meanfield sweep``: 0 if every run finished, 1 if some failed, 2 on bad arguments."""
+    from solvers.core.backend import keep_freed_memory
+    from solvers.studies.cluster import SchedulerAddressError, check_scheduler, dask_client
+    from solvers.studies.resolution import ResolutionCheck
+    from solvers.studies.sweep import (
+        EXIT_FAILED,
+        EXIT_INTERRUPTED,
+        EXIT_USAGE,
+        ConfigError,
+        SweepError,
+        parse_param,
+        run_sweep,
+    )
+
     try:
         if not args.param:
             raise SweepError("sweep needs at least one --param section.key=v1,v2,...")
@@ -99,12 +128,16 @@ def run_command(args: argparse.Namespace) -> int:
         if outdir.exists() and not outdir.is_dir():
             raise SweepError(f"-o {outdir}: is a file; give a folder")
         with contextlib.ExitStack() as stack:
+            stack.enter_context(_dask_logging(getattr(args, "verbosity", 0)))
             client = stack.enter_context(dask_client(workers=args.workers, dashboard=True)) \
                 if args.dashboard and not scheduler else None
+            bar = stack.enter_context(Counter(0, "runs",
+                                              enabled=not getattr(args, "quiet", False)))
             summary = run_sweep(args.config, params, outdir, overrides=args.set,
                                 scheduler=scheduler, workers=args.workers, client=client,
                                 auto_resolution=args.auto_resolution, eps=args.perturbation,
-                                check=check, echo=lambda line: print(line, flush=True))
+                                check=check, echo=lambda line: _echo(bar, line),
+                                worker_setup=keep_freed_memory)
     except (SweepError, ConfigError, SchedulerAddressError) as err:
         print(f"error: {err}", file=sys.stderr)
         return EXIT_USAGE

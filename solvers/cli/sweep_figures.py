@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from solvers.plots.sweeps import write_figures
+from solvers.cli.options import add_style
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -18,14 +18,18 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--label", action="append", metavar="LABEL",
                    help="legend label per sweep, in order (default: the folder names)")
     p.add_argument("-o", "--output", metavar="OUTDIR", help="figure folder (default: first DIR)")
+    add_style(p)
     p.set_defaults(func=run_command)
     return p
 
 
 def run_command(args: argparse.Namespace) -> int:
     """``meanfield sweep-figures``: 0 on success, 2 on a bad folder or argument."""
+    from solvers.plots.sweeps import write_figures
+
     try:
-        paths = write_figures(args.sweeps, args.label, args.output)
+        paths = write_figures(args.sweeps, args.label, args.output,
+                              style=getattr(args, "style", "paper"))
     except FileNotFoundError as err:
         print(f"error: no sweep summary at {err.args[0] if err.args else err} (run "
               "meanfield sweep first)", file=sys.stderr)

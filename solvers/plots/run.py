@@ -6,6 +6,7 @@ S^1 archives are drawn by :mod:`solvers.plots.circle`, S^2 archives by :mod:`sol
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -53,7 +54,8 @@ def plot_run(path: str | os.PathLike, out_png: str | os.PathLike | None = None,
 
 
 def animate_run(path: str | os.PathLike, out: str | os.PathLike | None = None, fps: int = 10,
-                view: str = "orthographic", dpi: int = 80) -> Path:
+                view: str = "orthographic", dpi: int = 80,
+                progress: Callable[[int, int], None] | None = None) -> Path:
     """Write one frame per snapshot of a run archive as a GIF or MP4.
 
     Parameters
@@ -68,6 +70,8 @@ def animate_run(path: str | os.PathLike, out: str | os.PathLike | None = None, f
         S^2 only: two opposite orthographic hemispheres, or a Mollweide map.
     dpi : int
         Resolution of the frames.
+    progress : callable, optional
+        ``progress(done, total)`` after each frame written.
 
     Returns
     -------
@@ -101,4 +105,6 @@ def animate_run(path: str | os.PathLike, out: str | os.PathLike | None = None, f
         for i in range(n):
             update(i)
             writer.grab_frame()
+            if progress is not None:
+                progress(i + 1, n)
     return out

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from solvers.core.backend import keep_freed_memory, resolve_backend
+from solvers.core.backend import resolve_backend
 from solvers.core.limiters import LIMITERS
 from solvers.sphere.problem import SphereProblem
 
@@ -90,8 +90,6 @@ class SphereFV:
         self.backend = resolve_backend(backend)
         if self.backend == "numba":
             from solvers.core.kernels_numba import LIMITER_CODES
-
-            keep_freed_memory()  # grid-sized temporaries: no page faults every step
 
             m, c = self.maps, np.ascontiguousarray
             self._code = LIMITER_CODES[limiter]

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import math
 import time as wallclock
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from itertools import pairwise
@@ -355,12 +355,14 @@ def _run(value: float, config: RunConfig) -> Run:
 
 
 def converge(path: str | Path, resolutions: str | Sequence[int] = (), dts: str | Sequence[float] = (),
-             t_end: float | None = None, overrides: Sequence[str] = ()) -> list[Ladder]:
+             t_end: float | None = None, overrides: Sequence[str] = (),
+             progress: Callable[[int, int, str, float], None] | None = None) -> list[Ladder]:
     """Run the space ladder (``resolutions``) and the time ladder (``dts``) of a config to T.
 
     ``resolutions``, ``dts``: strings ``"64,128,256"`` or sequences (see :func:`parse_ladder`),
     either may be empty. ``t_end``: T (default ``time.t_end``). ``overrides``: ``--set`` items,
-    applied before the ladder's own. Returns the requested ladders (space, then time).
+    applied before the ladder's own. ``progress(done, total, label, seconds)``: called after
+    each run. Returns the requested ladders (space, then time).
     """
     base = load_config(path, overrides)
     t_end = base.time.t_end if t_end is None else t_end
@@ -379,8 +381,17 @@ def converge(path: str | Path, resolutions: str | Sequence[int] = (), dts: str |
               [(dt, [f"domain.resolution={finest}", f"time.dt={dt!r}"]) for dt in dts])]
     configs = [(name, dim, _configs(path, overrides, t_end, opt, plan))
                for name, dim, opt, plan in plans if plan]
-    return [Ladder(name, dim, tuple(_run(v, c) for v, c in runs), offset * (dim == "resolution"))
-            for name, dim, runs in configs]
+    total, done = sum(len(runs) for _, _, runs in configs), []
+
+    def run(name: str, dim: str, value: float, config: RunConfig) -> Run:
+        result = _run(value, config)
+        done.append(result)
+        if progress is not None:
+            progress(len(done), total, f"{name} {dim}={value:g}", result.wall)
+        return result
+
+    return [Ladder(name, dim, tuple(run(name, dim, v, c) for v, c in runs),
+                   offset * (dim == "resolution")) for name, dim, runs in configs]
 
 
 def _check_dts(dts: Sequence[float], t_end: float) -> None:

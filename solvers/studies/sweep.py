@@ -267,13 +267,15 @@ def run_sweep(config: str | Path, params: Sequence[SweepParam], outdir: str | Pa
               overrides: Sequence[str] = (), client: Any = None, scheduler: str | None = None,
               workers: int | None = None, processes: bool = True, auto_resolution: bool = False,
               eps: float = DEFAULT_PERTURBATION, echo: Callable[[str], None] = print,
-              check: ResolutionCheck | None = None) -> Any:
+              check: ResolutionCheck | None = None,
+              worker_setup: Callable[[], Any] | None = None) -> Any:
     """Run the sweep; write and return the summary (an :class:`xarray.Dataset`).
 
     ``client``: an existing dask client (else one of :func:`dask_client`). Progress lines go
     to ``echo``. The summary is written even when interrupted (unfinished runs: "not run").
     ``auto_resolution``: raise and check each point's grid with ``check`` (default
-    :class:`~solvers.studies.resolution.ResolutionCheck`).
+    :class:`~solvers.studies.resolution.ResolutionCheck`). ``worker_setup``: run once on every
+    worker before the runs (``Client.run``), e.g. the command line's malloc tuning.
     """
     check = (check or ResolutionCheck()) if auto_resolution else None
     outdir = Path(outdir)
@@ -289,7 +291,8 @@ def run_sweep(config: str | Path, params: Sequence[SweepParam], outdir: str | Pa
     records, todo = _plan(base, points, overrides, outdir, check, eps, echo)
     try:
         if todo:
-            _execute(todo, records, len(points), client, scheduler, workers, processes, echo)
+            _execute(todo, records, len(points), client, scheduler, workers, processes, echo,
+                     worker_setup)
     finally:
         summary = build_summary(params, dim_names(params), points, records,
                                 base_text=Path(config).read_text(encoding="utf-8"))
@@ -343,11 +346,14 @@ def _levels(base: dict[str, Any], items: list[str], archive: Path, cfg: RunConfi
 
 def _execute(todo: dict[str, Task], records: dict[str, dict[str, Any]],
              total: int, client: Any, scheduler: str | None, workers: int | None,
-             processes: bool, echo: Callable[[str], None]) -> None:
+             processes: bool, echo: Callable[[str], None],
+             worker_setup: Callable[[], Any] | None = None) -> None:
     """Submit the runs of ``todo`` and collect their records as they finish."""
     from dask.distributed import as_completed
 
     with (dask_client(scheduler, workers, processes) if client is None else _same(client)) as c:
+        if worker_setup is not None:
+            c.run(worker_setup)
         futures = {c.submit(fn, *args, pure=False): name for name, (fn, args) in todo.items()}
         try:
             for future in as_completed(futures):

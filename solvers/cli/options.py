@@ -1,0 +1,25 @@
+"""Options shared by several commands, declared without importing what they configure.
+
+The parsers must stay cheap (``meanfield --help`` imports no study module), so the choices
+and defaults that the studies define are repeated here; tests/cli/test_startup.py checks
+that they equal the studies' own.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+STYLES = ("paper", "screen")  # solvers.plots.style.STYLES
+PLACEMENTS = ("quantiles", "sample")  # solvers.studies.particles.PLACEMENTS
+MERGE_TOL = 1e-3  # solvers.studies.polish.MERGE_TOL
+DEFAULT_MASS_TOL = 0.02  # solvers.studies.resolution.DEFAULT_MASS_TOL
+MAX_REFINEMENTS = 3  # solvers.studies.resolution.MAX_REFINEMENTS
+MAX_RESOLUTION = {"S1": 4096, "S2": 255}  # solvers.studies.resolution.MAX_RESOLUTION
+DEFAULT_PERTURBATION = 0.05  # solvers.studies.sweep.DEFAULT_PERTURBATION
+
+
+def add_style(parser: argparse.ArgumentParser) -> None:
+    """``--style paper|screen`` (figures: see :mod:`solvers.plots.style`)."""
+    parser.add_argument("--style", choices=STYLES, default="paper",
+                        help="figure style: paper (page width, 8 pt, 300 dpi; default) or "
+                             "screen (13 in wide, larger text, 120 dpi)")

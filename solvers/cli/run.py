@@ -1,0 +1,234 @@
+"""``meanfield run``: validate a config (or an archive to resume), simulate, archive, summarise.
+
+Ctrl-C (SIGTERM) during a run writes the last completed state, closes the archive and exits
+with 130 (143), saying how to resume; a second Ctrl-C exits at once. Only this command (and
+the sweep's workers) turns on the process-wide malloc tuning of
+:func:`solvers.core.backend.keep_freed_memory`: the library leaves the process as it is.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from solvers.cli.guard import EXIT_FAILED, EXIT_INTERRUPTED, CliError, StopRequest
+from solvers.cli.progress import LowestDensity, ProgressBar
+from solvers.io.state import grid_arrays, initial_density
+from solvers.model.config import ConfigError, check_run, clip, load_config, parse_override
+from solvers.model.params import RunConfig, flatten
+
+log = logging.getLogger(__name__)
+
+RESUMABLE_SECTIONS = ("time", "output")
+FIXED_ON_RESUME = ("time.scheme",)  # the archived state is in this scheme's representation
+
+
+def _existing(path: str, what: str) -> Path:
+    p = Path(path)
+    if not p.is_file():
+        raise CliError(f"{what} not found: {path}")
+    return p
+
+
+def _check_resume_overrides(overrides: Sequence[str]) -> None:
+    for item in overrides:
+        section, key, _ = parse_override(item)
+        if f"{section}.{key}" in FIXED_ON_RESUME:
+            raise ConfigError(f"{section}.{key}", "cannot change on --resume (the archived "
+                              "state belongs to its scheme); start a new run with initial.kind "
+                              "= \"archive\"")
+        if section not in RESUMABLE_SECTIONS:
+            raise ConfigError(f"{section}.{key}", "cannot change on --resume (only time.* and "
+                              "output.* can); for new physics start a run with initial.kind = "
+                              "\"archive\"")
+
+
+def _check_same_physics(config: RunConfig, archived: RunConfig) -> None:
+    """A config given with --resume must match the archive except time/output/initial."""
+    ours, theirs = flatten(config), flatten(archived)
+    for key, value in ours.items():
+        if key.split(".")[0] in RESUMABLE_SECTIONS + ("initial", "text"):
+            continue
+        if value != theirs.get(key):
+            raise ConfigError(key, f"differs from the archive ({value} here, {theirs.get(key)} "
+                                   "there); a resumed run keeps the archive's physics")
+
+
+def _resume_state(args: argparse.Namespace) -> tuple[RunConfig, dict[str, Any]]:
+    from solvers.io import archive
+
+    path = _existing(args.resume, "archive")
+    if args.output:
+        raise CliError("--resume appends to its archive: drop -o/--output")
+    _check_resume_overrides(args.set)
+    overrides = list(args.set) + [f"output.path={_toml_string(str(path))}"]
+    try:
+        text = archive.read_config_text(path)
+        t, step, dt, rho = archive.read_last_state(path)
+    except ValueError as err:  # not a run archive, or an empty one
+        raise CliError(str(err)) from None
+    config = load_config(text, overrides)
+    if args.config:
+        given = load_config(Path(args.config), overrides)
+        _check_same_physics(given, config)
+        if given.time.scheme != config.time.scheme:
+            raise ConfigError("time.scheme", f"differs from the archive ({given.time.scheme} here, "
+                              f"{config.time.scheme} there); a resumed run keeps its scheme")
+        config = given
+    check_run(config)
+    if t >= config.time.t_end:
+        raise ConfigError("time.t_end", f"the archive already reached t = {t:g} >= t_end = "
+                          f"{config.time.t_end:g}; extend it with --set time.t_end=...")
+    shape = grid_arrays(config)[1].shape
+    if np.shape(rho) != shape:
+        raise CliError(f"{path}: state has shape {np.shape(rho)}, the config's grid "
+                       f"{shape} ({config.domain.manifold}, resolution {config.domain.resolution})")
+    return config, {"rho": np.asarray(rho, dtype=float), "t0": float(t), "step0": int(step),
+                    "dt0": float(dt)}
+
+
+def _fresh_state(args: argparse.Namespace) -> tuple[RunConfig, dict[str, Any]]:
+    overrides = list(args.set)
+    if args.output:
+        overrides.append(f"output.path={_toml_string(args.output)}")
+    config = load_config(Path(args.config), overrides)
+    check_run(config)
+    return config, {"rho": initial_density(config), "t0": 0.0, "step0": 0, "dt0": None}
+
+
+def _toml_string(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _count_snapshots(path: Path) -> str:
+    try:
+        from solvers.io.archive import open_run
+
+        return str(open_run(path).sizes.get("time", 0))
+    except (OSError, ValueError):  # the count is a courtesy: never mask the interrupt
+        return "?"
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    """``meanfield run``: validate, build the initial state, simulate, archive, summarise."""
+    if not args.config and not args.resume:
+        raise CliError("run needs CONFIG.toml (or --resume RUN.nc)")
+    config, state = _resume_state(args) if args.resume else _fresh_state(args)
+    from solvers.timestepping.simulation import simulate
+
+    from solvers.core.backend import keep_freed_memory
+
+    keep_freed_memory()  # this process only runs: recycle the grid-sized temporaries
+    path = Path(config.output.path)
+    weight = grid_arrays(config)[1]
+    shown = config.output.progress and not args.no_progress and not getattr(args, "quiet", False)
+    bar = ProgressBar(state["t0"], config.time.t_end, shown, time=config.time)
+    mass0, lowest = float(np.sum(state["rho"] * weight)), LowestDensity()
+    stop = StopRequest()
+    log.debug("run %s: %s scheme on %s, t = %g .. %g", path, config.time.scheme,
+              config.domain.manifold, state["t0"], config.time.t_end)
+    with stop.installed():
+        writer = _open_writer(path, config, args)
+        try:
+            with writer:
+                result = simulate(config, state["rho"], t0=state["t0"], step0=state["step0"],
+                                  dt0=state["dt0"], trackers=[writer.write_snapshot, lowest, bar.track],
+                                  progress=bar, stop=stop)
+        except KeyboardInterrupt:  # raised before the handler was in place, or by a tracker
+            bar.close()
+            print(_interrupted_line(path, bar.t), file=sys.stderr)
+            return EXIT_INTERRUPTED
+        except (FloatingPointError, RuntimeError, OSError) as err:
+            bar.close()
+            print(_failure_line(err, config, path, bar.t), file=sys.stderr)
+            return EXIT_FAILED
+    bar.close()
+    if result.reason == "interrupted":
+        print(_interrupted_line(path, result.final.t), file=sys.stderr)
+        return stop.exit_code
+    print(summary(result, mass0, path))
+    return lowest.verdict(config)
+
+
+def _open_writer(path: Path, config: RunConfig, args: argparse.Namespace) -> Any:
+    """The archive writer: appending (--resume), replacing (--overwrite) or new."""
+    from solvers.io.archive import ArchiveWriter
+
+    theta, weight, phi = grid_arrays(config)
+    mode = {"append": True} if args.resume else {"overwrite": args.overwrite}
+    try:
+        return ArchiveWriter(path, config, theta, weight, phi=phi, **mode)
+    except FileExistsError:
+        raise ConfigError("output.path", f"{path} exists: pass --overwrite to replace it, "
+                          f"--resume {path} to continue it, or -o to write elsewhere") from None
+    except OSError as err:
+        if isinstance(err, (IsADirectoryError, NotADirectoryError)) or not err.strerror:
+            raise
+        raise CliError(f"cannot write the archive {path}: {err.strerror}") from None
+
+
+def _interrupted_line(path: Path, t: float) -> str:
+    return (f"interrupted at t={t:.6g}; archive {path} holds {_count_snapshots(path)} "
+            f"snapshots; continue with: meanfield run --resume {path}")
+
+
+def _failure_line(err: BaseException, config: RunConfig, path: Path, t: float) -> str:
+    """One line: what failed, what the archive holds, and the advice that applies."""
+    from solvers.io.archive import ArchiveWriteError
+
+    resume = f"meanfield run --resume {path}"
+    if isinstance(err, ArchiveWriteError):
+        hint = f"free some space (or raise ulimit -f), then continue with: {resume}"
+    elif isinstance(err, OSError):
+        hint = f"continue with: {resume}"
+    elif config.time.dt is not None:
+        hint = f"continue with: {resume} --set time.dt={config.time.dt / 2:g}"
+    else:
+        hint = f"continue with: {resume} --set time.cfl={config.time.cfl / 2:g}"
+    return clip(f"failed ({' '.join(str(err).split())}) at t={t:.6g}; archive {path} holds "
+                f"{_count_snapshots(path)} snapshots; {hint}", 1000)
+
+
+def summary(result: Any, mass0: float, path: Path) -> str:
+    """Short end-of-run report: reason, time, steps, wall time, mass error, atoms."""
+    final, diag = result.final, result.final.diagnostics
+    lines = [(f"finished ({result.reason}) at t = {final.t:.6g} after {final.step} steps "
+              f"in {result.wall_time:.1f} s"),
+             (f"mass error {abs(diag.mass - mass0) / mass0:.2e} (relative), "
+              f"min rho {diag.min_rho:.3e}, max rho {diag.max_rho:.3e}"),
+             f"atoms: {diag.n_atoms}"]
+    lines += _atom_rows(diag.atom_mass, diag.atom_position)
+    lines.append(f"archive: {path}")
+    return "\n".join(lines)
+
+
+def _atom_rows(masses: np.ndarray, positions: np.ndarray) -> list[str]:
+    """Table rows: S^1 positions (n,) as angles; S^2 positions (n, 3) as colatitude/longitude."""
+    positions = np.asarray(positions, dtype=float)
+    if positions.ndim == 2:
+        from solvers.io.archive import sphere_atom_columns
+
+        cols = sphere_atom_columns(masses, positions)
+        return _sphere_atom_rows(masses, cols["atom_colatitude"], cols["atom_longitude"])
+    rows = [f"  {'mass':>10}  {'position (deg)':>14}"] if len(masses) else []
+    for m, p in zip(masses, positions):
+        if np.isfinite(m):
+            rows.append(f"  {m:10.6f}  {np.degrees(p) % 360.0:14.3f}")
+    return rows
+
+
+def _sphere_atom_rows(masses: np.ndarray, colatitude: np.ndarray,
+                      longitude: np.ndarray) -> list[str]:
+    """Table rows of S^2 atoms: mass, colatitude and longitude in degrees (radians given)."""
+    rows = [f"  {'mass':>10}  {'colatitude (deg)':>16}  {'longitude (deg)':>15}"] \
+        if len(masses) else []
+    for m, c, lon in zip(masses, colatitude, longitude):
+        if np.isfinite(m):
+            rows.append(f"  {m:10.6f}  {np.degrees(c):16.3f}  {np.degrees(lon) % 360.0:15.3f}")
+    return rows

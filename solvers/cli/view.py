@@ -1,0 +1,100 @@
+"""``meanfield plot | animate | info``: look at a run archive."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from solvers.cli.guard import CliError
+from solvers.cli.progress import Counter
+from solvers.cli.run import _atom_rows, _existing, _sphere_atom_rows
+from solvers.model.config import clip
+
+log = logging.getLogger(__name__)
+
+
+def cmd_plot(args: argparse.Namespace) -> int:
+    """``meanfield plot``: figure of a run (see :func:`solvers.plots.run.plot_run`)."""
+    path = _existing(args.run, "run archive")
+    out = args.output or str(path.with_suffix(".png"))
+    from solvers.plots.run import plot_run
+
+    try:
+        plot_run(path, out, style=args.style)
+    except ValueError as err:  # not a run archive, or an empty one
+        raise CliError(str(err)) from None
+    except KeyError as err:  # a NetCDF file without a variable the figure needs
+        raise CliError(f"{path} lacks the variable {err} that the figure needs") from None
+    print(f"wrote {out}")
+    return 0
+
+
+def cmd_animate(args: argparse.Namespace) -> int:
+    """``meanfield animate``: one frame per snapshot (see :func:`solvers.plots.run.animate_run`)."""
+    path = _existing(args.run, "run archive")
+    if args.fps <= 0:
+        raise CliError(f"--fps must be a positive integer (got {args.fps})")
+    out = Path(args.output) if args.output else path.with_suffix(".gif")
+    from solvers.plots.run import animate_run
+
+    try:
+        with Counter(0, "frames", enabled=not getattr(args, "quiet", False)) as frames:
+            animate_run(path, out, fps=args.fps, view=args.view,
+                        progress=lambda done, total: frames.update(1, total=total))
+    except ValueError as err:  # bad format, no ffmpeg, not a run archive, an empty one
+        raise CliError(str(err)) from None
+    except KeyError as err:  # a NetCDF file without a variable the frames need
+        raise CliError(f"{path} lacks the variable {err} that the animation needs") from None
+    print(f"wrote {out}")
+    return 0
+
+
+def cmd_info(args: argparse.Namespace) -> int:
+    """``meanfield info``: parameters, snapshot count, time range, final diagnostics, atoms."""
+    from solvers.io.archive import open_run
+
+    path = _existing(args.run, "run archive")
+    try:
+        ds = open_run(path)
+    except (OSError, ValueError) as err:  # not a run archive
+        raise CliError(str(err)) from None
+    print("\n".join(info_lines(ds, path)))
+    return 0
+
+
+def info_lines(ds: Any, path: Path) -> list[str]:
+    """The text of ``meanfield info`` for a run dataset (see :mod:`solvers.io.archive`)."""
+    lines = [f"run: {clip(path, 500)}"]
+    for key in ("version", "created", "manifold", "scheme", "kernel"):
+        if key in ds.attrs:
+            lines.append(f"  {key}: {clip(ds.attrs[key], 200)}")
+    params = {clip(k.replace("__", "."), 80): v for k, v in ds.attrs.items() if "__" in k}
+    lines += ["parameters:"] + [f"  {k} = {clip(v, 200)}" for k, v in params.items()] \
+        if params else []
+    if not params and "config_text" in ds.attrs:
+        lines += ["config:"] + ["  " + clip(s, 200)
+                                for s in str(ds.attrs["config_text"]).splitlines()[:500]]
+    n = int(ds.sizes.get("time", 0))
+    lines.append(f"snapshots: {n}")
+    if n == 0:
+        return lines
+    times = ds["time"].values
+    lines.append(f"t: {float(times[0]):g} .. {float(times[-1]):g}")
+    names = ("mass", "energy", "dissipation", "min_rho", "max_rho", "n_atoms", "max_atom_mass")
+    lines.append("final:")
+    lines += [f"  {v:14s} {float(ds[v].values[-1]):.10g}" for v in names if v in ds]
+    if "atom_mass" in ds and ds["atom_mass"].ndim == 2:
+        masses = ds["atom_mass"].values[-1]
+        keep = np.isfinite(masses) & (masses > 0)
+        if "atom_position" in ds:
+            lines.append(f"atoms: {int(keep.sum())}")
+            lines += _atom_rows(masses[keep], ds["atom_position"].values[-1][keep])
+        elif "atom_colatitude" in ds and "atom_longitude" in ds:
+            lines.append(f"atoms: {int(keep.sum())}")
+            lines += _sphere_atom_rows(masses[keep], ds["atom_colatitude"].values[-1][keep],
+                                       ds["atom_longitude"].values[-1][keep])
+    return lines
