@@ -113,6 +113,9 @@ def breakdown(lmax: int, repeats: int = 30) -> dict[str, float]:
 
 
 def main() -> None:
+    from solvers.core.backend import keep_freed_memory
+
+    keep_freed_memory()  # as `meanfield run` does: grid-sized temporaries without page faults
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="lmax 63 and 127 only")
     parser.add_argument("--t", type=float, default=0.5, help="fixed time to reach (default 0.5)")
