@@ -125,14 +125,16 @@ def measure_atoms(disc: DiracCircleDiscretization, rho: np.ndarray, dirac: Dirac
     cells = np.rint(dirac.position / b.h).astype(int) % b.n
     deposit = np.bincount(cells, weights=dirac.mass, minlength=b.n)
     found = detect_atoms(b.theta, rho * b.h + deposit, disc.problem.model.beta, params, face_velocity=u)
-    pos = found.position.copy()
-    if found.labels is not None and dirac.count:
-        lab = found.labels[cells]
-        for k in np.unique(lab[lab >= 0]):
-            w = dirac.mass[lab == k]
-            z = w @ np.exp(1j * dirac.position[lab == k])
-            pos[k] = float(np.mod(np.angle(z), 2 * np.pi))
-    return Atoms(found.mass, pos, found.core_mass, found.diffuse_mass, found.labels)
+    pos, mass, core = found.position.copy(), found.mass.copy(), found.core_mass.copy()
+    lab = found.labels[cells] if found.labels is not None else np.full(dirac.count, -1)
+    for k in np.unique(lab[lab >= 0]):
+        z = dirac.mass[lab == k] @ np.exp(1j * dirac.position[lab == k])
+        pos[k] = float(np.mod(np.angle(z), 2 * np.pi))
+    alone = lab < 0  # a Dirac atom in no basin (e.g. moving: its cell is no sink) is an atom itself
+    diffuse = found.diffuse_mass - float(dirac.mass[alone].sum())
+    pos, mass = np.append(pos, dirac.position[alone]), np.append(mass, dirac.mass[alone])
+    order = np.argsort(pos)
+    return Atoms(mass[order], pos[order], np.append(core, dirac.mass[alone])[order], max(diffuse, 0.0))
 
 
 def measure_diagnostics(disc: DiracCircleDiscretization, state: np.ndarray, params: AtomParams) -> Diagnostics:
