@@ -187,6 +187,9 @@ def capture(rho: np.ndarray, atoms: DiracAtoms, u_face: np.ndarray, problem: Cir
         rho[core] = 0.0
     if not new_m:
         return rho, atoms
-    ids = np.arange(next_id, next_id + len(new_m))
-    return rho, DiracAtoms(np.append(atoms.mass, new_m), np.append(atoms.position, new_x),
+    # one concentration split into neighbouring basins is one atom: merge new atoms whose cores touch
+    new = merge(DiracAtoms(np.asarray(new_m), np.asarray(new_x), np.arange(len(new_m))),
+                (2 * CORE_CELLS + 1) * h)
+    ids = np.arange(next_id, next_id + new.count)
+    return rho, DiracAtoms(np.append(atoms.mass, new.mass), np.append(atoms.position, new.position),
                            np.append(atoms.ids, ids).astype(int))
