@@ -157,8 +157,10 @@ def resume(source: str | os.PathLike | xr.Dataset, *, t_end: float | None = None
 
         text = archive.read_config_text(source)
         t, step, dt, rho = archive.read_last_state(source)
+        atoms0 = archive.read_last_dirac(source)
         cfg = _resumed_config(text, items, t)
-        return _simulate_to_dataset(cfg, {"rho": rho, "t0": t, "step0": step, "dt0": dt},
+        return _simulate_to_dataset(cfg, {"rho": rho, "t0": t, "step0": step, "dt0": dt,
+                                          "atoms0": atoms0},
                                     source, False, progress, append=True)
     last = source.isel(time=-1)
     cfg = _resumed_config(str(source.attrs["config_text"]), items, float(last["time"]))
@@ -205,6 +207,7 @@ def _simulate_to_dataset(cfg: RunConfig, state: dict[str, Any], path: str | os.P
         with ArchiveWriter(target, cfg, theta, weight, phi=phi, **mode) as writer:
             result = simulate(cfg, state["rho"], t0=state["t0"], step0=state["step0"],
                               dt0=state["dt0"], trackers=[writer.write_snapshot],
+                              atoms0=state.get("atoms0"),
                               progress=_progress(cfg, state["t0"]) if progress else None)
         ds = open_run(target)
     ds.attrs.update(stop_reason=result.reason, n_steps=result.n_steps,

@@ -35,6 +35,11 @@ def circle_initial_density(init: InitialParams, n: int) -> np.ndarray:
         rho, key = uniform_density(n, init.modes), "initial.modes"
     elif init.kind == "von_mises":
         rho, key = von_mises_density(n, init.centers, init.kappas, init.weights), "initial.kappas"
+    elif init.kind == "atoms":  # the density under the Dirac atoms: the mass they leave
+        rest = init.mass - float(np.sum(init.weights))
+        if rest <= 1e-12 * init.mass:
+            return np.zeros(n)
+        return scale(uniform_density(n, init.modes), rest, "initial.modes")
     else:
         raise ConfigError("initial.kind", f"unknown kind {init.kind!r}")
     return scale(rho, init.mass, key)

@@ -71,6 +71,7 @@ def _resume_state(args: argparse.Namespace) -> tuple[RunConfig, dict[str, Any]]:
     try:
         text = archive.read_config_text(path)
         t, step, dt, rho = archive.read_last_state(path)
+        atoms0 = archive.read_last_dirac(path)  # Dirac atoms of a measure-valued run, else None
     except ValueError as err:  # not a run archive, or an empty one
         raise CliError(str(err)) from None
     config = load_config(text, overrides)
@@ -90,7 +91,7 @@ def _resume_state(args: argparse.Namespace) -> tuple[RunConfig, dict[str, Any]]:
         raise CliError(f"{path}: state has shape {np.shape(rho)}, the config's grid "
                        f"{shape} ({config.domain.manifold}, resolution {config.domain.resolution})")
     return config, {"rho": np.asarray(rho, dtype=float), "t0": float(t), "step0": int(step),
-                    "dt0": float(dt)}
+                    "dt0": float(dt), "atoms0": atoms0}
 
 
 def _fresh_state(args: argparse.Namespace) -> tuple[RunConfig, dict[str, Any]]:
@@ -100,6 +101,14 @@ def _fresh_state(args: argparse.Namespace) -> tuple[RunConfig, dict[str, Any]]:
     config = load_config(Path(args.config), overrides)
     check_run(config)
     return config, {"rho": initial_density(config), "t0": 0.0, "step0": 0, "dt0": None}
+
+
+def _dirac_mass(config: RunConfig, state: dict[str, Any]) -> float:
+    """Mass of the Dirac atoms of a measure-valued run's starting state (0 for grid runs)."""
+    atoms0 = state.get("atoms0")
+    if atoms0 is not None:
+        return float(np.sum(atoms0.mass))
+    return float(np.sum(config.initial.weights)) if config.initial.kind == "atoms" else 0.0
 
 
 def _toml_string(text: str) -> str:
@@ -130,6 +139,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     shown = config.output.progress and not args.no_progress and not getattr(args, "quiet", False)
     bar = ProgressBar(state["t0"], config.time.t_end, shown, time=config.time)
     mass0, lowest = float(np.sum(state["rho"] * weight)), LowestDensity()
+    mass0 += _dirac_mass(config, state)
     stop = StopRequest()
     log.debug("run %s: %s scheme on %s, t = %g .. %g", path, config.time.scheme,
               config.domain.manifold, state["t0"], config.time.t_end)
@@ -139,7 +149,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             with writer:
                 result = simulate(config, state["rho"], t0=state["t0"], step0=state["step0"],
                                   dt0=state["dt0"], trackers=[writer.write_snapshot, lowest, bar.track],
-                                  progress=bar, stop=stop)
+                                  progress=bar, stop=stop, atoms0=state.get("atoms0"))
         except KeyboardInterrupt:  # raised before the handler was in place, or by a tracker
             bar.close()
             print(_interrupted_line(path, bar.t), file=sys.stderr)

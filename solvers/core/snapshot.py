@@ -39,6 +39,11 @@ class Diagnostics:
         Mass in no atom.
     theorem_3_5_bound : float
         ``16/(16 + 3 e^{11/8})`` (paper Theorem 3.5, docs/math.md §5), stored beside ``max_atom_mass``.
+    dirac_mass, dirac_position, dirac_id : ndarray, shape (n_dirac,), (n_dirac,) or (n_dirac, 3), (n_dirac,)
+        The Dirac atoms of a measure-valued state (``[atoms] representation = "dirac"``; empty
+        otherwise): exact masses, positions and identities (birth order, never reused). With
+        Dirac atoms ``mass`` and ``energy`` are those of the whole measure, and ``atom_mass`` the
+        basins of the measure (a Dirac atom plus the density draining into it).
     """
 
     mass: float
@@ -55,6 +60,9 @@ class Diagnostics:
     atom_core_mass: np.ndarray = field(default_factory=lambda: np.zeros(0))
     diffuse_mass: float = float("nan")
     theorem_3_5_bound: float = 16.0 / (16.0 + 3.0 * float(np.exp(11.0 / 8.0)))
+    dirac_mass: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    dirac_position: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    dirac_id: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=int))
 
     @property
     def max_atom_mass(self) -> float:

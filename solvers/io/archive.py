@@ -69,6 +69,7 @@ from solvers.io.layout import (  # noqa: F401  (public names re-exported)
     ATOM_TRACK_VARIABLES,
     STATIONARITY_VARIABLES,
     define_atom_tracks,
+    define_dirac,
     CIRCLE_ATOM_VARIABLES,
     DIAGNOSTIC_VARIABLES,
     KERNEL_CONVENTIONS,
@@ -95,6 +96,7 @@ from solvers.io.reading import (  # noqa: F401  (public names re-exported)
     _reading,
     open_run,
     read_config_text,
+    read_last_dirac,
     read_last_state,
     read_snapshot,
 )
@@ -215,6 +217,8 @@ class ArchiveWriter:
             nc.createDimension("atom", None)
             (_define_circle_axes if self.phi is None else _define_sphere_axes)(nc, self.grid)
             _define_records(nc, self.grid)
+            if config.atoms.representation == "dirac":
+                define_dirac(nc)
             nc.sync()
             os.replace(tmp, self.path)
             _sync_folder(self.path.parent)
@@ -316,6 +320,7 @@ class ArchiveWriter:
         for name in DIAGNOSTIC_VARIABLES:
             nc[name][i] = getattr(d, name)
         self._write_atoms(i, atoms)
+        self._write_dirac(i, d)
         self._write_tracks(i, snapshot)
         nc["time"][i] = float(snapshot.t)  # last: a record counts once its time is written
 
@@ -361,6 +366,19 @@ class ArchiveWriter:
         for name, values in columns.items():
             row = np.full(width, np.nan)
             row[:n] = values
+            self._nc[name][i, 0:width] = row
+
+    def _write_dirac(self, i: int, d: object) -> None:
+        """Dirac atoms (measure-valued runs) in the columns of their identities, NaN padded."""
+        if "dirac_mass" not in self._nc.variables:
+            return
+        ids = np.asarray(d.dirac_id, int)
+        width = max(len(self._nc.dimensions["dirac"]), int(ids.max()) + 1 if ids.size else 0)
+        if width == 0:
+            return
+        for name, values in (("dirac_mass", d.dirac_mass), ("dirac_position", d.dirac_position)):
+            row = np.full(width, np.nan)
+            row[ids] = values
             self._nc[name][i, 0:width] = row
 
     def close(self) -> None:

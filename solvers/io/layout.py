@@ -55,6 +55,23 @@ SPHERE_ATOM_VARIABLES = {
     "atom_longitude": ("radian", "atom longitude atan2(y, x) in [0, 2 pi)"),
 }
 
+# Dirac atoms of a measure-valued run ([atoms] representation = "dirac"), all (time, dirac):
+# column = the Dirac atom's identity (birth order), NaN where it is not alive
+CIRCLE_DIRAC_VARIABLES = {
+    "dirac_mass": ("1", "mass of the Dirac atom (exact)"),
+    "dirac_position": ("radian", "position of the Dirac atom in [0, 2 pi) (exact)"),
+}
+
+
+def define_dirac(nc: netCDF4.Dataset) -> None:
+    """The ``dirac`` dimension and the Dirac-atom variables of a measure-valued run."""
+    if "dirac" not in nc.dimensions:
+        nc.createDimension("dirac", None)
+    for name, (unit, long_name) in CIRCLE_DIRAC_VARIABLES.items():
+        if name not in nc.variables:
+            _var(nc, name, "f8", ("time", "dirac"), unit, f"{long_name} (NaN padded)",
+                 chunksizes=(1, _ATOM_CHUNK))
+
 
 # per identity, (atom): name -> (netCDF type, units, long_name)
 ATOM_TRACK_VARIABLES: dict[str, tuple[str, str, str]] = {
@@ -187,6 +204,7 @@ def _global_attributes(config: RunConfig) -> dict[str, Any]:
         "numpy": np.__version__,
         "config_text": config.text,
         "atom_method": ATOM_METHODS_TEXT.get(config.atoms.method, config.atoms.method),
+        "representation": config.atoms.representation,
     }
     attrs.update(config_attributes(config))
     return attrs

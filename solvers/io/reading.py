@@ -9,6 +9,7 @@ import shutil
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 from pathlib import Path
 
 import netCDF4
@@ -121,6 +122,24 @@ def read_last_state(path: str | os.PathLike) -> tuple[float, int, float, np.ndar
             raise ValueError(f"archive {path} holds no snapshots")
         rho = np.asarray(nc["rho"][i, ...], dtype=float)
         return float(nc["time"][i]), int(nc["step"][i]), float(nc["dt"][i]), rho
+
+
+def read_last_dirac(path: str | os.PathLike) -> Any:
+    """The Dirac atoms (:class:`solvers.core.measure.DiracAtoms`) of the last complete record of
+    a measure-valued run, for resuming; None for a grid run (no ``dirac_mass`` variable)."""
+    from solvers.core.measure import DiracAtoms
+
+    with _reading(path) as nc:
+        if "dirac_mass" not in nc.variables:
+            return None
+        i = _valid_records(nc) - 1
+        width = len(nc.dimensions["dirac"])
+        if i < 0 or width == 0:
+            return DiracAtoms.empty(1)
+        row = lambda name: np.ma.filled(np.ma.asarray(nc[name][i, :width], float), np.nan)
+        mass, pos = row("dirac_mass"), row("dirac_position")
+        ids = np.flatnonzero(np.isfinite(mass))
+        return DiracAtoms(mass[ids], pos[ids], ids)
 
 
 def read_snapshot(path: str | os.PathLike, time: float | None = None

@@ -41,6 +41,7 @@ from solvers.model.limits import (  # noqa: F401  (public names re-exported)
 )
 from solvers.model.params import (
     ATOM_METHODS,
+    REPRESENTATIONS,
     ATTENTIONS,
     DIRECTIONS,
     INTEGRATOR_NAMES,
@@ -72,14 +73,14 @@ from solvers.model.validators import (  # noqa: F401  (public names re-exported)
 )
 
 ACTIVATIONS = tuple(_ACTIVATION_TABLE) + ("none",)
-INITIAL_KINDS = ("uniform", "von_mises", "archive")
+INITIAL_KINDS = ("uniform", "von_mises", "archive", "atoms")
 INTEGRATORS = INTEGRATOR_NAMES
 LIMITERS = LIMITER_NAMES
 S2_MIN_LMAX = 31  # shtns needs a Gauss grid of >= 32 latitudes
 CFL_MAX = {"fv": 0.5, "spectral": 1.0}  # the time schemes, with their largest cfl
 # Limits that follow from the numerics and the machine (docs/math.md; the README lists them).
 KIND_KEYS = {"uniform": ("modes",), "von_mises": ("centers", "kappas", "weights"),
-             "archive": ("path", "time")}
+             "archive": ("path", "time"), "atoms": ("centers", "weights", "modes")}
 
 SECTIONS: dict[str, type] = {"domain": DomainParams, "model": ModelParams, "perceptron":
                              PerceptronParams, "initial": InitialParams, "time": TimeParams,
@@ -250,11 +251,26 @@ def _von_mises(t: dict[str, Any], domain: DomainParams) -> dict[str, Any]:
             "weights": tuple((weights / weights.sum()).tolist())}
 
 
+def _dirac_atoms(t: dict[str, Any], domain: DomainParams) -> dict[str, Any]:
+    """``kind = "atoms"``: Dirac atoms at ``centers`` with masses ``weights`` (not normalised);
+    ``initial.mass`` (default: their sum) minus their sum is a uniform density under them."""
+    if t.get("centers", []) == []:
+        raise ConfigError("initial.centers", "required (one entry per atom) with kind = \"atoms\"")
+    centers = _centers(t["centers"], domain)
+    n = (len(centers), "one entry per centre in initial.centers")
+    weights = number_list("initial.weights", t.get("weights", [1.0 / n[0]] * n[0]), lo=0.0, length=n)
+    mass = float(t.get("mass", weights.sum()))
+    if not weights.sum() > 0 or weights.sum() > mass * (1 + 1e-12):
+        raise ConfigError("initial.weights", f"must have a positive sum <= initial.mass ({mass:g})")
+    return {"centers": centers, "weights": tuple(weights.tolist()), "mass": mass,
+            "modes": _modes(t.get("modes", []), domain)}
+
+
 def _initial(t: dict[str, Any], domain: DomainParams) -> InitialParams:
     kind = choice("initial.kind", t.get("kind", "uniform"), INITIAL_KINDS)
     for key in t:
         if key not in ("kind", "mass") + KIND_KEYS[kind]:
-            owner = next(k for k, keys in KIND_KEYS.items() if key in keys)
+            owner = next((k for k, keys in KIND_KEYS.items() if key in keys), "atoms")
             raise ConfigError(f"initial.{key}", f"is only used with kind = {json.dumps(owner)}: "
                               f"remove it or set initial.kind = {json.dumps(owner)}")
     out: dict[str, Any] = {"kind": kind}
@@ -264,6 +280,8 @@ def _initial(t: dict[str, Any], domain: DomainParams) -> InitialParams:
         out["modes"] = _modes(t.get("modes", []), domain)
     elif kind == "von_mises":
         out.update(_von_mises(t, domain))
+    elif kind == "atoms":
+        out.update(_dirac_atoms(t, domain))
     elif "path" not in t:
         raise ConfigError("initial.path", "required with kind = \"archive\" (a .nc run file)")
     else:
@@ -291,6 +309,8 @@ def _time(t: dict[str, Any]) -> TimeParams:
 def _atoms(t: dict[str, Any]) -> AtomParams:
     return AtomParams(**_scalars("atoms", t, {
         "method": lambda k, v: choice(k, v, ATOM_METHODS),
+        "representation": lambda k, v: choice(k, v, REPRESENTATIONS),
+        "capture_fraction": lambda k, v: number(k, v, lo=0.0, hi=1.0),
         "radius": _positive, "contrast": _positive, "core_radius": _positive,
         "max_radius": _positive, "link_radius": _positive,
         "saddle_ratio": lambda k, v: number(k, v, lo=0.0, hi=1.0, lo_open=False),
@@ -312,7 +332,23 @@ def build_config(doc: dict[str, Any], text: str = "") -> RunConfig:
                        time=_time(sec["time"]), atoms=_atoms(sec["atoms"]),
                        output=_output(sec["output"]), text=text)
     check_limits(config)
+    _check_representation(config)
     return config
+
+
+def _check_representation(config: RunConfig) -> None:
+    """``representation = "dirac"`` needs the fv scheme and unnormalized attention; ``kind =
+    "atoms"`` needs ``representation = "dirac"``."""
+    dirac = config.atoms.representation == "dirac"
+    if config.initial.kind == "atoms" and not dirac:
+        raise ConfigError("initial.kind", "\"atoms\" needs [atoms] representation = \"dirac\"")
+    if dirac and config.domain.manifold != "S1":
+        raise ConfigError("atoms.representation", "\"dirac\" is implemented on S1 only (S2: not yet)")
+    if dirac and config.time.scheme != "fv":
+        raise ConfigError("atoms.representation", "\"dirac\" needs time.scheme = \"fv\"")
+    if dirac and config.model.attention != "unnormalized":
+        raise ConfigError("atoms.representation", "\"dirac\" needs model.attention = "
+                                                  "\"unnormalized\" (closed-form atoms)")
 
 
 def load_config(path_or_text: str | Path, overrides: Iterable[str] = ()) -> RunConfig:

@@ -86,6 +86,9 @@ class InitialParams:
     ``kind = "von_mises"``: S^1 mixture ``sum w_i exp(kappa_i cos(theta - c_i)) / (2 pi I_0(kappa_i))``;
     S^2 von Mises-Fisher mixture with unit-vector ``centers``.
     ``kind = "archive"``: snapshot of ``path`` nearest to ``time`` (last if None), resampled.
+    ``kind = "atoms"``: Dirac atoms at ``centers`` (S^1 angles, S^2 unit vectors) with masses
+    ``weights`` (needs ``[atoms] representation = "dirac"``); when ``mass`` exceeds their sum
+    the rest is a ``uniform`` density (with ``modes``) under them.
     """
 
     kind: str = "uniform"
@@ -133,6 +136,7 @@ class TimeParams:
 
 
 ATOM_METHODS = ("basin", "paper")
+REPRESENTATIONS = ("grid", "dirac")
 
 
 @dataclass(frozen=True)
@@ -156,6 +160,11 @@ class AtomParams:
     ``max_radius``: cap on an atom's radius (None: pi/4): cells farther from the peak are diffuse.
     ``link_radius``: largest move of an atom between two snapshots for its identity to
     persist (None: pi/8).
+    ``representation``: ``"grid"`` (default: the state is the grid density) or ``"dirac"``
+    (the state is ``rho dx + sum_i m_i delta_{x_i}``: concentrated atoms become Dirac masses,
+    :mod:`solvers.circle.dirac`; S^1, ``fv``, unnormalized attention).
+    ``capture_fraction``: a basin atom becomes a Dirac mass once its three core cells (the
+    peak cell and its neighbours) hold at least this fraction of its basin mass.
     """
 
     method: str = "basin"
@@ -166,6 +175,8 @@ class AtomParams:
     core_radius: float | None = None
     max_radius: float | None = None
     link_radius: float | None = None
+    representation: str = "grid"
+    capture_fraction: float = 0.9
 
 
 @dataclass(frozen=True)

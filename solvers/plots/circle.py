@@ -149,6 +149,20 @@ def _final_atoms(ds: xr.Dataset) -> tuple[np.ndarray, np.ndarray]:
     return mass[ok], pos[ok]
 
 
+def _dirac_stems(ax: Axes, ds: xr.Dataset) -> None:
+    """Dirac atoms of a measure-valued run (``dirac_*``) as stems at their exact positions; the
+    height is ``m / h``, the density the atom would have spread over one cell."""
+    if "dirac_mass" not in ds or ds.sizes.get("dirac", 0) == 0:
+        return
+    mass, pos = ds["dirac_mass"].values[-1], ds["dirac_position"].values[-1]
+    ok = np.isfinite(mass) & np.isfinite(pos)
+    if not ok.any():
+        return
+    height = mass[ok] / float(ds["cell_weight"].values[0])
+    ax.vlines(pos[ok], 0.0, height, color="tab:purple", lw=1.2)
+    ax.plot(pos[ok], height, "^", color="tab:purple", label=f"{int(ok.sum())} Dirac atoms (height m/h)")
+
+
 def _panel_final(ax: Axes, ds: xr.Dataset) -> None:
     """The final density on a symlog axis (negative values show), atoms and their masses."""
     theta, rho = ds["theta"].values, ds["rho"].values[-1]
@@ -169,6 +183,7 @@ def _panel_final(ax: Axes, ds: xr.Dataset) -> None:
         for p, h, m in zip(pos, heights, mass, strict=True):
             ax.annotate(f"{m:.3f}", (p, h), textcoords="offset points", xytext=(3, 4),
                         fontsize="small", color="tab:red")
+    _dirac_stems(ax, ds)
     ax.axhline(np.nan, color="none", label=f"Thm 3.5 term {bound:.4f}*")
     ax.set(xlabel=r"$\theta$ (rad)", ylabel=r"$\rho$ (symlog)", xlim=(0, 2 * np.pi),
            title=f"(b) final density, t = {t:.4g}")

@@ -55,6 +55,10 @@ class BlowUpError(FloatingPointError):
 
 def make_discretization(config: RunConfig) -> Discretization:
     """The discretisation for ``config.domain.manifold`` and ``config.time.scheme``."""
+    if config.domain.manifold == "S1" and config.atoms.representation == "dirac":
+        from solvers.circle.dirac_discretization import DiracCircleDiscretization
+
+        return DiracCircleDiscretization(config)
     if config.domain.manifold == "S1":
         from solvers.circle.discretization import CircleDiscretization
 
@@ -96,7 +100,7 @@ class Solver:
     """
 
     def __init__(self, config: RunConfig, rho0: np.ndarray, t0: float = 0.0, step0: int = 0,
-                 dt0: float | None = None) -> None:
+                 dt0: float | None = None, atoms0: object | None = None) -> None:
         tp = config.time
         self.config = config
         self.disc = make_discretization(config)
@@ -106,9 +110,13 @@ class Solver:
         rho0 = np.asarray(rho0, dtype=float)
         if rho0.shape != self.disc.shape:
             raise ValueError(f"rho0: expected shape {self.disc.shape} for this grid (got {rho0.shape})")
-        self.rho = self.disc.prepare(rho0, fresh=step0 == 0)
+        self.measure = hasattr(self.disc, "after_step")  # density plus Dirac atoms (flat state)
+        if self.measure:
+            self.rho = self.disc.prepare_state(rho0, atoms0, fresh=step0 == 0)
+        else:
+            self.rho = self.disc.prepare(rho0, fresh=step0 == 0)
         self.t, self.n_steps = float(t0), int(step0)
-        mass = float(np.sum(self.rho * self.disc.cell_weight))
+        mass = self.disc.total_mass(self.rho) if self.measure else float(np.sum(self.rho * self.disc.cell_weight))
         self.rate_dt = tp.rate_factor / max(self.disc.lipschitz_bound(abs(mass)), 1e-300)
         self.dt_min = DT_MIN_FRACTION * tp.t_end
         self.density_cap = BLOWUP_FACTOR * abs(mass) / float(np.min(self.disc.cell_weight))
@@ -147,6 +155,8 @@ class Solver:
                 self._underflow(h)
             rho_new, ok = self._step_impl(h)
             if ok:
+                if self.measure:
+                    rho_new = self.disc.after_step(rho_new, self.n_steps + 1)
                 self.rho, self.n_steps = rho_new, self.n_steps + 1
                 self.t = t_stop if h == remaining else self.t + h
                 self.dt = self._propose(peek=True)  # archived: a resume continues with it
@@ -182,7 +192,10 @@ class Solver:
             self._warn_once("cfl", f"fixed dt gives Courant number {courant:.3g} > {limit:g} where "
                                    "mass moves: the outflow limiter keeps positivity, not accuracy")
         self._rate = rate
-        if limit is not None:
+        if limit is not None and self.measure:
+            grid = self.disc.layout.grid_size
+            rho_new = np.concatenate([self._clip_roundoff(rho_new[:grid]), rho_new[grid:]])
+        elif limit is not None:
             rho_new = self._clip_roundoff(rho_new)
         if not np.all(np.isfinite(rho_new)):
             knob = "time.dt" if self.config.time.dt is not None else "time.cfl"
@@ -217,7 +230,8 @@ class Solver:
         if tail_limit is not None and diag.tail_energy > tail_limit:
             self._warn_once("tail", f"under-resolved at t={self.t:.6g}: top third of the modes "
                                     f"holds {diag.tail_energy:.2g} of the power")
-        return Snapshot(self.t, self.n_steps, self.dt, self.rho.copy(), diag)
+        rho = self.disc.density(self.rho) if self.measure else self.rho
+        return Snapshot(self.t, self.n_steps, self.dt, rho.copy(), diag)
 
 
 @dataclass(frozen=True)
@@ -293,15 +307,18 @@ def _link_radius(config: RunConfig) -> float:
 
 def simulate(config: RunConfig, rho0: np.ndarray, *, t0: float = 0.0, step0: int = 0,
              dt0: float | None = None, trackers: Sequence[Callable[[Snapshot], None]] = (),
-             progress: Callable | None = None, stop: Callable[[], bool] | None = None
-             ) -> RunResult:
+             progress: Callable | None = None, stop: Callable[[], bool] | None = None,
+             atoms0: object | None = None) -> RunResult:
     """Run one configuration to ``time.t_end``, stationarity, ``time.max_steps`` or ``stop()``.
+
+    ``atoms0``: the Dirac atoms (:class:`solvers.core.measure.DiracAtoms`) of a resumed
+    ``[atoms] representation = "dirac"`` run (None: a new run's ``initial`` atoms, if any).
 
     Raises ConfigError (config outside the limits), StepUnderflowError, BlowUpError.
     """
     check_run(config)
     start = wallclock.perf_counter()
-    solver = Solver(config, rho0, t0, step0, dt0)
+    solver = Solver(config, rho0, t0, step0, dt0, atoms0)
     interval, t_end = config.output.snapshot_interval, config.time.t_end
     rule = StopRule(config, _link_radius(config))
 

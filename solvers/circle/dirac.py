@@ -1,0 +1,195 @@
+"""The measure-valued state on S^1: ``mu = rho dtheta + sum_i m_i delta_{x_i}`` (paper eq. 2.6).
+
+In the continuity equation a Dirac mass stays a Dirac mass, moves with the velocity at its
+point and feels no force from itself (``d/dx K(x, x_i) = 0`` at ``x = x_i``). So:
+
+- the density moves by the finite-volume scheme (:mod:`solvers.circle.fv`) with the velocity of
+  the whole measure at the faces;
+- atom i moves by ``dx_i/dt = s dU/dx(x_i)`` (docs/math.md §1, §3.3);
+- the density's part of ``dU/dx`` is spectral (Funk-Hecke, docs/math.md §2) and is evaluated at
+  the faces or, as a trigonometric polynomial, at the atoms; the atoms' part
+  ``(1/beta) sum_i m_i d/dx K(x, x_i) = -c_K sum_i m_i sin(x - x_i) e^{beta cos(x - x_i)}`` is in
+  closed form (no spectral truncation of a delta), ``c_K`` = 1 or ``e^{-beta}`` (shifted kernel).
+
+Between steps (never inside a Runge-Kutta step) :func:`absorb`, :func:`merge` and
+:func:`capture` change the atoms, each conserving the total mass exactly (up to round-off) and
+keeping ``rho >= 0``:
+
+- capture: a basin atom of the density (:func:`solvers.circle.atoms.detect_atoms`) whose three
+  core cells (peak and neighbours) hold at least ``capture_fraction`` of its basin mass becomes a
+  Dirac atom at the core's centre of mass (mass and angular first moment conserved);
+- absorption: the density in an atom's cell is added to the atom when that cell has no outflow
+  (both faces point into it), at the atom's position;
+- merging: atoms closer than a cell become one, at the mass-weighted mean angle.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from solvers.circle.atoms import detect_atoms
+from solvers.circle.problem import CircleProblem, kernel_log_shift
+from solvers.core.measure import DiracAtoms
+from solvers.model import perceptron
+from solvers.model.params import AtomParams
+
+TWO_PI = 2.0 * np.pi
+CORE_CELLS = 1  # the core of a captured atom: the peak cell and CORE_CELLS cells on each side
+
+
+def wrap_difference(a: np.ndarray, b: np.ndarray | float) -> np.ndarray:
+    """``a - b`` mapped to ``[-pi, pi)``."""
+    return np.mod(np.asarray(a) - b + np.pi, TWO_PI) - np.pi
+
+
+@dataclass(frozen=True)
+class CircleMeasureField:
+    """Velocities and potentials of a measure on S^1 (unnormalized attention).
+
+    Parameters
+    ----------
+    problem : CircleProblem
+    """
+
+    problem: CircleProblem
+
+    @property
+    def log_c(self) -> float:
+        """``log c_K`` (0, or ``-beta`` for the shifted kernel)."""
+        return kernel_log_shift(self.problem.model)
+
+    def atom_attention(self, points: np.ndarray, x: np.ndarray, m: np.ndarray) -> np.ndarray:
+        """``(1/beta) d/dp sum_i m_i K(p, x_i)`` at ``points`` (P,), atoms ``x``, ``m`` (n,): shape (P,)."""
+        if m.size == 0:
+            return np.zeros(np.shape(points))
+        d = np.subtract.outer(np.asarray(points, float), x)
+        k = np.exp(self.problem.model.beta * np.cos(d) + self.log_c)
+        return -(np.sin(d) * k) @ m
+
+    def atom_potential(self, points: np.ndarray, x: np.ndarray, m: np.ndarray) -> np.ndarray:
+        """``sum_i m_i K(p, x_i)`` (before the ``1/beta``), shape (P,)."""
+        if m.size == 0:
+            return np.zeros(np.shape(points))
+        d = np.subtract.outer(np.asarray(points, float), x)
+        return np.exp(self.problem.model.beta * np.cos(d) + self.log_c) @ m
+
+    def density_attention_at(self, rho_hat: np.ndarray, points: np.ndarray) -> np.ndarray:
+        """``(1/beta) d/dp (K*rho)(p)`` of the grid density's interpolant at any ``points`` (P,)."""
+        b = self.problem.basis
+        return b.evaluate(rho_hat * self.problem.multipliers("d_center"), points) / self.problem.model.beta
+
+    def density_potential_at(self, rho_hat: np.ndarray, points: np.ndarray) -> np.ndarray:
+        """``(K*rho)(p)`` at any ``points`` (P,)."""
+        return self.problem.basis.evaluate(rho_hat * self.problem.multipliers("kernel"), points)
+
+    def face_velocity(self, rho_hat: np.ndarray, x: np.ndarray, m: np.ndarray) -> np.ndarray:
+        """Signed velocity of the whole measure at the right faces, shape (N,)."""
+        p = self.problem
+        att = p.attention_field(rho_hat, "face") + self.atom_attention(p.basis.faces, x, m)
+        return p.sign * (att + p.multipliers("w_face"))
+
+    def center_gradient(self, rho_hat: np.ndarray, x: np.ndarray, m: np.ndarray) -> np.ndarray:
+        """``dU/dtheta`` of the whole measure at the cell centres, shape (N,)."""
+        p = self.problem
+        return p.potential_gradient(rho_hat) + self.atom_attention(p.basis.theta, x, m)
+
+    def atom_gradient(self, rho_hat: np.ndarray, x: np.ndarray, m: np.ndarray) -> np.ndarray:
+        """``dU/dx`` at every atom, its own mass excluded (it exerts no force), shape (n,)."""
+        if m.size == 0:
+            return np.zeros(0)
+        p = self.problem
+        return (self.density_attention_at(rho_hat, x) + self.atom_attention(x, x, m)
+                + perceptron.circle_velocity(p.model.perceptron, x))
+
+
+def absorb(rho: np.ndarray, atoms: DiracAtoms, u_face: np.ndarray, h: float) -> tuple[np.ndarray, DiracAtoms]:
+    """Add the density of every atom's cell to the atom when that cell has no outflow.
+
+    Parameters
+    ----------
+    rho : ndarray, shape (N,)
+    atoms : DiracAtoms
+    u_face : ndarray, shape (N,)
+        Signed velocity at the right faces.
+    h : float
+
+    Returns
+    -------
+    (rho, atoms) : the new density (a copy) and atoms; ``sum(rho) h + sum(m)`` is unchanged.
+    """
+    rho, mass = rho.copy(), atoms.mass.copy()
+    n = rho.size
+    for i, x in enumerate(atoms.position):
+        c = int(np.rint(x / h)) % n
+        if u_face[c] <= 0.0 and u_face[c - 1] >= 0.0 and rho[c] > 0.0:
+            mass[i] += rho[c] * h
+            rho[c] = 0.0
+    return rho, DiracAtoms(mass, atoms.position, atoms.ids)
+
+
+def merge(atoms: DiracAtoms, h: float) -> DiracAtoms:
+    """Merge atoms closer than ``h`` (closest pair first): mass summed, angle the mass-weighted
+    mean (first moment conserved), identity of the heavier atom."""
+    m, x, ids = list(atoms.mass), list(atoms.position), list(atoms.ids)
+    while len(m) > 1:
+        xs = np.asarray(x)
+        dist = np.abs(wrap_difference(xs[:, None], xs[None, :]))
+        np.fill_diagonal(dist, np.inf)
+        i, j = np.unravel_index(np.argmin(dist), dist.shape)
+        if dist[i, j] >= h:
+            break
+        i, j = (i, j) if m[i] >= m[j] else (j, i)
+        total = m[i] + m[j]
+        x[i] = float(np.mod(x[i] + m[j] * wrap_difference(x[j], x[i]) / total, TWO_PI))
+        m[i] = total
+        for seq in (m, x, ids):
+            del seq[j]
+    return DiracAtoms(np.asarray(m, float), np.asarray(x, float), np.asarray(ids, int))
+
+
+def capture(rho: np.ndarray, atoms: DiracAtoms, u_face: np.ndarray, problem: CircleProblem,
+            params: AtomParams, next_id: int) -> tuple[np.ndarray, DiracAtoms]:
+    """Turn concentrated basin atoms of the density into Dirac atoms.
+
+    A basin (detected on the density with the Dirac masses deposited in their cells, so that a
+    basin already holding a Dirac atom is skipped) is captured when its three core cells (the
+    peak cell and its neighbours) hold at least ``params.capture_fraction`` of its mass and it
+    has at least ``params.min_mass``. The core's mass goes to a new atom at the core's centre
+    of mass: mass and the angular first moment (about the peak) are conserved exactly.
+
+    Returns
+    -------
+    (rho, atoms) with the new atoms appended (ids ``next_id, next_id + 1, ...``).
+    """
+    b = problem.basis
+    h, n = b.h, b.n
+    cells = np.rint(atoms.position / h).astype(int) % n
+    deposit = np.bincount(cells, weights=atoms.mass, minlength=n)
+    found = detect_atoms(b.theta, rho * h + deposit, problem.model.beta, params, face_velocity=u_face)
+    if found.labels is None or found.count == 0:
+        return rho, atoms
+    rho = rho.copy()
+    new_m, new_x = [], []
+    held = np.zeros(found.count, bool)
+    held[np.unique(found.labels[cells[found.labels[cells] >= 0]])] = True
+    for k in np.flatnonzero(~held):
+        basin = np.flatnonzero(found.labels == k)
+        peak = basin[np.argmax(rho[basin])]
+        core = (peak + np.arange(-CORE_CELLS, CORE_CELLS + 1)) % n
+        core_mass = float(rho[core].sum() * h)
+        if core_mass < params.capture_fraction * found.mass[k] or found.mass[k] < params.min_mass:
+            continue
+        offset = np.arange(-CORE_CELLS, CORE_CELLS + 1) * h
+        new_x.append(float(np.mod(b.theta[peak] + rho[core] @ offset * h / core_mass, TWO_PI)))
+        new_m.append(core_mass)
+        rho[core] = 0.0
+    if not new_m:
+        return rho, atoms
+    # one concentration split into neighbouring basins is one atom: merge new atoms whose cores touch
+    new = merge(DiracAtoms(np.asarray(new_m), np.asarray(new_x), np.arange(len(new_m))),
+                (2 * CORE_CELLS + 1) * h)
+    ids = np.arange(next_id, next_id + new.count)
+    return rho, DiracAtoms(np.append(atoms.mass, new.mass), np.append(atoms.position, new.position),
+                           np.append(atoms.ids, ids).astype(int))

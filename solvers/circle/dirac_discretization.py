@@ -1,0 +1,164 @@
+"""The ``[atoms] representation = "dirac"`` discretisation on S^1: density plus Dirac atoms.
+
+The state the integrator sees is the flat vector of :class:`solvers.core.measure.MeasureLayout`
+(``[rho (N), x (n), m (n), ids (n)]``); the right-hand side moves the density by finite volumes
+and the atoms by their velocity (:mod:`solvers.circle.dirac`), and :meth:`after_step` applies
+absorption and merging after every accepted step and capture every ``CAPTURE_EVERY`` steps.
+
+Step size (docs/math.md §6): ``max_rate`` is the largest ``|u|/h`` over the faces that move mass
+and over the atoms (an atom must not cross more than a cell per step, so that it sees the
+density it moves through); the Lipschitz bound of the atom-atom and atom-density interaction is
+the same ``M max|K''| / beta`` as the density's, with ``M`` the whole mass. A Dirac atom has no
+self-interaction, so no face next to it is held back by its own mass.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from solvers.circle.atoms import Atoms, detect_atoms
+from solvers.circle.dirac import CircleMeasureField, absorb, capture, merge
+from solvers.circle.discretization import SUPPORT_FLOOR, CircleDiscretization, tail_energy
+from solvers.circle.fv import transport
+from solvers.core.measure import DiracAtoms, MeasureLayout
+from solvers.core.point_atoms import AtomSystem
+from solvers.core.snapshot import Diagnostics
+from solvers.model.params import AtomParams, RunConfig
+
+CAPTURE_EVERY = 10  # steps between two capture checks (the basin detector is the costly part)
+MASS_FLOOR = 1e-6  # a face moves mass if its upwind density exceeds this times M / (2 pi)
+
+
+class DiracCircleDiscretization(CircleDiscretization):
+    """Grid density plus Dirac atoms on S^1 (fv scheme, unnormalized attention)."""
+
+    representation = "dirac"
+
+    def __init__(self, config: RunConfig) -> None:
+        super().__init__(config)
+        self.config = config
+        self.field = CircleMeasureField(self.problem)
+        self.layout = MeasureLayout(self.shape, 1)
+        self.limiter = config.time.limiter
+        self.total = 1.0
+        self.next_id = 0
+        self.rhs = self._rhs
+
+    # -- the state ------------------------------------------------------------------------
+    def prepare_state(self, rho0: np.ndarray, atoms0: DiracAtoms | None, fresh: bool) -> np.ndarray:
+        """Flat state from the grid density and the atoms (None: the config's ``kind = "atoms"``
+        atoms for a new run, none for a resume)."""
+        if atoms0 is None:
+            init = self.config.initial
+            if fresh and init.kind == "atoms":
+                atoms0 = DiracAtoms(np.asarray(init.weights, float),
+                                    np.mod(np.asarray(init.centers, float), 2 * np.pi),
+                                    np.arange(len(init.weights)))
+            else:
+                atoms0 = DiracAtoms.empty(1)
+        self.next_id = int(atoms0.ids.max()) + 1 if atoms0.count else 0
+        state = self.layout.pack(rho0, merge(atoms0, self.problem.basis.h))
+        self.total = self.total_mass(state)
+        return state
+
+    def density(self, state: np.ndarray) -> np.ndarray:
+        return self.layout.density(state)
+
+    def atoms(self, state: np.ndarray) -> DiracAtoms:
+        return self.layout.atoms(state)
+
+    def total_mass(self, state: np.ndarray) -> float:
+        """``sum(rho) h + sum(m)``."""
+        return float(np.sum(self.density(state)) * self.problem.basis.h + np.sum(self.atoms(state).mass))
+
+    # -- dynamics -------------------------------------------------------------------------
+    def _rhs(self, state: np.ndarray, dt: float | None = None) -> tuple[np.ndarray, float]:
+        """``(d state/dt, max_rate)``: fv for the density, ``s dU/dx(x_i)`` for the atoms."""
+        b, layout = self.problem.basis, self.layout
+        rho, n = layout.density(state), layout.count(state)
+        g = layout.grid_size
+        x, m = state[g : g + n], state[g + n : g + 2 * n]
+        rho_hat = b.forward(rho)
+        u = self.field.face_velocity(rho_hat, x, m)
+        mean = max(float(np.mean(rho)), 1e-300)
+        floor = MASS_FLOOR * self.total / (2 * np.pi) / mean
+        drho, rate = transport(rho, u, b.h, self.limiter, dt, floor)
+        vx = self.problem.sign * self.field.atom_gradient(rho_hat, x, m)
+        if n:
+            rate = max(rate, float(np.max(np.abs(vx))) / b.h)
+        return np.concatenate([drho, vx, np.zeros(2 * n)]), rate
+
+    def after_step(self, state: np.ndarray, step: int) -> np.ndarray:
+        """Absorption and merging (every step) and capture (every ``CAPTURE_EVERY`` steps)."""
+        b = self.problem.basis
+        rho, atoms = self.density(state).copy(), self.atoms(state)
+        atoms = DiracAtoms(atoms.mass, np.mod(atoms.position, 2 * np.pi), atoms.ids)
+        u = self.field.face_velocity(b.forward(rho), atoms.position, atoms.mass)
+        if step % CAPTURE_EVERY == 0:
+            rho, atoms = capture(rho, atoms, u, self.problem, self.config.atoms, self.next_id)
+            self.next_id = max(self.next_id, int(atoms.ids.max()) + 1 if atoms.count else 0)
+        rho, atoms = absorb(rho, atoms, u, b.h)
+        return self.layout.pack(rho, merge(atoms, b.h))
+
+    # -- diagnostics ----------------------------------------------------------------------
+    def diagnostics(self, state: np.ndarray, atoms: AtomParams) -> Diagnostics:
+        return measure_diagnostics(self, state, atoms)
+
+
+def measure_energy(disc: DiracCircleDiscretization, rho: np.ndarray, dirac: DiracAtoms) -> float:
+    """``E[mu]`` (paper eq. 2.7) of density plus atoms: the density's own energy (spectral),
+    the cross term ``(1/beta) sum_i m_i (K*rho)(x_i)`` and the atoms' closed form."""
+    p, x = disc.problem, dirac.position
+    e = p.energy(rho)
+    if dirac.count:
+        e += float(dirac.mass @ disc.field.density_potential_at(p.basis.forward(rho), x)) / p.model.beta
+        unit = np.stack([np.cos(x), np.sin(x)], axis=1)
+        e += AtomSystem(p.model, dirac.mass).energy(unit)
+    return e
+
+
+def measure_atoms(disc: DiracCircleDiscretization, rho: np.ndarray, dirac: DiracAtoms,
+                  u: np.ndarray, params: AtomParams) -> Atoms:
+    """Basin atoms of the measure (Dirac masses deposited in their cells); a basin holding Dirac
+    atoms takes their mass-weighted exact position."""
+    b = disc.problem.basis
+    cells = np.rint(dirac.position / b.h).astype(int) % b.n
+    deposit = np.bincount(cells, weights=dirac.mass, minlength=b.n)
+    found = detect_atoms(b.theta, rho * b.h + deposit, disc.problem.model.beta, params, face_velocity=u)
+    pos, mass, core = found.position.copy(), found.mass.copy(), found.core_mass.copy()
+    lab = found.labels[cells] if found.labels is not None else np.full(dirac.count, -1)
+    for k in np.unique(lab[lab >= 0]):
+        z = dirac.mass[lab == k] @ np.exp(1j * dirac.position[lab == k])
+        pos[k] = float(np.mod(np.angle(z), 2 * np.pi))
+    alone = lab < 0  # a Dirac atom in no basin (e.g. moving: its cell is no sink) is an atom itself
+    diffuse = found.diffuse_mass - float(dirac.mass[alone].sum())
+    pos, mass = np.append(pos, dirac.position[alone]), np.append(mass, dirac.mass[alone])
+    order = np.argsort(pos)
+    return Atoms(mass[order], pos[order], np.append(core, dirac.mass[alone])[order], max(diffuse, 0.0))
+
+
+def measure_diagnostics(disc: DiracCircleDiscretization, state: np.ndarray, params: AtomParams) -> Diagnostics:
+    """Snapshot diagnostics of the measure (mass, energy and dissipation include the atoms)."""
+    b, f = disc.problem.basis, disc.field
+    rho, dirac = disc.density(state), disc.atoms(state)
+    x, m = dirac.position, dirac.mass
+    rho_hat = b.forward(rho)
+    mass = float(rho.sum() * b.h + m.sum())
+    u = f.face_velocity(rho_hat, x, m)
+    grad = f.center_gradient(rho_hat, x, m) + disc.problem.multipliers("w_center")
+    g_atoms = f.atom_gradient(rho_hat, x, m)
+    drho, _ = transport(rho, u, b.h, disc.limiter)
+    support = rho > SUPPORT_FLOOR * abs(mass) / (2.0 * np.pi)
+    speeds = np.concatenate([np.abs(grad[support]), np.abs(g_atoms)])
+    found = measure_atoms(disc, rho, dirac, u, params)
+    return Diagnostics(
+        mass=mass, min_rho=float(rho.min()), max_rho=float(rho.max()),
+        energy=measure_energy(disc, rho, dirac),
+        dissipation=float(np.sum(rho * grad**2) * b.h + m @ g_atoms**2),
+        transport_rate=float(np.sum(np.abs(drho)) * b.h + 2.0 * (m @ np.abs(g_atoms)) / b.h),
+        max_support_velocity=float(speeds.max()) if speeds.size else 0.0,
+        tail_energy=tail_energy(rho_hat, disc.k_max),
+        n_atoms=found.count, atom_mass=found.mass, atom_position=found.position,
+        atom_core_mass=found.core_mass, diffuse_mass=found.diffuse_mass,
+        dirac_mass=m.copy(), dirac_position=x.copy(), dirac_id=dirac.ids.copy(),
+    )

@@ -1,0 +1,65 @@
+"""A measure-valued state ``mu = rho dsigma + sum_i m_i delta_{x_i}`` as one flat vector.
+
+The time integrator sees a flat float vector ``[rho.ravel(), positions.ravel(), masses, ids]``:
+the grid density, then the Dirac atoms' positions (S^1: angles, shape (n,); S^2: unit vectors,
+(n, 3)), masses (n,) and identities (n,) stored as floats. Masses and identities have a zero
+time derivative, so every Shu-Osher stage ``u0 + c L(u) + sum_j alpha_j (u_j - u0)`` keeps them
+bitwise (``alpha_j (m - m) = 0``); capture, absorption and merges change them between steps only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class DiracAtoms:
+    """Dirac atoms: ``mass`` (n,), ``position`` (n,) angles or (n, 3) unit vectors, ``ids`` (n,) int."""
+
+    mass: np.ndarray
+    position: np.ndarray
+    ids: np.ndarray
+
+    @property
+    def count(self) -> int:
+        return int(self.mass.size)
+
+    @staticmethod
+    def empty(dim: int) -> "DiracAtoms":
+        """No atoms; ``dim`` = 1 (angles) or 3 (unit vectors)."""
+        return DiracAtoms(np.zeros(0), np.zeros((0,) if dim == 1 else (0, 3)), np.zeros(0, dtype=int))
+
+
+@dataclass(frozen=True)
+class MeasureLayout:
+    """How a flat state vector splits: ``grid_shape`` of rho, ``dim`` coordinates per position."""
+
+    grid_shape: tuple[int, ...]
+    dim: int  # 1 on S^1 (an angle), 3 on S^2 (a unit vector)
+
+    @property
+    def grid_size(self) -> int:
+        return int(np.prod(self.grid_shape))
+
+    def count(self, state: np.ndarray) -> int:
+        """Number of atoms in a flat state."""
+        return (state.size - self.grid_size) // (self.dim + 2)
+
+    def pack(self, rho: np.ndarray, atoms: DiracAtoms) -> np.ndarray:
+        """Flat state ``[rho, positions, masses, ids]``, shape (grid_size + n (dim + 2),)."""
+        return np.concatenate([np.asarray(rho, float).ravel(), np.asarray(atoms.position, float).ravel(),
+                               np.asarray(atoms.mass, float), np.asarray(atoms.ids, float)])
+
+    def density(self, state: np.ndarray) -> np.ndarray:
+        """The grid density (a view), shape ``grid_shape``."""
+        return state[: self.grid_size].reshape(self.grid_shape)
+
+    def atoms(self, state: np.ndarray) -> DiracAtoms:
+        """The Dirac atoms of a flat state (copies)."""
+        n, g = self.count(state), self.grid_size
+        pos = state[g : g + n * self.dim].copy()
+        rest = state[g + n * self.dim :]
+        return DiracAtoms(rest[:n].copy(), pos if self.dim == 1 else pos.reshape(n, 3),
+                          np.rint(rest[n:]).astype(int))

@@ -1,0 +1,143 @@
+"""The measure-valued state on S^1 (``[atoms] representation = "dirac"``)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.integrate import solve_ivp
+
+from solvers.api import load_config
+from solvers.circle.dirac import CircleMeasureField, absorb, capture, merge, wrap_difference
+from solvers.circle.dirac_discretization import DiracCircleDiscretization, measure_energy
+from solvers.circle.problem import CircleProblem
+from solvers.core.measure import DiracAtoms
+from solvers.io.state import initial_density
+from solvers.model.config import ConfigError
+from solvers.model.params import AtomParams
+from solvers.timestepping.simulation import simulate
+from spectral import CircleBasis
+
+TWO_ATOMS = """
+[domain]
+manifold = "S1"
+resolution = 128
+[model]
+beta = 2.0
+direction = "descent"
+[initial]
+kind = "atoms"
+centers = [1.0, 2.2]
+weights = [0.5, 0.5]
+[atoms]
+representation = "dirac"
+[time]
+t_end = 3.0
+dt = 0.002
+integrator = "rk4"
+[output]
+snapshot_interval = 1.0
+"""
+
+
+def test_two_atoms_follow_their_ode():
+    """docs/math.md §3.3: ``D' = -2 s m exp(beta cos D) sin D``, midpoint fixed."""
+    cfg = load_config(TWO_ATOMS)
+    res = simulate(cfg, initial_density(cfg))
+    x = np.sort(res.final.diagnostics.dirac_position)
+    exact = solve_ivp(lambda t, y: [2 * 0.5 * np.exp(2.0 * np.cos(y[0])) * np.sin(y[0])], (0, 3.0),
+                      [1.2], rtol=1e-13, atol=1e-14, method="DOP853").y[0, -1]
+    assert abs((x[1] - x[0]) - exact) < 1e-10
+    assert abs(0.5 * (x[0] + x[1]) - 1.6) < 1e-12
+
+
+def _problem(n: int = 256, beta: float = 5.0, kernel: str = "exp") -> CircleProblem:
+    cfg = load_config(f'[domain]\nresolution = {n}\n[model]\nbeta = {beta}\nkernel = "{kernel}"\n')
+    return CircleProblem(cfg.model, CircleBasis(n))
+
+
+@pytest.mark.parametrize("kernel", ["exp", "exp_shifted"])
+def test_closed_form_atom_matches_spectral_bump(kernel):
+    """A narrow bump of mass m (width w) has the velocity field of an atom of mass m, to O(w^2)."""
+    p = _problem(1024, 5.0, kernel)
+    b, f = p.basis, CircleMeasureField(p)
+    m, c, w = 0.3, 2.0, 0.02
+    rho = m * np.exp(-0.5 * (wrap_difference(b.theta, c) / w) ** 2) / (np.sqrt(2 * np.pi) * w)
+    spectral = p.attention_field(b.forward(rho), "face")
+    closed = f.atom_attention(b.faces, np.array([c]), np.array([m]))
+    scale = np.abs(closed).max()
+    assert np.abs(spectral - closed).max() / scale < 5 * w**2 * 5.0  # beta w^2 order
+    pot = f.density_potential_at(b.forward(rho), np.array([0.5]))
+    assert pot[0] == pytest.approx(f.atom_potential(np.array([0.5]), np.array([c]), np.array([m]))[0], rel=5.0**2 * w**2)  # K''/K w^2/2
+
+
+def test_capture_conserves_mass_and_first_moment():
+    p = _problem(256, 5.0)
+    b = p.basis
+    rho = np.full(b.n, 1e-4)
+    rho[100:103] += np.array([2.0, 5.0, 3.0])
+    before = rho.sum() * b.h
+    moment = (rho[99:104] * b.h) @ b.theta[99:104]
+    u = CircleMeasureField(p).face_velocity(b.forward(rho), np.zeros(0), np.zeros(0))
+    new, atoms = capture(rho, DiracAtoms.empty(1), u, p, AtomParams(capture_fraction=0.9), 0)
+    assert atoms.count == 1 and np.all(new >= 0)
+    assert new.sum() * b.h + atoms.mass.sum() == pytest.approx(before, abs=1e-15)
+    after = (new[99:104] * b.h) @ b.theta[99:104] + atoms.mass[0] * atoms.position[0]
+    assert after == pytest.approx(moment, abs=1e-15)
+
+
+def test_absorb_and_merge_conserve_mass():
+    h = 2 * np.pi / 64
+    rho = np.random.default_rng(0).random(64)
+    atoms = DiracAtoms(np.array([0.2, 0.1, 0.05]), np.array([1.0, 1.0 + 0.5 * h, 6.28]), np.arange(3))
+    u = np.where(np.arange(64) < 16, 1.0, -1.0)  # cell 16 is a sink
+    atoms = DiracAtoms(atoms.mass, np.array([16 * h, 16 * h + 0.3 * h, 6.28]), atoms.ids)
+    total = rho.sum() * h + atoms.mass.sum()
+    new, absorbed = absorb(rho, atoms, u, h)
+    assert new[16] == 0.0 and np.all(new >= 0)
+    merged = merge(absorbed, h)
+    assert merged.count == 2 and merged.ids.tolist() == [0, 2]
+    assert new.sum() * h + merged.mass.sum() == pytest.approx(total, abs=1e-14)
+    assert merged.position[0] == pytest.approx((0.2 * 16 * h + 0.1 * (16.3 * h)) / 0.3 + 0 * 0, abs=0.02)
+
+
+def test_dirac_run_conserves_mass_and_positivity():
+    """Paper S^1 descent (demo physics), short: capture, absorption and merges keep mass and rho >= 0."""
+    cfg = load_config("runs/demo.toml", domain__resolution=128, atoms__representation="dirac",
+                      time__t_end=300.0, time__stop_when_stationary=False, output__snapshot_interval=50.0)
+    snaps = []
+    simulate(cfg, initial_density(cfg), trackers=[snaps.append])
+    assert snaps[-1].diagnostics.dirac_mass.size >= 2
+    for s in snaps:
+        assert abs(s.diagnostics.mass - 1.0) < 1e-13
+        assert s.diagnostics.min_rho >= 0.0
+
+
+def test_energy_includes_atoms():
+    cfg = load_config(TWO_ATOMS)
+    disc = DiracCircleDiscretization(cfg)
+    atoms = DiracAtoms(np.array([0.5, 0.5]), np.array([1.0, 2.2]), np.arange(2))
+    e = measure_energy(disc, np.zeros(128), atoms)
+    assert e == pytest.approx((0.25 * np.exp(2.0) * 2 + 2 * 0.25 * np.exp(2.0 * np.cos(1.2))) / 4.0, rel=1e-13)
+
+
+def test_dirac_archive_reads_back_and_resumes(tmp_path):
+    from solvers.api import open_run, resume, run
+
+    path = tmp_path / "two.nc"
+    ds = run(TWO_ATOMS, path=path)
+    assert ds.attrs["representation"] == "dirac"
+    assert ds["dirac_mass"].isel(time=-1).values.tolist() == [0.5, 0.5]
+    more = resume(path, time__t_end=5.0)
+    full = simulate(load_config(TWO_ATOMS, time__t_end=5.0), np.zeros(128))
+    got = open_run(path)["dirac_position"].isel(time=-1).values
+    assert np.allclose(np.sort(got), np.sort(full.final.diagnostics.dirac_position), atol=1e-12)
+    assert float(more["mass"].isel(time=-1)) == pytest.approx(1.0, abs=1e-14)
+
+
+def test_config_rules():
+    with pytest.raises(ConfigError):
+        load_config(TWO_ATOMS.replace('representation = "dirac"', 'representation = "grid"'))
+    with pytest.raises(ConfigError):
+        load_config(
+            TWO_ATOMS.replace('direction = "descent"', 'direction = "descent"\nattention = "softmax"'))
+    assert load_config("runs/demo.toml").atoms.representation == "grid"
