@@ -112,7 +112,10 @@ def _dirac_mass(config: RunConfig, state: dict[str, Any]) -> float:
 
 
 def _toml_string(text: str) -> str:
-    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    """``text`` as a TOML string literal (tomli-w's escaping)."""
+    import tomli_w
+
+    return tomli_w.dumps({"x": text}).split("=", 1)[1].strip()
 
 
 def _count_snapshots(path: Path) -> str:

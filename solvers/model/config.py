@@ -121,10 +121,22 @@ def check_keys(doc: dict[str, Any]) -> None:
 
 
 def dump_toml(doc: dict[str, dict[str, Any]]) -> str:
-    """Serialise flat sections ``{section: {key: value}}`` to TOML text."""
-    return "\n\n".join("\n".join([f"[{name}]"] + [f"{k} = {show(v, 0)}" for k, v in table.items()
-                                                  if v is not None])
-                       for name, table in doc.items()) + "\n"
+    """Serialise sections ``{section: {key: value}}`` to TOML text (tomli-w; None values,
+    which TOML cannot hold, are left out)."""
+    import tomli_w
+
+    def plain(value: Any) -> Any:
+        if isinstance(value, np.ndarray):
+            return value.tolist()
+        if isinstance(value, np.generic):
+            return value.item()
+        if isinstance(value, (list, tuple)):
+            return [plain(v) for v in value]
+        return value
+
+    clean = {name: {k: plain(v) for k, v in table.items() if v is not None}
+             for name, table in doc.items()}
+    return tomli_w.dumps(clean)
 
 
 def parse_override(item: str) -> tuple[str, str, Any]:
