@@ -81,6 +81,9 @@ CFL_MAX = {"fv": 0.5, "spectral": 1.0}  # the time schemes, with their largest c
 KIND_KEYS = {"uniform": ("modes",), "von_mises": ("centers", "kappas", "weights"),
              "archive": ("path", "time")}
 
+# output keys whose config-file default differs from the dataclass's None (docs/archive.md)
+OUTPUT_DEFAULTS = {"sync_interval": 5.0, "spectral": False}
+
 SECTIONS: dict[str, type] = {"domain": DomainParams, "model": ModelParams, "perceptron":
                              PerceptronParams, "initial": InitialParams, "time": TimeParams,
                              "atoms": AtomParams, "output": OutputParams}
@@ -298,8 +301,11 @@ def _atoms(t: dict[str, Any]) -> AtomParams:
 
 
 def _output(t: dict[str, Any]) -> OutputParams:
-    return OutputParams(**_scalars("output", t, {
-        "path": string, "snapshot_interval": _positive, "progress": boolean}))
+    # defaults of config files (a RunConfig built in Python keeps None: see OutputParams)
+    return OutputParams(**OUTPUT_DEFAULTS | _scalars("output", t, {
+        "path": string, "snapshot_interval": _positive, "progress": boolean,
+        "sync_interval": lambda k, v: number(k, v, lo=0.0, lo_open=False),
+        "spectral": boolean}))
 
 
 def build_config(doc: dict[str, Any], text: str = "") -> RunConfig:
