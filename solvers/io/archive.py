@@ -206,15 +206,18 @@ class ArchiveWriter:
                                   "(overwrite=True) to replace it, --resume to continue it, "
                                   "or delete it")
         spectral = config.output.spectral is not False
+        # every snapshot synced as it comes (sync_interval 0 or unset): chunks of one record,
+        # else of about 2 MiB of rho (a chunk is recompressed at each block that extends it)
+        records = time_chunk(self.grid) if config.output.sync_interval else 1
         if is_zarr(self.path):
             from solvers.io.zarr_store import ZarrStore
 
-            return ZarrStore.create(self.path, config, self.grid, spectral)
+            return ZarrStore.create(self.path, config, self.grid, spectral, records)
         tmp = temporary_sibling(self.path)
         nc = netCDF4.Dataset(tmp, "w", format="NETCDF4", clobber=True)
         try:
             nc.setncatts(_global_attributes(config))
-            define(nc, self.grid, spectral, time_chunk(self.grid))
+            define(nc, self.grid, spectral, records)
             nc.sync()
             os.replace(tmp, self.path)
             _sync_folder(self.path.parent)

@@ -230,6 +230,8 @@ def _spec(name: str, dtype: str, dims: tuple[str, ...], units: str, long_name: s
     attrs = {"units": units, "long_name": long_name} | kw.pop("attrs", {})
     if dtype == "f8" and "time" in dims:
         kw.setdefault("fill", np.nan)
+    if "time" in dims:  # chunks of many records: compressed (NaN padding costs nothing)
+        kw.setdefault("compress", True)
     return VarSpec(name, dtype, dims, attrs, **kw)
 
 

@@ -33,7 +33,6 @@ from solvers.io.layout import (
     dimension_sizes,
     record_specs,
     spectrum_prefix,
-    time_chunk,
     track_specs,
 )
 from solvers.io.lock import replace_folder, temporary_sibling
@@ -78,14 +77,16 @@ class ZarrStore:
         self.spectral = f"{spectrum_prefix(grid)}_real" in self.group
 
     @classmethod
-    def create(cls, path: Path, config: RunConfig, grid: _Grid, spectral: bool) -> ZarrStore:
-        """Define a new store under a temporary name and move it into place."""
+    def create(cls, path: Path, config: RunConfig, grid: _Grid, spectral: bool,
+               records: int) -> ZarrStore:
+        """Define a new store (``records`` per time chunk) under a temporary name and move
+        it into place."""
         tmp = temporary_sibling(path)
         shutil.rmtree(tmp, ignore_errors=True)
         try:
             group = zarr.open_group(str(tmp), mode="w", zarr_format=3)
             group.attrs.update(_global_attributes(config))
-            sizes, records = dimension_sizes(grid, spectral), time_chunk(grid)
+            sizes = dimension_sizes(grid, spectral)
             for spec in axis_specs(grid, spectral) + record_specs(grid, spectral):
                 _create_array(group, spec, sizes, records)
             _consolidate(tmp)
