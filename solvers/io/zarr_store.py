@@ -50,9 +50,12 @@ def _create_array(group: zarr.Group, spec: VarSpec, sizes: dict[str, int | None]
         chunks = tuple(_ATOM_CHUNK if d == "atom" else max(1, s) for d, s in zip(spec.dims, shape))
     fill = spec.fill if spec.fill is not None else 0
     extra = {"compressors": _COMPRESSOR} if spec.compress else {}
+    attrs = dict(spec.attrs)
+    if spec.fill is not None and spec.fill_attr and np.dtype(spec.dtype).kind == "i":
+        attrs["_FillValue"] = int(spec.fill)  # decoded as in the NetCDF file (floats: NaN)
     arr = group.create_array(spec.name, shape=shape, chunks=chunks, dtype=np.dtype(spec.dtype),
-                             fill_value=fill, dimension_names=spec.dims,
-                             attributes=dict(spec.attrs), **extra)
+                             fill_value=fill, dimension_names=spec.dims, attributes=attrs,
+                             **extra)
     if spec.data is not None:
         arr[...] = np.asarray(spec.data, dtype=spec.dtype)
 
