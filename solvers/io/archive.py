@@ -5,7 +5,7 @@ only modules that touch netCDF4 / zarr files.
 One run is one archive with an unlimited ``time`` dimension, one record per
 :class:`~solvers.core.snapshot.Snapshot`. The writer buffers records in memory and appends
 them in blocks: at each time-chunk boundary, and at least every ``output.sync_interval``
-seconds of wall time (the first blocks sooner: 0.1 s after the first snapshot, doubling), each
+seconds of wall time (the first 16 records one by one, then blocks after 0.1 s, doubling), each
 block synced to disk and then counted in the global attribute ``records_complete``. A run
 killed with ``kill -9`` leaves an archive that ``xarray.open_dataset`` reads, missing at most
 the snapshots of the last ``sync_interval`` seconds; Ctrl-C, SIGTERM and a normal end write
@@ -121,6 +121,7 @@ from solvers.model.params import RunConfig
 
 log = logging.getLogger(__name__)
 FIRST_SYNC = 0.1  # seconds from the first snapshot to the first block; doubles to sync_interval
+FIRST_RECORDS = 16  # the first records of a writer are synced one by one, as they come
 
 
 class ArchiveWriteError(OSError):
@@ -176,8 +177,7 @@ class ArchiveWriter:
             raise
         self._last_t = self._store.last_time()
         self._buffer = RecordBuffer(self.grid, self._store.spectral, self._load_tracks(config))
-        every = config.output.sync_interval
-        self._every = 0.0 if every is None else float(every)
+        self._every, self._written = float(config.output.sync_interval), 0
         self._wait, self._synced = min(FIRST_SYNC, self._every), -np.inf
         self._failed = False
 
@@ -278,8 +278,9 @@ class ArchiveWriter:
             raise ValueError(f"snapshot time {t} precedes the last archived time {self._last_t}")
         self._buffer.add(snapshot, rho)
         self._last_t = t
-        now = wallclock.monotonic()
-        if self.n_records % self._store.records == 0 or now - self._synced >= self._wait:
+        now, self._written = wallclock.monotonic(), self._written + 1
+        if (self._written <= FIRST_RECORDS or self.n_records % self._store.records == 0
+                or now - self._synced >= self._wait):
             self.flush()
             self._synced, self._wait = now, min(2.0 * self._wait, self._every)
         return True

@@ -120,18 +120,22 @@ class NetCDFStore:
         return float(self.nc["time"][self.n - 1]) if self.n else -np.inf
 
     def check_room(self, count: int) -> str | None:
-        """Why a block of ``count`` records cannot be written (None: it can). Counts, for each
-        variable on ``time``, the uncompressed bytes of the chunks the block rewrites."""
+        """Why a block of ``count`` records cannot be written (None: it can). The block
+        rewrites, for each variable on ``time``, the chunks it touches: their uncompressed
+        bytes, times twice the compression ratio of the file so far (at most 1), plus a
+        margin for metadata."""
         first = (self.n // self.records) * self.records
-        need = _MARGIN + (self.n + count - first) * sum(
-            _bytes_per_record(var) for var in self.nc.variables.values()
-            if var.dimensions[:1] == ("time",))
+        per_record = sum(_bytes_per_record(var) for var in self.nc.variables.values()
+                         if var.dimensions[:1] == ("time",))
+        size = self.path.stat().st_size
+        ratio = min(1.0, 2.0 * size / max(1, self.n * per_record))
+        need = _MARGIN + int(ratio * (self.n + count - first) * per_record)
         st = os.statvfs(self.path.parent)
         free = st.f_bavail * st.f_frsize
         limit = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
         if free < need:
             return f"no space left on the device ({free} bytes free)"
-        if limit != resource.RLIM_INFINITY and self.path.stat().st_size + need > limit:
+        if limit != resource.RLIM_INFINITY and size + need > limit:
             return f"the file-size limit (ulimit -f: {limit} bytes) is reached"
         return None
 

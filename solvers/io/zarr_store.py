@@ -178,7 +178,9 @@ def _count(group: zarr.Group) -> int:
 def open_zarr_run(path: Path) -> xr.Dataset:
     """The store's complete records as a lazy :class:`xarray.Dataset` (dask arrays)."""
     try:
-        ds = xr.open_zarr(str(path), consolidated=None)
+        with warnings.catch_warnings():  # caught between a block's count and consolidation
+            warnings.simplefilter("ignore", RuntimeWarning)
+            ds = xr.open_zarr(str(path), consolidated=None)
     except (OSError, ValueError, KeyError) as err:
         raise ValueError(f"{path} is not a readable zarr archive ({err})") from None
     missing = [v for v in REQUIRED_VARIABLES if v not in ds.variables]

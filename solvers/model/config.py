@@ -81,8 +81,8 @@ CFL_MAX = {"fv": 0.5, "spectral": 1.0}  # the time schemes, with their largest c
 KIND_KEYS = {"uniform": ("modes",), "von_mises": ("centers", "kappas", "weights"),
              "archive": ("path", "time")}
 
-# output keys whose config-file default differs from the dataclass's None (docs/archive.md)
-OUTPUT_DEFAULTS = {"sync_interval": 5.0, "spectral": False}
+# output key whose config-file default differs from the dataclass's None (docs/archive.md)
+OUTPUT_DEFAULTS = {"spectral": False}
 
 SECTIONS: dict[str, type] = {"domain": DomainParams, "model": ModelParams, "perceptron":
                              PerceptronParams, "initial": InitialParams, "time": TimeParams,

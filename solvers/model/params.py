@@ -176,18 +176,16 @@ class OutputParams:
     ``snapshot_interval``: model time between snapshots.
     ``sync_interval``: the most wall-clock seconds between two syncs of the archive (a
     ``kill -9`` loses at most the snapshots of that long; Ctrl-C, SIGTERM and a normal end
-    lose none); 0: every snapshot synced as it comes. A config file that does not set it
-    gets 5 s.
+    lose none); 0: every snapshot synced as it comes.
     ``spectral``: also store the spectrum of every snapshot (S^1 ``rho_hat``, S^2 ``rho_lm``),
-    which ``rho`` determines; a config file that does not set it gets false.
-    A ``RunConfig`` built in Python without these two (None) keeps the archive writer's
-    earlier behaviour: every snapshot synced, spectrum stored.
+    which ``rho`` determines; a config file that does not set it gets false, a ``RunConfig``
+    built in Python without it (None) keeps the archive writer's earlier default (stored).
     """
 
     path: str = "output/run.nc"
     snapshot_interval: float = 1.0
     progress: bool = True
-    sync_interval: float | None = None
+    sync_interval: float = 5.0
     spectral: bool | None = None
 
 

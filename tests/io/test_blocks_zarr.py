@@ -112,12 +112,12 @@ time.sleep(60)
 """
 
 
-@pytest.mark.parametrize("name, sync, kept", [("k.zarr", 0.0, 7), ("k.zarr", 1000.0, 1),
-                                               ("k.nc", 1000.0, 1)])
+@pytest.mark.parametrize("name, sync, kept", [("k.zarr", 0.0, 20), ("k.zarr", 1000.0, 16),
+                                               ("k.nc", 1000.0, 16)])
 def test_kill_9_keeps_the_synced_blocks_and_resumes(tmp_path: Path, name, sync, kept) -> None:
-    """sync_interval 0: every record is on disk; a long one: only the first block (the first
-    snapshot is written at once), the buffered ones are lost."""
-    path, k = tmp_path / name, 7
+    """sync_interval 0: every record is on disk; a long one: the first 16 (synced one by one),
+    the buffered ones after them are lost."""
+    path, k = tmp_path / name, 20
     script = KILLED.format(repo=str(REPO), tests=str(REPO / "tests" / "io"), path=str(path), k=k,
                            sync=sync)
     proc = subprocess.Popen([sys.executable, "-c", textwrap.dedent(script)],
