@@ -1,9 +1,16 @@
-"""NetCDF4 run archive: the only module that touches netCDF4 / xarray.
+"""Run archive writer (NetCDF4, or zarr for a path ending in ``.zarr``); with
+:mod:`solvers.io.reading`, :mod:`solvers.io.netcdf_store` and :mod:`solvers.io.zarr_store` the
+only modules that touch netCDF4 / zarr files.
 
-One run is one NetCDF4 file with an unlimited ``time`` dimension. The writer appends one
-record per :class:`~solvers.core.snapshot.Snapshot` and calls ``Dataset.sync()`` after each, so a
-run killed at any moment (``kill -9``, Ctrl-C) leaves a file that ``xarray.open_dataset``
-reads with every snapshot written so far.
+One run is one archive with an unlimited ``time`` dimension, one record per
+:class:`~solvers.core.snapshot.Snapshot`. The writer buffers records in memory and appends
+them in blocks: at each time-chunk boundary, and at least every ``output.sync_interval``
+seconds of wall time (the first 16 records one by one, then blocks after 0.1 s, doubling), each
+block synced to disk and then counted in the global attribute ``records_complete``. A run
+killed with ``kill -9`` leaves an archive that ``xarray.open_dataset`` reads, missing at most
+the snapshots of the last ``sync_interval`` seconds; Ctrl-C, SIGTERM and a normal end write
+every snapshot (:meth:`ArchiveWriter.close`). Readers trust ``records_complete`` (archives
+written before it: the records up to the last finite ``time``).
 
 Layout on S^1
 -------------
@@ -11,7 +18,7 @@ Dimensions: ``time`` (unlimited), ``theta`` (N), ``wavenumber`` (N//2 + 1), ``at
 (unlimited; rows are NaN-padded up to the largest atom count seen).
 Variables: ``theta(theta)``, ``cell_weight(theta)``, ``wavenumber(wavenumber)``,
 ``time(time)``, ``step(time)`` int64, ``dt(time)``, ``rho(time, theta)``,
-``rho_hat_real/imag(time, wavenumber)`` with ``rho = sum_k c_k e^{i k theta}``,
+``rho_hat_real/imag(time, wavenumber)`` (only with ``output.spectral``) with ``rho = sum_k c_k e^{i k theta}``,
 ``c = numpy.fft.rfft(rho) / N``, every diagnostic of :class:`~solvers.core.snapshot.Diagnostics`
 as ``(time)``, and ``atom_mass/atom_position(time, atom)``.
 
@@ -22,13 +29,17 @@ Variables: ``theta(theta)`` colatitudes of the Gauss nodes and ``phi(phi)`` long
 (radians), auxiliary coordinates ``lat(theta)``, ``lon(phi)`` in degrees,
 ``cell_weight(theta, phi)`` (cell areas = quadrature weights, summing to 4 pi: the mass is
 ``(rho * cell_weight).sum(("theta", "phi"))``), ``rho(time, theta, phi)``,
-``rho_lm_real/imag(time, lm)`` = :meth:`spectral.SphereBasis.forward` of ``rho`` (orthonormal
+``rho_lm_real/imag(time, lm)`` (only with ``output.spectral``) =
+:meth:`spectral.SphereBasis.forward` of ``rho`` (orthonormal
 complex ``Y_lm``, Condon-Shortley phase, ``m >= 0`` stored) with coordinates ``degree(lm)``,
 ``order(lm)``, the diagnostics as on S^1, and ``atom_mass``, ``atom_x``, ``atom_y``,
 ``atom_z`` (unit vectors), ``atom_colatitude``, ``atom_longitude`` (radians), all
 ``(time, atom)`` and NaN padded.
 
-Global attributes: every parameter of :func:`solvers.model.params.flatten` under
+Records are chunked along ``time`` in blocks of about 2 MiB of ``rho``
+(:func:`~solvers.io.layout.time_chunk`), ``rho`` and the spectra compressed (shuffle + zlib).
+
+Global attributes: ``records_complete``, every parameter of :func:`solvers.model.params.flatten` under
 :func:`param_attr_name` (``model.beta`` -> ``model__beta``; lists and None as JSON strings,
 bools as ints), ``config_text``, ``version``, ``scheme``, ``kernel``, ``manifold``,
 ``created``, ``history``, ``python``, ``numpy``.
@@ -47,7 +58,7 @@ Writing
 A new archive is defined under a temporary name in its folder and renamed into place
 (``--overwrite`` replaces an old file only by that rename). Before each record the writer
 checks the free space and the file-size limit and raises :class:`ArchiveWriteError` (the
-archive keeps its complete records and stays readable) when the record would not fit. The
+archive keeps its complete records and stays readable) when the block would not fit. The
 readers live in :mod:`solvers.io.reading` and are re-exported here.
 """
 
@@ -55,8 +66,9 @@ from __future__ import annotations
 
 import logging
 import os
-import resource
+import time as wallclock
 from pathlib import Path
+from typing import Any
 
 import netCDF4
 import numpy as np
@@ -67,100 +79,86 @@ from solvers.io.layout import (  # noqa: F401  (public names re-exported)
     _HDF5_SIGNATURE,
     ARCHIVE_FORMAT,
     ATOM_TRACK_VARIABLES,
-    STATIONARITY_VARIABLES,
-    define_atom_tracks,
-    define_dirac,
     CIRCLE_ATOM_VARIABLES,
     DIAGNOSTIC_VARIABLES,
     KERNEL_CONVENTIONS,
+    RECORDS_COMPLETE,
     REQUIRED_VARIABLES,
     SPHERE_ATOM_VARIABLES,
-    _define_circle_axes,
-    _define_records,
-    _define_sphere_axes,
+    STATIONARITY_VARIABLES,
+    _Grid,
     _global_attributes,
     _make_grid,
     _utc_now,
-    _valid_records,
     attr_value,
     config_attributes,
     package_version,
     param_attr_name,
     rho_hat,
     sphere_atom_columns,
+    time_chunk,
 )
-from solvers.io.lock import ArchiveBusyError, ArchiveLock, temporary_sibling  # noqa: F401
+from solvers.io.lock import (  # noqa: F401
+    ArchiveBusyError,
+    ArchiveLock,
+    sync_folder as _sync_folder,
+    temporary_sibling,
+)
+from solvers.io.netcdf_store import NetCDFStore, define, define_atom_tracks  # noqa: F401
+from solvers.io.netcdf_store import valid_records as _valid_records  # noqa: F401
 from solvers.io.reading import (  # noqa: F401  (public names re-exported)
     _check_archive,
     _existing,
     _reading,
+    is_zarr,
     open_run,
     read_config_text,
     read_last_dirac,
     read_last_state,
     read_snapshot,
 )
+from solvers.io.records import RecordBuffer
 from solvers.model.params import RunConfig
 
 log = logging.getLogger(__name__)
-_MARGIN = 64 << 10  # bytes kept free beyond the chunks a record allocates (HDF5 metadata)
-
-
-def _time_chunks(nc: netCDF4.Dataset) -> list[tuple[int, int]]:
-    """``(records per chunk, chunk bytes)`` of every variable along ``time``: record ``i``
-    allocates the chunks of the variables with ``i % records == 0`` (the worst case, every
-    chunk uncompressed)."""
-    out = []
-    for var in nc.variables.values():
-        chunks = var.chunking()
-        if not var.dimensions or var.dimensions[0] != "time" or chunks == "contiguous":
-            continue
-        out.append((int(chunks[0]), int(np.prod(chunks)) * var.dtype.itemsize))
-    return out
+FIRST_SYNC = 0.1  # seconds from the first snapshot to the first block; doubles to sync_interval
+FIRST_RECORDS = 16  # the first records of a writer are synced one by one, as they come
 
 
 class ArchiveWriteError(OSError):
-    """A record could not be written (disk full, file-size limit); the archive keeps the
-    records before it and stays readable."""
-
-
-def _open_append(path: Path) -> netCDF4.Dataset:
-    path = _existing(path)
-    try:
-        nc = netCDF4.Dataset(path, "a")
-    except OSError as err:
-        raise ValueError(f"cannot open {path} for appending: not a NetCDF4 file, or open "
-                         f"elsewhere (another run, or an unclosed reader) ({err})") from err
-    _check_archive(nc, path)
-    return nc
+    """A block of records could not be written (disk full, file-size limit); the archive keeps
+    the records before it and stays readable."""
 
 
 class ArchiveWriter:
-    """Append :class:`~solvers.core.snapshot.Snapshot` records to a NetCDF4 archive.
+    """Append :class:`~solvers.core.snapshot.Snapshot` records to a run archive.
 
     Parameters
     ----------
     path : str or PathLike
-        The archive file (parent folders are created).
+        The archive: a NetCDF4 file, or a zarr store when it ends in ``.zarr`` (parent
+        folders are created).
     config : RunConfig
-        The run configuration, stored as global attributes.
+        The run configuration, stored as global attributes; ``config.output`` sets
+        ``sync_interval`` and ``spectral`` (None: stored).
     theta : ndarray, shape (N,) on S^1, (nlat,) on S^2
         Cell centres in radians (S^2: the Gauss colatitudes, ``SphereGrid(lmax).theta``).
     cell_weight : ndarray, shape (N,) on S^1, (nlat, nphi) on S^2
         Cell measures, ``(rho * cell_weight).sum()`` is the mass (S^2: ``SphereGrid.area``).
     append : bool
-        Resume: open the existing file (which must exist and have the same grid) and append
-        records after its last time; a ``history`` line is added. ``overwrite`` is ignored.
+        Resume: open the existing archive (which must exist and have the same grid) and append
+        records after its last complete one; a ``history`` line is added; the spectrum is
+        stored as the archive already does. ``overwrite`` is ignored.
     overwrite : bool
-        Replace an existing file for a new run (otherwise FileExistsError).
+        Replace an existing archive for a new run (otherwise FileExistsError).
     phi : ndarray, shape (nphi,), optional
         Longitudes of an S^2 grid (``SphereGrid(lmax).phi``); given = S^2 layout, and then
         ``config.domain`` must be S2 with ``lmax = domain.resolution``.
 
     Notes
     -----
-    Use as a context manager, or call :meth:`close`. Instances are callable, so they can be
-    handed to ``simulate`` as trackers. Each record is synced to disk when written.
+    Use as a context manager, or call :meth:`close` (which writes the buffered records).
+    Instances are callable, so they can be handed to ``simulate`` as trackers.
     """
 
     def __init__(self, path: str | os.PathLike, config: RunConfig, theta: np.ndarray,
@@ -174,51 +172,57 @@ class ArchiveWriter:
             _check_target(self.path)
         self._lock = ArchiveLock(self.path).acquire()
         try:
-            self._nc = self._open_append(config) if append else self._create(config, overwrite)
+            self._store = self._open_append(config) if append else self._create(config, overwrite)
         except BaseException:
             self._lock.release()
             raise
-        self._n = _valid_records(self._nc)
-        self._last_t = float(self._nc["time"][self._n - 1]) if self._n else -np.inf
-        self._chunks = _time_chunks(self._nc)
-        self._tracks = self._load_tracks(config)
+        self._last_t = self._store.last_time()
+        self._buffer = RecordBuffer(self.grid, self._store.spectral, self._load_tracks(config))
+        self._every, self._written = float(config.output.sync_interval), 0
+        self._wait, self._synced = min(FIRST_SYNC, self._every), -np.inf
+        self._failed = False
 
     def _load_tracks(self, config: RunConfig) -> AtomTracks:
         """Atom identities: new, or continued from the last record of an appended archive."""
         link = link_radius(config.atoms.link_radius)
         dim = 2 if self.phi is None else 3
-        nc, width = self._nc, len(self._nc.dimensions["atom"])
-        if self._n == 0 or width == 0:
-            define_atom_tracks(nc)
+        store, n, width = self._store, self._store.n, self._store.atom_width
+        if n == 0 or width == 0:
+            store.add_missing_tracks()
             return AtomTracks(link, dim)
-        row = lambda name: np.ma.filled(np.ma.asarray(nc[name][self._n - 1, :width], float), np.nan)
+        row = lambda name: store.read(name, (n - 1, slice(0, width))).astype(float)
         pos = row("atom_position") if dim == 2 else np.stack([row(f"atom_{c}") for c in "xyz"], 1)
-        old = {k: np.ma.filled(np.ma.asarray(nc[k][:width]), -1 if k.endswith(("parent", "into"))
-                               else np.nan) for k in ATOM_TRACK_VARIABLES if k in nc.variables}
-        define_atom_tracks(nc)
+        old = {k: store.read(k, slice(0, width)) for k in ATOM_TRACK_VARIABLES if store.has(k)}
+        store.add_missing_tracks()
         nan, neg = np.full(width, np.nan), np.full(width, -1)
         return AtomTracks.restore(link, row("atom_mass"), pos, old.get("atom_birth_time", nan),
                                   old.get("atom_end_time", nan), old.get("atom_parent", neg),
                                   old.get("atom_merged_into", neg))
 
-    def _create(self, config: RunConfig, overwrite: bool) -> netCDF4.Dataset:
-        """Define the file under a temporary name and rename it into place (replacing an old
-        archive only by the rename: readers of the old file keep it intact)."""
+    def _create(self, config: RunConfig, overwrite: bool) -> Any:
+        """Define the archive under a temporary name and rename it into place (replacing an
+        old archive only by the rename: readers of the old file keep it intact)."""
         if self.path.exists() and not overwrite:
             raise FileExistsError(f"archive {self.path} already exists: pass --overwrite "
                                   "(overwrite=True) to replace it, --resume to continue it, "
                                   "or delete it")
+        spectral = bool(config.output.spectral)
+        # every snapshot synced as it comes (sync_interval 0 or unset): chunks of one record,
+        # else of about 2 MiB of rho (a chunk is recompressed at each block that extends it)
+        records = time_chunk(self.grid) if config.output.sync_interval else 1
+        dirac = config.atoms.representation == "dirac"
+        if is_zarr(self.path):
+            if dirac:
+                raise ValueError("output.path: a measure-valued run (atoms.representation = "
+                                 "\"dirac\") is archived in NetCDF only; use a .nc path")
+            from solvers.io.zarr_store import ZarrStore
+
+            return ZarrStore.create(self.path, config, self.grid, spectral, records)
         tmp = temporary_sibling(self.path)
         nc = netCDF4.Dataset(tmp, "w", format="NETCDF4", clobber=True)
         try:
             nc.setncatts(_global_attributes(config))
-            nc.createDimension("time", None)
-            nc.createDimension("theta", self.theta.size)
-            nc.createDimension("atom", None)
-            (_define_circle_axes if self.phi is None else _define_sphere_axes)(nc, self.grid)
-            _define_records(nc, self.grid)
-            if config.atoms.representation == "dirac":
-                define_dirac(nc)
+            define(nc, self.grid, spectral, records, dirac)
             nc.sync()
             os.replace(tmp, self.path)
             _sync_folder(self.path.parent)
@@ -226,26 +230,30 @@ class ArchiveWriter:
             nc.close()
             tmp.unlink(missing_ok=True)
             raise
-        return nc
+        return NetCDFStore(nc, self.path, self.grid)
 
-    def _open_append(self, config: RunConfig) -> netCDF4.Dataset:
-        nc = _open_append(self.path)
+    def _open_append(self, config: RunConfig) -> Any:
+        if is_zarr(self.path):
+            from solvers.io.zarr_store import ZarrStore
+
+            store = ZarrStore.open(self.path, self.grid)
+        else:
+            store = NetCDFStore(_open_append(self.path), self.path, self.grid)
         try:
-            self._check_grid(nc)
+            self._check_grid(store)
             line = f"{_utc_now()} resumed by meanfield-spectral {package_version()}"
-            changed = _changed_parameters(nc, config)
+            changed = _changed_parameters(store, config)
             if changed:
                 line += "; changed: " + ", ".join(changed)
-            nc.setncattr("history", f"{getattr(nc, 'history', '')}\n{line}".lstrip("\n"))
-            nc.sync()
+            store.set_attr("history", f"{store.get_attr('history') or ''}\n{line}".lstrip("\n"))
         except BaseException:
-            nc.close()
+            store.close()
             raise
-        return nc
+        return store
 
-    def _check_grid(self, nc: netCDF4.Dataset) -> None:
+    def _check_grid(self, store: Any) -> None:
         for name, ours in (("theta", self.theta), ("phi", self.phi)):
-            old = np.asarray(nc[name][:], dtype=float) if name in nc.variables else None
+            old = store.read(name).astype(float) if store.has(name) else None
             if (old is None) != (ours is None) or (old is not None and (
                     old.shape != ours.shape or not np.allclose(old, ours, rtol=0, atol=1e-12))):
                 size = "none" if old is None else old.size
@@ -255,11 +263,12 @@ class ArchiveWriter:
 
     @property
     def n_records(self) -> int:
-        """Number of complete records in the file."""
-        return self._n
+        """Number of records: complete in the archive plus buffered."""
+        return self._store.n + len(self._buffer)
 
     def write_snapshot(self, snapshot: Snapshot) -> bool:
-        """Append one record and sync it to disk.
+        """Buffer one record; append the buffer as one block when a time chunk is full or
+        the sync interval has passed.
 
         Returns False (and writes nothing) when ``snapshot.t`` equals the last written time
         (a repeated final snapshot); raises ValueError when it is earlier.
@@ -272,122 +281,46 @@ class ArchiveWriter:
             if np.isclose(t, self._last_t, rtol=1e-12, atol=1e-14):
                 return False
             raise ValueError(f"snapshot time {t} precedes the last archived time {self._last_t}")
-        self._check_room()
-        try:
-            self._write_record(self._n, snapshot, rho)
-            self._nc.sync()
-        except (OSError, RuntimeError) as err:  # netCDF4 reports I/O errors as RuntimeError
-            raise ArchiveWriteError(f"cannot write record {self._n + 1} to {self.path} ({err}); "
-                                    f"it holds {self._n} complete records") from None
-        self._n += 1
+        self._buffer.add(snapshot, rho)
         self._last_t = t
+        now, self._written = wallclock.monotonic(), self._written + 1
+        if (self._written <= FIRST_RECORDS or self.n_records % self._store.records == 0
+                or now - self._synced >= self._wait):
+            self.flush()
+            self._synced, self._wait = now, min(2.0 * self._wait, self._every)
         return True
-
-    def _check_room(self) -> None:
-        """Refuse a record that the disk or the file-size limit (``ulimit -f``) cannot take,
-        before writing any of it: a half-written HDF5 file may not open again."""
-        need = sum(size for every, size in self._chunks if self._n % every == 0) + _MARGIN
-        st = os.statvfs(self.path.parent)
-        free = st.f_bavail * st.f_frsize
-        size = self.path.stat().st_size
-        limit = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
-        if free < need:
-            why = f"no space left on the device ({free} bytes free)"
-        elif limit != resource.RLIM_INFINITY and size + need > limit:
-            why = f"the file-size limit (ulimit -f: {limit} bytes) is reached"
-        else:
-            return
-        raise ArchiveWriteError(f"cannot write record {self._n + 1} to {self.path}: {why}; "
-                                f"it holds {self._n} complete records")
 
     __call__ = write_snapshot
 
-    def _write_record(self, i: int, snapshot: Snapshot, rho: np.ndarray) -> None:
-        nc, d = self._nc, snapshot.diagnostics
-        nc["rho"][i, ...] = rho
-        mass, pos, core = self._by_identity(snapshot)
-        if self.phi is None:
-            c, prefix = rho_hat(rho), "rho_hat"
-            atoms = {"atom_mass": mass, "atom_position": pos}
-        else:
-            c, prefix = self.grid.basis.forward(rho), "rho_lm"
-            atoms = sphere_atom_columns(mass, pos)
-        atoms["atom_core_mass"] = core
-        nc[f"{prefix}_real"][i, :] = c.real
-        nc[f"{prefix}_imag"][i, :] = c.imag
-        nc["step"][i] = int(snapshot.step)
-        nc["dt"][i] = float(snapshot.dt)
-        for name in DIAGNOSTIC_VARIABLES:
-            nc[name][i] = getattr(d, name)
-        self._write_atoms(i, atoms)
-        self._write_dirac(i, d)
-        self._write_tracks(i, snapshot)
-        nc["time"][i] = float(snapshot.t)  # last: a record counts once its time is written
-
-    def _by_identity(self, snapshot: Snapshot) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Link the snapshot's atoms to identities; mass (k,), position (k,) or (k, 3), core
-        mass (k,) with one column per identity so far, NaN where an identity is not alive."""
-        d = snapshot.diagnostics
-        mass = np.asarray(d.atom_mass, float).reshape(-1)
-        position = np.asarray(d.atom_position, float)
-        if position.size != mass.size * (1 if self.phi is None else 3):
-            raise ValueError(f"atom_position has shape {position.shape}, expected "
-                             f"({mass.size},{'' if self.phi is None else ' 3'})")
-        ids = self._tracks.link(float(snapshot.t), mass, position)
-        k = self._tracks.size
-        core = np.asarray(d.atom_core_mass, float).reshape(-1)
-        out_m, out_c = np.full(k, np.nan), np.full(k, np.nan)
-        out_p = np.full(k, np.nan) if self.phi is None else np.full((k, 3), np.nan)
-        out_m[ids] = mass
-        out_p[ids] = position.reshape(-1) if self.phi is None else position.reshape(-1, 3)
-        out_c[ids] = core if core.size == mass.size else np.nan
-        return out_m, out_p, out_c
-
-    def _write_tracks(self, i: int, snapshot: Snapshot) -> None:
-        """Per-identity records (whole arrays) and the stop criteria of this snapshot."""
-        nc, tr, k = self._nc, self._tracks, self._tracks.size
-        if k:
-            for name, values in (("atom_birth_time", tr.birth_time), ("atom_end_time", tr.end_time),
-                                 ("atom_parent", tr.parent), ("atom_merged_into", tr.merged_into)):
-                nc[name][0:k] = values
-        st = snapshot.stationarity
-        for name in STATIONARITY_VARIABLES:
-            nc[f"stationary_{name}"][i] = -1 if st is None else int(getattr(st, name))
-
-    def _write_atoms(self, i: int, columns: dict[str, np.ndarray]) -> None:
-        """Write equal-length 1-D atom columns as NaN-padded rows of the ``atom`` dimension."""
-        sizes = {v.shape for v in columns.values()}
-        if len(sizes) != 1 or len(next(iter(sizes))) != 1:
-            raise ValueError("atom_mass and atom_position must be 1-D arrays of equal length")
-        n = next(iter(sizes))[0]
-        width = max(len(self._nc.dimensions["atom"]), n)
-        if width == 0:
+    def flush(self) -> None:
+        """Append the buffered records as one block, synced and counted complete."""
+        if not len(self._buffer) or self._failed:
             return
-        for name, values in columns.items():
-            row = np.full(width, np.nan)
-            row[:n] = values
-            self._nc[name][i, 0:width] = row
-
-    def _write_dirac(self, i: int, d: object) -> None:
-        """Dirac atoms (measure-valued runs) in the columns of their identities, NaN padded."""
-        if "dirac_mass" not in self._nc.variables:
-            return
-        ids = np.asarray(d.dirac_id, int)
-        width = max(len(self._nc.dimensions["dirac"]), int(ids.max()) + 1 if ids.size else 0)
-        if width == 0:
-            return
-        for name, values in (("dirac_mass", d.dirac_mass), ("dirac_position", d.dirac_position)):
-            row = np.full(width, np.nan)
-            row[ids] = values
-            self._nc[name][i, 0:width] = row
+        store, count = self._store, len(self._buffer)
+        why = store.check_room(count)
+        first, last = store.n + 1, store.n + count
+        if why is None:
+            try:
+                block, width = self._buffer.block(store.atom_width)
+                store.write_block(block, width, self._buffer.track_arrays())
+            except (OSError, RuntimeError) as err:  # netCDF4 reports I/O errors as RuntimeError
+                why = str(err)
+        if why is not None:
+            self._failed = True
+            self._buffer.clear()
+            raise ArchiveWriteError(f"cannot write records {first}-{last} to {self.path}: "
+                                    f"{why}; it holds {store.n} complete records")
+        self._buffer.clear()
 
     def close(self) -> None:
-        """Sync and close the file (idempotent)."""
+        """Write the buffered records, close the archive and release its lock (idempotent)."""
         try:
-            if self._nc.isopen():
-                self._nc.close()
+            self.flush()
         finally:
-            self._lock.release()
+            try:
+                self._store.close()
+            finally:
+                self._lock.release()
 
     def __enter__(self) -> ArchiveWriter:
         return self
@@ -396,9 +329,20 @@ class ArchiveWriter:
         self.close()
 
 
+def _open_append(path: Path) -> netCDF4.Dataset:
+    path = _existing(path)
+    try:
+        nc = netCDF4.Dataset(path, "a")
+    except OSError as err:
+        raise ValueError(f"cannot open {path} for appending: not a NetCDF4 file, or open "
+                         f"elsewhere (another run, or an unclosed reader) ({err})") from err
+    _check_archive(nc, path)
+    return nc
+
+
 def _check_target(path: Path) -> None:
     """Errors for paths that cannot hold an archive; creates missing parent folders."""
-    if path.is_dir():
+    if path.is_dir() and not is_zarr(path):
         raise IsADirectoryError(f"{path} is a folder; give an archive file name, e.g. {path}/run.nc")
     for parent in path.parents:
         if parent.exists():
@@ -408,27 +352,11 @@ def _check_target(path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
 
 
-def _sync_folder(folder: Path) -> None:
-    """fsync a folder so that a rename in it survives a crash (best effort)."""
-    try:
-        fd = os.open(folder, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
-def _changed_parameters(nc: netCDF4.Dataset, config: RunConfig) -> list[str]:
+def _changed_parameters(store: Any, config: RunConfig) -> list[str]:
     """``"key old -> new"`` for every parameter attribute that differs from ``config``."""
     out = []
     for name, new in config_attributes(config).items():
-        old = nc.getncattr(name) if name in nc.ncattrs() else None
-        if isinstance(old, np.generic):
-            old = old.item()
+        old = store.get_attr(name)
         if old != new:
             out.append(f"{name} {old!r} -> {new!r}")
     return out

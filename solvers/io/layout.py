@@ -1,5 +1,10 @@
-"""Layout of the NetCDF4 run archive: variable tables, attributes, and the definitions the writer
-uses (see :mod:`solvers.io.archive` for the layout and the file-level guarantees)."""
+"""Layout of the run archive, the same for NetCDF4 and zarr: variable tables, attributes, time
+chunking, and :class:`VarSpec` definitions that both stores create their variables from (see
+:mod:`solvers.io.archive` for the layout and the file-level guarantees).
+
+To add a kind of record, add a row to a table here (e.g. :data:`DIAGNOSTIC_VARIABLES`) or a
+:class:`VarSpec` to :func:`record_specs`, and fill it in :mod:`solvers.io.records`.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +14,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-import netCDF4
 import numpy as np
 
 from solvers.model.params import RunConfig, flatten
@@ -21,6 +25,11 @@ KERNEL_CONVENTIONS = {
     "exp_shifted": "exp_shifted: K(x, y) = exp(beta (<x, y> - 1))",
 }
 _ATOM_CHUNK = 32
+RECORDS_COMPLETE = "records_complete"  # global attribute: records that readers may trust
+CHUNK_BYTES = 2 << 20  # target size of one uncompressed time chunk of rho
+MAX_CHUNK_RECORDS = 256  # longest time chunk (small grids; chunks are allocated whole)
+# NetCDF compression of the records: shuffle + zlib (docs/archive.md has the measurements)
+COMPRESSION = {"zlib": True, "complevel": 4, "shuffle": True}
 _HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
 _DENSITY = "density"  # placeholder unit of density-valued diagnostics (radian-1 or sr-1)
 
@@ -57,20 +66,11 @@ SPHERE_ATOM_VARIABLES = {
 
 # Dirac atoms of a measure-valued run ([atoms] representation = "dirac"), all (time, dirac):
 # column = the Dirac atom's identity (birth order), NaN where it is not alive
+RAGGED_DIMS = ("atom", "dirac")  # unlimited, one column per identity, NaN padded
 CIRCLE_DIRAC_VARIABLES = {
     "dirac_mass": ("1", "mass of the Dirac atom (exact)"),
     "dirac_position": ("radian", "position of the Dirac atom in [0, 2 pi) (exact)"),
 }
-
-
-def define_dirac(nc: netCDF4.Dataset) -> None:
-    """The ``dirac`` dimension and the Dirac-atom variables of a measure-valued run."""
-    if "dirac" not in nc.dimensions:
-        nc.createDimension("dirac", None)
-    for name, (unit, long_name) in CIRCLE_DIRAC_VARIABLES.items():
-        if name not in nc.variables:
-            _var(nc, name, "f8", ("time", "dirac"), unit, f"{long_name} (NaN padded)",
-                 chunksizes=(1, _ATOM_CHUNK))
 
 
 # per identity, (atom): name -> (netCDF type, units, long_name)
@@ -205,117 +205,177 @@ def _global_attributes(config: RunConfig) -> dict[str, Any]:
         "config_text": config.text,
         "atom_method": ATOM_METHODS_TEXT.get(config.atoms.method, config.atoms.method),
         "representation": config.atoms.representation,
+        RECORDS_COMPLETE: 0,
     }
     attrs.update(config_attributes(config))
     return attrs
 
 
-def _var(nc: netCDF4.Dataset, name: str, dtype: str, dims: tuple[str, ...], units: str,
-         long_name: str, axis: str | None = None, **kwargs: Any) -> netCDF4.Variable:
-    """Create a variable with ``units`` and ``long_name`` (floats with NaN fill on ``time``)."""
+
+
+@dataclass(frozen=True)
+class VarSpec:
+    """One archive variable, store-neutral.
+
+    ``fill``: the fill value of unwritten entries (None: the store's default);
+    ``fill_attr``: False for ``time``, a coordinate (CF: no ``_FillValue`` attribute): its
+    unwritten entries still read NaN (the store keeps the fill, not the attribute);
+    ``data``: the values of a fixed (grid) variable; ``compress``: compress its chunks.
+    """
+
+    name: str
+    dtype: str
+    dims: tuple[str, ...]
+    attrs: dict[str, Any]
+    fill: float | int | None = None
+    fill_attr: bool = True
+    data: np.ndarray | None = None
+    compress: bool = False
+
+
+def _spec(name: str, dtype: str, dims: tuple[str, ...], units: str, long_name: str,
+          **kw: Any) -> VarSpec:
+    """A :class:`VarSpec` with ``units`` and ``long_name`` (floats on ``time``: NaN fill)."""
+    attrs = {"units": units, "long_name": long_name} | kw.pop("attrs", {})
     if dtype == "f8" and "time" in dims:
-        kwargs.setdefault("fill_value", np.nan)
-    var = nc.createVariable(name, dtype, dims, **kwargs)
-    var.setncatts({"units": units, "long_name": long_name} | ({"axis": axis} if axis else {}))
-    return var
+        kw.setdefault("fill", np.nan)
+    if "time" in dims:  # chunks of many records: compressed (NaN padding costs nothing)
+        kw.setdefault("compress", True)
+    return VarSpec(name, dtype, dims, attrs, **kw)
 
 
-def _bounds(nc: netCDF4.Dataset, axis: str, faces: np.ndarray, units: str) -> None:
-    """CF cell bounds ``<axis>_bounds(axis, nv)`` from the ``n + 1`` faces of the cells."""
-    if "nv" not in nc.dimensions:
-        nc.createDimension("nv", 2)
-    nc[axis].bounds = f"{axis}_bounds"
-    var = nc.createVariable(f"{axis}_bounds", "f8", (axis, "nv"))
-    var.units = units  # bounds inherit the coordinate's meaning (CF 7.1); units kept for readers
-    var.long_name = f"{axis} of the cell faces (lower, upper)"
-    var[:] = np.stack([faces[:-1], faces[1:]], axis=1)
+def _bounds(axis: str, faces: np.ndarray) -> VarSpec:
+    """CF cell bounds ``<axis>_bounds(axis, nv)`` from the ``n + 1`` faces of the cells (units
+    kept for readers, though bounds inherit the coordinate's, CF 7.1)."""
+    return _spec(f"{axis}_bounds", "f8", (axis, "nv"), "radian",
+                 f"{axis} of the cell faces (lower, upper)",
+                 data=np.stack([faces[:-1], faces[1:]], axis=1))
 
 
-def _define_circle_axes(nc: netCDF4.Dataset, grid: _Grid) -> None:
-    n = grid.theta.size
-    nc.createDimension("wavenumber", n // 2 + 1)
-    _var(nc, "theta", "f8", ("theta",), "radian", "cell centre angle")[:] = grid.theta
-    nc["theta"].setncattr("axis", "X")
-    h = 2.0 * np.pi / n
-    _bounds(nc, "theta", np.append(grid.theta - 0.5 * h, grid.theta[-1] + 0.5 * h), "radian")
-    # the cell measure of a 1-D grid is a length; CF's cell_measures knows only "area" and
-    # "volume", so it is registered as the grid's "area" (docs/archive.md)
-    _var(nc, "cell_weight", "f8", ("theta",), "radian",
-         "cell measure (arc length = quadrature weight)")[:] = grid.cell_weight
-    _var(nc, "wavenumber", "i8", ("wavenumber",), "1", "Fourier wavenumber k")[:] = \
-        np.arange(n // 2 + 1)
+def dimension_sizes(grid: _Grid, spectral: bool, dirac: bool = False) -> dict[str, int | None]:
+    """The archive's dimensions (None: unlimited; ``dirac``: a measure-valued run's atoms)."""
+    dims: dict[str, int | None] = {"time": None, "theta": grid.theta.size, "atom": None, "nv": 2}
+    if dirac:
+        dims["dirac"] = None
+    if grid.phi is not None:
+        dims["phi"] = grid.phi.size
+    if spectral:
+        dims["wavenumber" if grid.phi is None else "lm"] = (
+            grid.theta.size // 2 + 1 if grid.phi is None else grid.basis.nlm)
+    return dims
 
 
-def _define_sphere_axes(nc: netCDF4.Dataset, grid: _Grid) -> None:
-    nc.createDimension("phi", grid.phi.size)
-    nc.createDimension("lm", grid.basis.nlm)
-    _var(nc, "theta", "f8", ("theta",), "radian",
-         "colatitude of the cell centre (Gauss node)", axis="Y")[:] = grid.theta
-    _var(nc, "phi", "f8", ("phi",), "radian", "longitude of the cell centre", axis="X")[:] = grid.phi
+def axis_specs(grid: _Grid, spectral: bool) -> list[VarSpec]:
+    """Coordinates, cell bounds and cell measures of the grid (fixed variables)."""
+    if grid.phi is None:
+        n, h = grid.theta.size, 2.0 * np.pi / grid.theta.size
+        # the cell measure of a 1-D grid is a length; CF's cell_measures knows only "area"
+        # and "volume", so it is registered as the grid's "area" (docs/archive.md)
+        out = [_spec("theta", "f8", ("theta",), "radian", "cell centre angle", data=grid.theta,
+                     attrs={"axis": "X", "bounds": "theta_bounds"}),
+               _bounds("theta", np.append(grid.theta - 0.5 * h, grid.theta[-1] + 0.5 * h)),
+               _spec("cell_weight", "f8", ("theta",), "radian",
+                     "cell measure (arc length = quadrature weight)", data=grid.cell_weight)]
+        if spectral:
+            out.append(_spec("wavenumber", "i8", ("wavenumber",), "1", "Fourier wavenumber k",
+                             data=np.arange(n // 2 + 1)))
+        return out
+    return _sphere_axis_specs(grid, spectral)
+
+
+def _sphere_axis_specs(grid: _Grid, spectral: bool) -> list[VarSpec]:
     band = np.sum(grid.cell_weight, axis=1) / (2.0 * np.pi)  # cos(theta) drop across each band
     mu_faces = np.clip(1.0 - np.concatenate([[0.0], np.cumsum(band)]), -1.0, 1.0)
-    _bounds(nc, "theta", np.arccos(mu_faces), "radian")
     dphi = 2.0 * np.pi / grid.phi.size
-    _bounds(nc, "phi", np.append(grid.phi - 0.5 * dphi, grid.phi[-1] + 0.5 * dphi), "radian")
-    lat = _var(nc, "lat", "f8", ("theta",), "degrees_north", "latitude = 90 - colatitude")
-    lat[:], lat.standard_name = 90.0 - np.degrees(grid.theta), "latitude"
-    lon = _var(nc, "lon", "f8", ("phi",), "degrees_east", "longitude")
-    lon[:], lon.standard_name = np.degrees(grid.phi), "longitude"
-    _var(nc, "cell_weight", "f8", ("theta", "phi"), "sr",
-         "cell area = quadrature weight (sums to 4 pi)")[:] = grid.cell_weight
-    _var(nc, "degree", "i4", ("lm",), "1", "spherical-harmonic degree l")[:] = grid.basis.degrees
-    _var(nc, "order", "i4", ("lm",), "1", "spherical-harmonic order m >= 0")[:] = grid.basis.orders
+    out = [_spec("theta", "f8", ("theta",), "radian", "colatitude of the cell centre (Gauss node)",
+                 data=grid.theta, attrs={"axis": "Y", "bounds": "theta_bounds"}),
+           _spec("phi", "f8", ("phi",), "radian", "longitude of the cell centre", data=grid.phi,
+                 attrs={"axis": "X", "bounds": "phi_bounds"}),
+           _bounds("theta", np.arccos(mu_faces)),
+           _bounds("phi", np.append(grid.phi - 0.5 * dphi, grid.phi[-1] + 0.5 * dphi)),
+           _spec("lat", "f8", ("theta",), "degrees_north", "latitude = 90 - colatitude",
+                 data=90.0 - np.degrees(grid.theta), attrs={"standard_name": "latitude"}),
+           _spec("lon", "f8", ("phi",), "degrees_east", "longitude",
+                 data=np.degrees(grid.phi), attrs={"standard_name": "longitude"}),
+           _spec("cell_weight", "f8", ("theta", "phi"), "sr",
+                 "cell area = quadrature weight (sums to 4 pi)", data=grid.cell_weight)]
+    if spectral:
+        out += [_spec("degree", "i4", ("lm",), "1", "spherical-harmonic degree l",
+                      data=grid.basis.degrees),
+                _spec("order", "i4", ("lm",), "1", "spherical-harmonic order m >= 0",
+                      data=grid.basis.orders)]
+    return out
 
 
-def _define_spectrum(nc: netCDF4.Dataset, grid: _Grid, comp: dict[str, Any]) -> None:
+def spectrum_prefix(grid: _Grid) -> str:
+    """``rho_hat`` (S^1) or ``rho_lm`` (S^2): the spectrum variables are ``<prefix>_real/imag``."""
+    return "rho_hat" if grid.phi is None else "rho_lm"
+
+
+def _spectrum_specs(grid: _Grid) -> list[VarSpec]:
+    out = []
     for part in ("real", "imag"):
         if grid.phi is None:
-            _var(nc, f"rho_hat_{part}", "f8", ("time", "wavenumber"), grid.density_units,
-                 f"{part} part of c_k, rho = sum_k c_k exp(i k theta), c = rfft(rho)/N",
-                 chunksizes=(1, grid.theta.size // 2 + 1), **comp)
+            out.append(_spec(f"rho_hat_{part}", "f8", ("time", "wavenumber"), grid.density_units,
+                             f"{part} part of c_k, rho = sum_k c_k exp(i k theta), c = rfft(rho)/N",
+                             compress=True))
         else:
-            _var(nc, f"rho_lm_{part}", "f8", ("time", "lm"), "1",
-                 f"{part} part of rho_lm = int conj(Y_lm) rho dsigma (orthonormal Y_lm, "
-                 "Condon-Shortley phase, m >= 0)", chunksizes=(1, grid.basis.nlm),
-                 **comp).coordinates = "degree order"
+            out.append(_spec(f"rho_lm_{part}", "f8", ("time", "lm"), "1",
+                             f"{part} part of rho_lm = int conj(Y_lm) rho dsigma (orthonormal "
+                             "Y_lm, Condon-Shortley phase, m >= 0)", compress=True,
+                             attrs={"coordinates": "degree order"}))
+    return out
 
 
-def _define_records(nc: netCDF4.Dataset, grid: _Grid) -> None:
-    comp = {"zlib": True, "complevel": 4, "shuffle": True}
+def record_specs(grid: _Grid, spectral: bool, dirac: bool = False) -> list[VarSpec]:
+    """Every variable on ``time`` (``time`` first), then the per-identity atom records; with
+    ``dirac`` the Dirac atoms of a measure-valued run (one column per Dirac identity)."""
     s2, units = grid.phi is not None, grid.density_units
-    _var(nc, "time", "f8", ("time",), "1", "time (dimensionless model time)").axis = "T"
-    _var(nc, "step", "i8", ("time",), "1", "accepted steps since t = 0")
-    _var(nc, "dt", "f8", ("time",), "1", "last accepted step size")
-    rho = _var(nc, "rho", "f8", ("time", "theta", "phi") if s2 else ("time", "theta"), units,
-               "density (fv: cell averages; spectral: point values)",
-               chunksizes=(1, *grid.shape), **comp)
-    rho.cell_measures = "area: cell_weight"
-    if s2:
-        rho.coordinates = "lat lon"
-    _define_spectrum(nc, grid, comp)
-    for name, (dtype, unit, long_name) in DIAGNOSTIC_VARIABLES.items():
-        _var(nc, name, dtype, ("time",), units if unit == _DENSITY else unit, long_name)
-    for name, (unit, long_name) in (SPHERE_ATOM_VARIABLES if s2 else CIRCLE_ATOM_VARIABLES).items():
-        _var(nc, name, "f8", ("time", "atom"), unit, f"{long_name} (NaN padded)",
-             chunksizes=(1, _ATOM_CHUNK))
-    define_atom_tracks(nc)
+    rho_attrs = {"cell_measures": "area: cell_weight"} | ({"coordinates": "lat lon"} if s2 else {})
+    out = [_spec("time", "f8", ("time",), "1", "time (dimensionless model time)",
+                 fill_attr=False, attrs={"axis": "T"}),
+           _spec("step", "i8", ("time",), "1", "accepted steps since t = 0"),
+           _spec("dt", "f8", ("time",), "1", "last accepted step size"),
+           _spec("rho", "f8", ("time", "theta", "phi") if s2 else ("time", "theta"), units,
+                 "density (fv: cell averages; spectral: point values)", compress=True,
+                 attrs=rho_attrs)]
+    if spectral:
+        out += _spectrum_specs(grid)
+    out += [_spec(name, dtype, ("time",), units if unit == _DENSITY else unit, long_name)
+            for name, (dtype, unit, long_name) in DIAGNOSTIC_VARIABLES.items()]
+    out += [_spec(name, "f8", ("time", "atom"), unit, f"{long_name} (NaN padded)")
+            for name, (unit, long_name) in (SPHERE_ATOM_VARIABLES if s2
+                                            else CIRCLE_ATOM_VARIABLES).items()]
+    if dirac:
+        out += [_spec(name, "f8", ("time", "dirac"), unit, f"{long_name} (NaN padded)")
+                for name, (unit, long_name) in CIRCLE_DIRAC_VARIABLES.items()]
+    return out + track_specs()
 
 
-def define_atom_tracks(nc: netCDF4.Dataset) -> None:
+def track_specs() -> list[VarSpec]:
     """Per-identity atom records and the per-snapshot stop criteria (absent from old archives)."""
-    for name, (dtype, unit, long_name) in ATOM_TRACK_VARIABLES.items():
-        if name not in nc.variables:
-            fill = {"fill_value": np.nan} if dtype == "f8" else {}  # ints: -1 written, not a fill
-            _var(nc, name, dtype, ("atom",), unit, long_name, **fill)
-    for name in STATIONARITY_VARIABLES:
-        if f"stationary_{name}" not in nc.variables:
-            _var(nc, f"stationary_{name}", "i1", ("time",), "1",
-                 f"stop criterion '{name}' held at this snapshot (1), not (0), not evaluated (-1)",
-                 fill_value=-1)
+    out = [_spec(name, dtype, ("atom",), unit, long_name,
+                 fill=np.nan if dtype == "f8" else None)  # ints: -1 written, not a fill
+           for name, (dtype, unit, long_name) in ATOM_TRACK_VARIABLES.items()]
+    out += [_spec(f"stationary_{name}", "i1", ("time",), "1",
+                  f"stop criterion '{name}' held at this snapshot (1), not (0), not evaluated (-1)",
+                  fill=-1) for name in STATIONARITY_VARIABLES]
+    return out
 
 
-def _valid_records(nc: netCDF4.Dataset) -> int:
-    """Number of complete records: up to the last finite ``time`` (written last in a record)."""
-    t = np.ma.filled(np.ma.asarray(nc["time"][:], dtype=float), np.nan)
-    finite = np.flatnonzero(np.isfinite(t))
-    return int(finite[-1]) + 1 if finite.size else 0
+def record_bytes(grid: _Grid) -> int:
+    """Bytes of one uncompressed ``rho`` record."""
+    return int(np.prod(grid.shape)) * 8
+
+
+def time_chunk(grid: _Grid) -> int:
+    """Records per time chunk: about :data:`CHUNK_BYTES` of ``rho``, 1 to
+    :data:`MAX_CHUNK_RECORDS` (S^1 N = 512: 512 records of 4 KiB; S^2 lmax 127: 8 of 256 KiB)."""
+    return int(np.clip(CHUNK_BYTES // record_bytes(grid), 1, MAX_CHUNK_RECORDS))
+
+
+def chunk_shape(spec: VarSpec, sizes: dict[str, int | None], records: int) -> tuple[int, ...]:
+    """Chunks of a variable on ``time``: ``records`` along time, :data:`_ATOM_CHUNK` along
+    ``atom``, whole along the grid dimensions."""
+    return tuple(records if d == "time" else _ATOM_CHUNK if d in RAGGED_DIMS else int(sizes[d])
+                 for d in spec.dims)

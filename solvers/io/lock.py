@@ -19,6 +19,7 @@ import errno
 import fcntl
 import logging
 import os
+import shutil
 from pathlib import Path
 
 log = logging.getLogger(__name__)
@@ -38,6 +39,33 @@ def temporary_sibling(path: str | os.PathLike) -> Path:
     """A temporary name in the archive's folder (same filesystem, so ``os.replace`` is atomic)."""
     path = Path(path)
     return path.with_name(f".{path.name}.{os.getpid()}.tmp")
+
+
+def sync_folder(folder: Path) -> None:
+    """fsync a folder so that a rename in it survives a crash (best effort)."""
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def replace_folder(tmp: Path, path: Path) -> None:
+    """Move the folder ``tmp`` (a zarr store) to ``path``, replacing an old one there: the
+    old store is renamed aside first and removed after, so a reader opens the old or the new
+    store, never a mixture (between the two renames the path is briefly absent)."""
+    old = path.with_name(f".{path.name}.{os.getpid()}.old") if path.exists() else None
+    if old is not None:
+        os.replace(path, old)
+    os.replace(tmp, path)
+    sync_folder(path.parent)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
 
 
 def _holder(lock: Path) -> str:

@@ -1,6 +1,7 @@
-"""Reading run archives (see :mod:`solvers.io.archive` for the layout): robust to archives that
-a live process holds open, to trailing partial records and to damaged files, with errors that
-name the user's file."""
+"""Reading run archives, NetCDF4 files or zarr stores (see :mod:`solvers.io.archive` for the
+layout): robust to archives that a live process holds open, to trailing partial records (only
+the ``records_complete`` count is read; older archives: the finite ``time`` values) and to
+damaged files, with errors that name the user's file."""
 
 from __future__ import annotations
 
@@ -16,12 +17,18 @@ import netCDF4
 import numpy as np
 import xarray as xr
 
-from solvers.io.layout import _HDF5_SIGNATURE, REQUIRED_VARIABLES, _valid_records
+from solvers.io.layout import _HDF5_SIGNATURE, REQUIRED_VARIABLES
+from solvers.io.netcdf_store import valid_records as _valid_records
+
+
+def is_zarr(path: str | os.PathLike) -> bool:
+    """Whether ``path`` names a zarr store (it ends in ``.zarr``)."""
+    return Path(path).suffix == ".zarr"
 
 
 def _existing(path: str | os.PathLike) -> Path:
     path = Path(path)
-    if not path.is_file():
+    if not (path.is_dir() if is_zarr(path) else path.is_file()):
         raise FileNotFoundError(f"archive {path} does not exist")
     return path
 
@@ -95,15 +102,19 @@ def open_run(path: str | os.PathLike) -> xr.Dataset:
     ValueError
         The file is not a NetCDF4 run archive.
     """
+    if is_zarr(path):
+        from solvers.io.zarr_store import open_zarr_run
+
+        return open_zarr_run(_existing(path)).load()
     with _readable(path) as readable:
-        with _reading(readable, shown=path):  # validates
-            pass
+        with _reading(readable, shown=path) as nc:  # validates
+            n = _valid_records(nc)
         try:
             ds = xr.load_dataset(readable, engine="netcdf4")
         except (OSError, RuntimeError, KeyError) as err:
             raise ValueError(f"{path} is damaged: cannot read it "
                              f"({_named(err, readable, path)})") from None
-    return ds.isel(time=np.isfinite(ds["time"].values))
+    return ds.isel(time=slice(0, n))
 
 
 def read_last_state(path: str | os.PathLike) -> tuple[float, int, float, np.ndarray]:
@@ -116,6 +127,10 @@ def read_last_state(path: str | os.PathLike) -> tuple[float, int, float, np.ndar
     dt : float
     rho : ndarray, shape (N,) on S^1, (nlat, nphi) on S^2
     """
+    if is_zarr(path):
+        from solvers.io.zarr_store import last_state
+
+        return last_state(_existing(path))
     with _reading(path) as nc:
         i = _valid_records(nc) - 1
         if i < 0:
@@ -129,6 +144,8 @@ def read_last_dirac(path: str | os.PathLike) -> Any:
     a measure-valued run, for resuming; None for a grid run (no ``dirac_mass`` variable)."""
     from solvers.core.measure import DiracAtoms
 
+    if is_zarr(path):  # measure-valued runs are archived in NetCDF only
+        return None
     with _reading(path) as nc:
         if "dirac_mass" not in nc.variables:
             return None
@@ -154,6 +171,10 @@ def read_snapshot(path: str | os.PathLike, time: float | None = None
         Cell centres in radians (S^2: colatitudes and longitudes).
     rho : ndarray, shape (N,) on S^1, (nlat, nphi) on S^2
     """
+    if is_zarr(path):
+        from solvers.io.zarr_store import snapshot_near
+
+        return snapshot_near(_existing(path), time)
     with _reading(path) as nc:
         n = _valid_records(nc)
         if n == 0:
@@ -168,6 +189,13 @@ def read_snapshot(path: str | os.PathLike, time: float | None = None
 
 def read_config_text(path: str | os.PathLike) -> str:
     """The full TOML text of the run configuration stored in the archive."""
+    if is_zarr(path):
+        from solvers.io.zarr_store import open_zarr_run
+
+        text = open_zarr_run(_existing(path)).attrs.get("config_text")
+        if text is None:
+            raise ValueError(f"archive {path} has no config_text attribute")
+        return str(text)
     with _reading(path) as nc:
         if "config_text" not in nc.ncattrs():
             raise ValueError(f"archive {path} has no config_text attribute")

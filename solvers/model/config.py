@@ -331,7 +331,9 @@ def _atoms(t: dict[str, Any]) -> AtomParams:
 
 def _output(t: dict[str, Any]) -> OutputParams:
     return OutputParams(**_scalars("output", t, {
-        "path": string, "snapshot_interval": _positive, "progress": boolean}))
+        "path": string, "snapshot_interval": _positive, "progress": boolean,
+        "sync_interval": lambda k, v: number(k, v, lo=0.0, lo_open=False),
+        "spectral": boolean}))
 
 
 def build_config(doc: dict[str, Any], text: str = "") -> RunConfig:

@@ -181,9 +181,22 @@ class AtomParams:
 
 @dataclass(frozen=True)
 class OutputParams:
+    """Where and how a run is archived (docs/archive.md).
+
+    ``path``: the archive, NetCDF4 (``.nc``) or a zarr store (a path ending in ``.zarr``).
+    ``snapshot_interval``: model time between snapshots.
+    ``sync_interval``: the most wall-clock seconds between two syncs of the archive (a
+    ``kill -9`` loses at most the snapshots of that long; Ctrl-C, SIGTERM and a normal end
+    lose none); 0: every snapshot synced as it comes.
+    ``spectral``: also store the spectrum of every snapshot (S^1 ``rho_hat``, S^2 ``rho_lm``),
+    which ``rho`` determines (default false: it doubled an S^1 file).
+    """
+
     path: str = "output/run.nc"
     snapshot_interval: float = 1.0
     progress: bool = True
+    sync_interval: float = 5.0
+    spectral: bool = False
 
 
 @dataclass(frozen=True)

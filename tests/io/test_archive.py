@@ -100,7 +100,9 @@ def test_atoms_are_nan_padded(tmp_path: Path) -> None:
 
 def test_spectral_coefficients(tmp_path: Path) -> None:
     path = tmp_path / "run.nc"
-    write_run(path, atoms=(0,))
+    config = replace(make_config(), output=replace(make_config().output, spectral=True))
+    with ArchiveWriter(path, config, THETA, WEIGHT) as writer:  # output.spectral: stored
+        writer.write_snapshot(make_snapshot(0.0, 0))
     with xr.open_dataset(path) as ds:
         c = ds["rho_hat_real"].values[0] + 1j * ds["rho_hat_imag"].values[0]
         rho = ds["rho"].values[0]

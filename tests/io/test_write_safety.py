@@ -85,21 +85,22 @@ def assert_one_line(err: str, *words: str) -> None:
 
 def test_overwrite_of_a_live_run_is_refused_and_the_run_survives(tmp_path, config) -> None:
     out = tmp_path / "x.nc"
-    first = start("run", str(config), "-o", str(out), "--set", "time.t_end=6", "--set",
-                  "output.snapshot_interval=0.01", cwd=tmp_path)
+    # long enough to outlive the two refused processes (t_end 60: 60,000 fixed steps)
+    first = start("run", str(config), "-o", str(out), "--set", "time.t_end=60", "--set",
+                  "output.snapshot_interval=0.1", cwd=tmp_path)
     wait_for_records(out, first)
     rc, _, err = finish(start("run", str(config), "-o", str(out), "--overwrite", "--set",
                               "time.t_end=1", cwd=tmp_path))
     assert rc == 2
     assert_one_line(err, "being written by another process", f"pid {first.pid}")
-    rc, _, err = finish(start("run", "--resume", str(out), "--set", "time.t_end=5",
+    rc, _, err = finish(start("run", "--resume", str(out), "--set", "time.t_end=70",
                               cwd=tmp_path))
     assert rc == 2
     assert_one_line(err, "being written by another process")
     rc, _, err = finish(first)
     assert rc == 0, err
     ds = open_run(out)
-    assert ds.sizes["time"] == 601 and float(ds["time"][-1]) == 6.0
+    assert ds.sizes["time"] == 601 and float(ds["time"][-1]) == 60.0
     assert not lock_path(out).exists()
 
 
@@ -119,9 +120,10 @@ def test_overwrite_while_a_reader_holds_the_file_keeps_the_reader_intact(tmp_pat
 
 
 def test_file_size_limit_leaves_a_readable_archive(tmp_path, config) -> None:
+    # 2 MiB: uncompressed time chunks (256 records, ~0.4 MB at N = 64) are allocated whole
     out = tmp_path / "x.nc"
     rc, _, err = finish(start("run", str(config), "-o", str(out), "--set",
-                              "domain.resolution=64", cwd=tmp_path, fsize=400 << 10))
+                              "domain.resolution=64", cwd=tmp_path, fsize=2 << 20))
     assert rc == 1, err
     assert err.count("\n") == 1 and "Traceback" not in err, err
     assert "file-size limit" in err and f"--resume {out}" in err and "time.cfl" not in err

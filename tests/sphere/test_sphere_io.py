@@ -15,13 +15,14 @@ from solvers.core.snapshot import Diagnostics, Snapshot
 from solvers.io.archive import ArchiveWriter, open_run, read_last_state, read_snapshot
 from solvers.io.state import initial_density
 from solvers.model.config import ConfigError, load_config
-from solvers.model.params import DomainParams, ModelParams, RunConfig
+from solvers.model.params import DomainParams, ModelParams, OutputParams, RunConfig
 from solvers.sphere.grid import SphereGrid
 from solvers.sphere.initial import _real_harmonic, resample_sphere, vmf_density, vmf_pdf
 
 LMAX = 31
 S2 = f'[domain]\nmanifold = "S2"\nresolution = {LMAX}\n'
-CONFIG = RunConfig(domain=DomainParams("S2", LMAX), model=ModelParams(beta=2.0), text=S2)
+CONFIG = RunConfig(domain=DomainParams("S2", LMAX), model=ModelParams(beta=2.0), text=S2,
+                   output=OutputParams(spectral=True))  # the round trip checks rho_lm too
 ATOMS = np.array([[0.0, 0.0, 1.0], [1.0, 0.0, 0.0], [0.0, -0.6, -0.8]])
 
 

@@ -1,0 +1,183 @@
+"""The NetCDF4 store of a run archive: defines the layout of :mod:`solvers.io.layout` in a file,
+appends blocks of records, and keeps the ``records_complete`` count that readers trust.
+
+A block is written in two syncs: the records (``time`` last), then the new count. A process
+killed during the first leaves the count of the blocks before; one killed between the two
+leaves a block that readers ignore and a resume overwrites.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+from pathlib import Path
+from typing import Any
+
+import netCDF4
+import numpy as np
+
+from solvers.io.layout import (
+    COMPRESSION,
+    RECORDS_COMPLETE,
+    VarSpec,
+    _Grid,
+    axis_specs,
+    chunk_shape,
+    dimension_sizes,
+    record_specs,
+    spectrum_prefix,
+    track_specs,
+)
+
+# Compressed chunks change size when a block extends them, and HDF5 then moves them and
+# rewrites its chunk index: a SIGKILL in the middle left unreadable files (1 kill in 2 in
+# tests/io/test_kill_resume.py). Uncompressed chunks are rewritten in place.
+COMPRESS_NETCDF = False
+_MARGIN = 64 << 10  # bytes kept free beyond the chunks a block rewrites (HDF5 metadata)
+
+
+def create_variable(nc: netCDF4.Dataset, spec: VarSpec, records: int) -> None:
+    """Define ``spec`` in ``nc`` (time chunks of ``records``) and write its fixed data."""
+    kw: dict[str, Any] = {} if spec.fill is None else {"fill_value": spec.fill}
+    if "time" in spec.dims:
+        sizes = {d: len(nc.dimensions[d]) for d in spec.dims}
+        kw["chunksizes"] = chunk_shape(spec, sizes, records)
+    if spec.compress and COMPRESS_NETCDF:
+        kw.update(COMPRESSION)
+    var = nc.createVariable(spec.name, spec.dtype, spec.dims, **kw)
+    var.setncatts(spec.attrs)
+    if spec.data is not None:
+        var[:] = spec.data
+
+
+def define(nc: netCDF4.Dataset, grid: _Grid, spectral: bool, records: int,
+           dirac: bool = False) -> None:
+    """Dimensions and variables of a new archive (``records`` per time chunk; ``dirac``: the
+    Dirac atoms of a measure-valued run)."""
+    for name, size in dimension_sizes(grid, spectral, dirac).items():
+        nc.createDimension(name, size)
+    specs = axis_specs(grid, spectral) + record_specs(grid, spectral, dirac)
+    for spec in specs:
+        create_variable(nc, spec, records)
+    nc.sync()  # the HDF5 datasets now exist, with their fill values
+    for spec in specs:
+        if spec.fill is not None and not spec.fill_attr:
+            nc[spec.name].delncattr("_FillValue")  # unwritten entries still read NaN
+
+
+def define_atom_tracks(nc: netCDF4.Dataset) -> None:
+    """Add the per-identity records and stop criteria that an old archive lacks."""
+    records = _records_per_chunk(nc)
+    for spec in track_specs():
+        if spec.name not in nc.variables:
+            create_variable(nc, spec, records)
+
+
+def _records_per_chunk(nc: netCDF4.Dataset) -> int:
+    chunks = nc["rho"].chunking()
+    return 1 if chunks == "contiguous" else int(chunks[0])
+
+
+def valid_records(nc: netCDF4.Dataset) -> int:
+    """Number of complete records: the ``records_complete`` count, or, in archives written
+    before it, the records up to the last finite ``time`` (then written last in a record)."""
+    size = len(nc.dimensions["time"])
+    if RECORDS_COMPLETE in nc.ncattrs():
+        return min(int(nc.getncattr(RECORDS_COMPLETE)), size)
+    t = np.ma.filled(np.ma.asarray(nc["time"][:], dtype=float), np.nan)
+    finite = np.flatnonzero(np.isfinite(t))
+    return int(finite[-1]) + 1 if finite.size else 0
+
+
+class NetCDFStore:
+    """Block writer of an open NetCDF4 archive (created or opened for appending)."""
+
+    def __init__(self, nc: netCDF4.Dataset, path: Path, grid: _Grid) -> None:
+        self.nc, self.path = nc, path
+        self.n = valid_records(nc)
+        self.records = _records_per_chunk(nc)
+        self.spectral = f"{spectrum_prefix(grid)}_real" in nc.variables
+
+    @property
+    def atom_width(self) -> int:
+        return len(self.nc.dimensions["atom"])
+
+    def has(self, name: str) -> bool:
+        return name in self.nc.variables
+
+    def get_attr(self, name: str) -> Any:
+        value = self.nc.getncattr(name) if name in self.nc.ncattrs() else None
+        return value.item() if isinstance(value, np.generic) else value
+
+    def set_attr(self, name: str, value: Any) -> None:
+        self.nc.setncattr(name, value)
+        self.nc.sync()
+
+    def add_missing_tracks(self) -> None:
+        define_atom_tracks(self.nc)
+
+    def read(self, name: str, index: Any = slice(None)) -> np.ndarray:
+        """Values of a variable (masked entries as NaN, or -1 for integers)."""
+        values = np.ma.asarray(self.nc[name][index])
+        return np.ma.filled(values.astype(float) if values.dtype.kind == "f" else values,
+                            np.nan if values.dtype.kind == "f" else -1)
+
+    def last_time(self) -> float:
+        return float(self.nc["time"][self.n - 1]) if self.n else -np.inf
+
+    def check_room(self, count: int) -> str | None:
+        """Why a block of ``count`` records cannot be written (None: it can). Chunks are
+        stored uncompressed: the block allocates, for each variable on ``time``, the whole
+        chunks it starts (``records`` records each) and rewrites the others in place; plus a
+        margin for metadata."""
+        per_record = sum(_bytes_per_record(var) for var in self.nc.variables.values()
+                         if var.dimensions[:1] == ("time",))
+        new_chunks = -(-(self.n + count) // self.records) - (-(-self.n // self.records))
+        need = _MARGIN + new_chunks * self.records * per_record
+        size = self.path.stat().st_size
+        st = os.statvfs(self.path.parent)
+        free = st.f_bavail * st.f_frsize
+        limit = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
+        if free < need:
+            return f"no space left on the device ({free} bytes free)"
+        if limit != resource.RLIM_INFINITY and size + need > limit:
+            return f"the file-size limit (ulimit -f: {limit} bytes) is reached"
+        return None
+
+    def write_block(self, block: dict[str, np.ndarray], width: int,
+                    tracks: dict[str, np.ndarray]) -> None:
+        """Write records ``n ..`` from ``block`` (``time`` last), the per-identity records,
+        and sync; then count them complete and sync again."""
+        nc, i = self.nc, self.n
+        count = len(block["time"])
+        for name, values in block.items():
+            if name == "time" or name not in nc.variables:
+                continue
+            if nc[name].dimensions[1:] in (("atom",), ("dirac",)):
+                if values.shape[1]:  # NaN padded to the block's width (atoms: >= the file's)
+                    nc[name][i:i + count, 0:values.shape[1]] = values
+            else:
+                nc[name][i:i + count, ...] = values
+        k = len(next(iter(tracks.values()))) if tracks else 0
+        for name, values in tracks.items():
+            nc[name][0:k] = values
+        nc["time"][i:i + count] = block["time"]
+        nc.sync()
+        self.n += count
+        nc.setncattr(RECORDS_COMPLETE, np.int64(self.n))
+        nc.sync()
+
+    def close(self) -> None:
+        if self.nc.isopen():
+            self.nc.close()
+
+
+def _bytes_per_record(var: netCDF4.Variable) -> int:
+    """Bytes one record of ``var`` allocates, whole chunks along the other dimensions."""
+    chunks = var.chunking()
+    if chunks == "contiguous":
+        return int(np.prod(var.shape[1:], dtype=np.int64)) * var.dtype.itemsize
+    cells = 1
+    for size, chunk in zip(var.shape[1:], chunks[1:]):
+        cells *= max(1, -(-size // chunk)) * chunk
+    return cells * var.dtype.itemsize

@@ -1,0 +1,146 @@
+"""Snapshots turned into archive records, buffered in memory until the writer appends them as
+one block (store-neutral: :mod:`solvers.io.netcdf_store` and :mod:`solvers.io.zarr_store`
+write the blocks).
+
+A record holds, for one snapshot: ``time``, ``step``, ``dt``, ``rho``, the spectrum when the
+archive keeps it, every diagnostic, the atoms by identity (one column per identity, NaN where
+an identity is not alive) and the stop criteria. The atom identities are linked snapshot by
+snapshot as the records are made (:class:`~solvers.core.atom_tracks.AtomTracks`), so the
+per-identity records (birth, end, parent, merged into) are those after the last record made.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from solvers.core.atom_tracks import AtomTracks
+from solvers.core.snapshot import Snapshot
+from solvers.io.layout import (
+    CIRCLE_ATOM_VARIABLES,
+    DIAGNOSTIC_VARIABLES,
+    SPHERE_ATOM_VARIABLES,
+    STATIONARITY_VARIABLES,
+    _Grid,
+    rho_hat,
+    spectrum_prefix,
+    sphere_atom_columns,
+)
+
+
+class RecordBuffer:
+    """Records waiting to be written, in time order.
+
+    Parameters
+    ----------
+    grid : _Grid
+        The archive's grid (S^2 when ``grid.phi`` is given).
+    spectral : bool
+        Make the spectrum variables (``rho_hat_*`` or ``rho_lm_*``).
+    tracks : AtomTracks
+        The atom identities so far (new, or restored from an appended archive).
+    """
+
+    def __init__(self, grid: _Grid, spectral: bool, tracks: AtomTracks) -> None:
+        self.grid, self.spectral, self.tracks = grid, spectral, tracks
+        self.atom_names = tuple((CIRCLE_ATOM_VARIABLES if grid.phi is None
+                                 else SPHERE_ATOM_VARIABLES))
+        self._rows: list[dict[str, Any]] = []
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def clear(self) -> None:
+        """Drop the buffered records (after they were written, or could not be)."""
+        self._rows.clear()
+
+    def add(self, snapshot: Snapshot, rho: np.ndarray) -> None:
+        """Make the record of ``snapshot`` (``rho`` checked by the writer) and buffer it."""
+        d = snapshot.diagnostics
+        row: dict[str, Any] = {"time": float(snapshot.t), "step": int(snapshot.step),
+                               "dt": float(snapshot.dt), "rho": np.array(rho, dtype=float)}
+        if self.spectral:
+            c = rho_hat(rho) if self.grid.phi is None else self.grid.basis.forward(rho)
+            prefix = spectrum_prefix(self.grid)
+            row[f"{prefix}_real"], row[f"{prefix}_imag"] = c.real.copy(), c.imag.copy()
+        for name in DIAGNOSTIC_VARIABLES:
+            row[name] = getattr(d, name)
+        st = snapshot.stationarity
+        for name in STATIONARITY_VARIABLES:
+            row[f"stationary_{name}"] = -1 if st is None else int(getattr(st, name))
+        row["atoms"] = self._atoms(snapshot)
+        if getattr(d, "dirac_id", None) is not None:
+            row["dirac"] = _dirac_columns(d)
+        self._rows.append(row)
+
+    def _atoms(self, snapshot: Snapshot) -> dict[str, np.ndarray]:
+        """Link the snapshot's atoms to identities: one column per identity so far, NaN where
+        an identity is not alive (S^1: mass, core mass, position; S^2: x, y, z, angles)."""
+        d, s1 = snapshot.diagnostics, self.grid.phi is None
+        mass = np.asarray(d.atom_mass, float).reshape(-1)
+        position = np.asarray(d.atom_position, float)
+        if position.size != mass.size * (1 if s1 else 3):
+            raise ValueError(f"atom_position has shape {position.shape}, expected "
+                             f"({mass.size},{'' if s1 else ' 3'})")
+        ids = self.tracks.link(float(snapshot.t), mass, position)
+        k = self.tracks.size
+        core = np.asarray(d.atom_core_mass, float).reshape(-1)
+        out_m, out_c = np.full(k, np.nan), np.full(k, np.nan)
+        out_p = np.full(k, np.nan) if s1 else np.full((k, 3), np.nan)
+        out_m[ids] = mass
+        out_p[ids] = position.reshape(-1) if s1 else position.reshape(-1, 3)
+        out_c[ids] = core if core.size == mass.size else np.nan
+        cols = {"atom_mass": out_m, "atom_position": out_p} if s1 else \
+            sphere_atom_columns(out_m, out_p)
+        cols["atom_core_mass"] = out_c
+        return cols
+
+    def block(self, width: int) -> tuple[dict[str, np.ndarray], int]:
+        """The buffered records as arrays ``(records, ...)`` and the atom width (at least
+        ``width``, the archive's); atom rows are NaN padded to it."""
+        rows = self._rows
+        names = [k for k in rows[0] if k not in ("atoms", "dirac")]
+        out = {k: np.asarray([r[k] for r in rows]) for k in names}
+        width = max([width] + [r["atoms"]["atom_mass"].size for r in rows])
+        for name in self.atom_names:
+            table = np.full((len(rows), width), np.nan)
+            for i, r in enumerate(rows):
+                values = r["atoms"][name]
+                table[i, :values.size] = values
+            out[name] = table
+        if "dirac" in rows[0]:
+            out.update(_ragged([r["dirac"] for r in rows]))
+        return out, width
+
+    def track_arrays(self) -> dict[str, np.ndarray]:
+        """The per-identity records after the last record made (empty without atoms)."""
+        tr = self.tracks
+        if not tr.size:
+            return {}
+        return {"atom_birth_time": tr.birth_time, "atom_end_time": tr.end_time,
+                "atom_parent": tr.parent, "atom_merged_into": tr.merged_into}
+
+
+def _dirac_columns(d: Any) -> dict[str, np.ndarray]:
+    """A measure-valued snapshot's Dirac atoms in the columns of their identities (NaN padded)."""
+    ids = np.asarray(d.dirac_id, int)
+    width = int(ids.max()) + 1 if ids.size else 0
+    out = {}
+    for name in ("dirac_mass", "dirac_position"):
+        row = np.full(width, np.nan)
+        row[ids] = np.asarray(getattr(d, name), float)
+        out[name] = row
+    return out
+
+
+def _ragged(rows: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
+    """Rows of unequal widths as NaN-padded tables ``(records, width)``."""
+    width = max(r[next(iter(r))].size for r in rows)
+    out = {}
+    for name in rows[0]:
+        table = np.full((len(rows), width), np.nan)
+        for i, r in enumerate(rows):
+            table[i, :r[name].size] = r[name]
+        out[name] = table
+    return out

@@ -1,0 +1,214 @@
+"""The zarr store of a run archive (a path ending in ``.zarr``): the layout of
+:mod:`solvers.io.layout` as zarr v3 arrays with ``dimension_names`` (what xarray reads), time
+chunks as in the NetCDF file, ``rho`` and the spectra compressed with Blosc (zstd, shuffle).
+
+Crash safety: zarr writes every chunk and metadata file to a temporary name and renames it
+into place, so a killed writer leaves whole files. A block resizes the arrays, writes the
+records (``time`` last), then counts them in ``records_complete`` and consolidates the
+metadata; :func:`open_zarr_run` (and a plain ``xarray.open_zarr``, which reads the consolidated
+metadata) see only counted records.
+"""
+
+from __future__ import annotations
+
+import shutil
+import warnings
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import xarray as xr
+import zarr
+from zarr.codecs import BloscCodec
+
+from solvers.io.layout import (
+    _ATOM_CHUNK,
+    RECORDS_COMPLETE,
+    REQUIRED_VARIABLES,
+    VarSpec,
+    _global_attributes,
+    _Grid,
+    axis_specs,
+    chunk_shape,
+    dimension_sizes,
+    record_specs,
+    spectrum_prefix,
+    track_specs,
+)
+from solvers.io.lock import replace_folder, temporary_sibling
+from solvers.model.params import RunConfig
+
+_COMPRESSOR = BloscCodec(cname="zstd", clevel=5, shuffle="shuffle")
+
+
+def _create_array(group: zarr.Group, spec: VarSpec, sizes: dict[str, int | None],
+                  records: int) -> None:
+    shape = tuple(0 if sizes[d] is None else int(sizes[d]) for d in spec.dims)
+    if "time" in spec.dims:
+        chunks = chunk_shape(spec, sizes, records)
+    else:
+        chunks = tuple(_ATOM_CHUNK if d == "atom" else max(1, s) for d, s in zip(spec.dims, shape))
+    fill = spec.fill if spec.fill is not None else 0
+    extra = {"compressors": _COMPRESSOR} if spec.compress else {}
+    attrs = dict(spec.attrs)
+    if spec.fill is not None and spec.fill_attr and np.dtype(spec.dtype).kind == "i":
+        attrs["_FillValue"] = int(spec.fill)  # decoded as in the NetCDF file (floats: NaN)
+    arr = group.create_array(spec.name, shape=shape, chunks=chunks, dtype=np.dtype(spec.dtype),
+                             fill_value=fill, dimension_names=spec.dims, attributes=attrs,
+                             **extra)
+    if spec.data is not None:
+        arr[...] = np.asarray(spec.data, dtype=spec.dtype)
+
+
+def _consolidate(path: Path) -> None:
+    with warnings.catch_warnings():  # consolidated metadata: not yet in the v3 specification
+        warnings.simplefilter("ignore")
+        zarr.consolidate_metadata(str(path))
+
+
+class ZarrStore:
+    """Block writer of a zarr run archive (same interface as the NetCDF store)."""
+
+    def __init__(self, path: Path, grid: _Grid) -> None:
+        self.path = path
+        self.group = zarr.open_group(str(path), mode="r+", use_consolidated=False)
+        missing = [v for v in REQUIRED_VARIABLES if v not in self.group]
+        if missing:
+            raise ValueError(f"{path} is not a meanfield-spectral archive: missing {missing}")
+        self.n = _count(self.group)
+        self.records = int(self.group["rho"].chunks[0])
+        self.spectral = f"{spectrum_prefix(grid)}_real" in self.group
+
+    @classmethod
+    def create(cls, path: Path, config: RunConfig, grid: _Grid, spectral: bool,
+               records: int) -> ZarrStore:
+        """Define a new store (``records`` per time chunk) under a temporary name and move
+        it into place."""
+        tmp = temporary_sibling(path)
+        shutil.rmtree(tmp, ignore_errors=True)
+        try:
+            group = zarr.open_group(str(tmp), mode="w", zarr_format=3)
+            group.attrs.update(_global_attributes(config))
+            sizes = dimension_sizes(grid, spectral)
+            for spec in axis_specs(grid, spectral) + record_specs(grid, spectral):
+                _create_array(group, spec, sizes, records)
+            _consolidate(tmp)
+            replace_folder(tmp, path)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        return cls(path, grid)
+
+    @classmethod
+    def open(cls, path: Path, grid: _Grid) -> ZarrStore:
+        """Open an existing store for appending."""
+        if not path.is_dir():
+            raise FileNotFoundError(f"archive {path} does not exist")
+        return cls(path, grid)
+
+    @property
+    def atom_width(self) -> int:
+        return int(self.group["atom_mass"].shape[1])
+
+    def has(self, name: str) -> bool:
+        return name in self.group
+
+    def read(self, name: str, index: Any = slice(None)) -> np.ndarray:
+        return np.asarray(self.group[name][index])
+
+    def get_attr(self, name: str) -> Any:
+        return self.group.attrs.get(name)
+
+    def set_attr(self, name: str, value: Any) -> None:
+        self.group.attrs[name] = value
+        _consolidate(self.path)
+
+    def add_missing_tracks(self) -> None:
+        sizes = {"time": None, "atom": None}
+        for spec in track_specs():
+            if spec.name not in self.group:
+                _create_array(self.group, spec, sizes, self.records)
+
+    def last_time(self) -> float:
+        return float(self.group["time"][self.n - 1]) if self.n else -np.inf
+
+    def check_room(self, count: int) -> str | None:
+        """Why a block of ``count`` records cannot be written (None: it can)."""
+        need = (64 << 10) + 2 * count * sum(
+            int(np.prod(a.shape[1:], dtype=np.int64)) * a.dtype.itemsize
+            for _, a in self.group.arrays() if a.metadata.dimension_names[:1] == ("time",))
+        free = shutil.disk_usage(self.path).free
+        return None if free >= need else f"no space left on the device ({free} bytes free)"
+
+    def write_block(self, block: dict[str, np.ndarray], width: int,
+                    tracks: dict[str, np.ndarray]) -> None:
+        """Resize, write records ``n ..`` (``time`` last) and the per-identity records, then
+        count them complete and consolidate the metadata."""
+        i, count = self.n, len(block["time"])
+        k = len(next(iter(tracks.values()))) if tracks else 0
+        width = max(width, k, self.atom_width)
+        for _, arr in self.group.arrays():
+            dims = arr.metadata.dimension_names
+            if "time" in dims or "atom" in dims:
+                arr.resize(tuple(i + count if d == "time" else width if d == "atom" else s
+                                 for d, s in zip(dims, arr.shape)))
+        for name, values in block.items():
+            if name == "time" or name not in self.group:
+                continue
+            arr = self.group[name]
+            if arr.ndim == 2 and arr.metadata.dimension_names[1] == "atom":
+                arr[i:i + count, :values.shape[1]] = values
+            else:
+                arr[i:i + count] = values
+        for name, values in tracks.items():
+            self.group[name][0:k] = values
+        self.group["time"][i:i + count] = block["time"]
+        self.n += count
+        self.group.attrs[RECORDS_COMPLETE] = self.n
+        _consolidate(self.path)
+
+    def close(self) -> None:
+        """Nothing to release: every block is on disk when written."""
+
+
+def _count(group: zarr.Group) -> int:
+    return min(int(group.attrs.get(RECORDS_COMPLETE, 0)), int(group["time"].shape[0]))
+
+
+def open_zarr_run(path: Path) -> xr.Dataset:
+    """The store's complete records as a lazy :class:`xarray.Dataset` (dask arrays)."""
+    try:
+        with warnings.catch_warnings():  # caught between a block's count and consolidation
+            warnings.simplefilter("ignore", RuntimeWarning)
+            ds = xr.open_zarr(str(path), consolidated=None)
+    except (OSError, ValueError, KeyError) as err:
+        raise ValueError(f"{path} is not a readable zarr archive ({err})") from None
+    missing = [v for v in REQUIRED_VARIABLES if v not in ds.variables]
+    if missing:
+        raise ValueError(f"{path} is not a meanfield-spectral archive: missing {missing}")
+    n = min(int(ds.attrs.get(RECORDS_COMPLETE, 0)), ds.sizes["time"])
+    return ds.isel(time=slice(0, n))
+
+
+def last_state(path: Path) -> tuple[float, int, float, np.ndarray]:
+    """``(t, step, dt, rho)`` of the last complete record (for resuming)."""
+    ds = open_zarr_run(path)
+    if ds.sizes["time"] == 0:
+        raise ValueError(f"archive {path} holds no snapshots")
+    last = ds.isel(time=-1)
+    return (float(last["time"]), int(last["step"]), float(last["dt"]),
+            np.asarray(last["rho"].values, dtype=float))
+
+
+def snapshot_near(path: Path, time: float | None) -> tuple[float, Any, np.ndarray]:
+    """``(t, grid, rho)`` of the record nearest ``time`` (the last one if None)."""
+    ds = open_zarr_run(path)
+    n = ds.sizes["time"]
+    if n == 0:
+        raise ValueError(f"archive {path} holds no snapshots")
+    times = ds["time"].values
+    i = n - 1 if time is None else int(np.argmin(np.abs(times - time)))
+    theta = np.asarray(ds["theta"].values, dtype=float)
+    if "phi" in ds.variables:
+        theta = (theta, np.asarray(ds["phi"].values, dtype=float))
+    return float(times[i]), theta, np.asarray(ds["rho"].values[i], dtype=float)
