@@ -30,8 +30,9 @@ FIXED_ON_RESUME = ("time.scheme",)  # the archived state is in this scheme's rep
 
 
 def _existing(path: str, what: str) -> Path:
+    """An archive path that exists: a NetCDF file, or a zarr store (a folder ending in .zarr)."""
     p = Path(path)
-    if not p.is_file():
+    if not (p.is_dir() if p.suffix == ".zarr" else p.is_file()):
         raise CliError(f"{what} not found: {path}")
     return p
 
