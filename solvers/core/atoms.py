@@ -166,6 +166,10 @@ def split_at_saddles(labels: np.ndarray, density: np.ndarray, graph: CellGraph,
     cross = (labels[i] == labels[j]) & (labels[i] >= 0) & (peak[i] != peak[j])
     saddle = np.minimum(density[i], density[j])[cross]
     a, b = peak[i][cross], peak[j][cross]
+    # a root is the highest peak of its group, so an edge that fails the test against its own
+    # two peaks fails it against their roots too: only the others can join anything (exact)
+    keep = saddle >= ratio * np.minimum(density[a], density[b])
+    saddle, a, b = saddle[keep], a[keep], b[keep]
     parent: dict[int, int] = {}
 
     def find(x: int) -> int:
@@ -178,8 +182,11 @@ def split_at_saddles(labels: np.ndarray, density: np.ndarray, graph: CellGraph,
         if ra != rb and saddle[k] >= ratio * min(density[ra], density[rb]):
             hi, lo = (ra, rb) if density[ra] >= density[rb] else (rb, ra)
             parent[lo] = hi
-    roots = np.array([find(int(p)) if p >= 0 else -1 for p in np.unique(peak)])
-    return np.where(peak >= 0, roots[np.searchsorted(np.unique(peak), peak)], -1)
+    unique = np.unique(peak)
+    roots = unique.copy()
+    for k in np.flatnonzero(np.isin(unique, list(parent))):  # only joined peaks move
+        roots[k] = find(int(unique[k]))
+    return np.where(peak >= 0, roots[np.searchsorted(unique, peak)], -1)
 
 
 def paper_labels(density: np.ndarray, graph: CellGraph, mass: float, contrast: float,
