@@ -30,7 +30,8 @@ case "${1:-}" in
         "$VENV/bin/python" -m pytest -q -m slow || [ $? -eq 5 ] ;;
     bench)
         "$VENV/bin/python" benchmarks/bench_s1.py
-        "$VENV/bin/python" benchmarks/bench_s2.py ;;
+        "$VENV/bin/python" benchmarks/bench_s2.py
+        "$VENV/bin/python" benchmarks/bench_snapshots.py ;;
     *)
         echo "usage: bash scripts/dev.sh {setup|demo|test|test-slow|bench}" >&2
         exit 2 ;;
