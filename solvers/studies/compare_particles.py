@@ -282,7 +282,9 @@ def report_dataset(sizes: list[int], times: list[float], rows: list[tuple[np.nda
     def rate(v: np.ndarray) -> list[float]:
         return [fit_rate(n_arr, v[:, j]) for j in range(len(times))]
 
-    return xr.Dataset(
+    from solvers.io.cf import describe
+
+    return describe(xr.Dataset(
         {"w1": (("n", "time"), dist[..., 0]), "kernel_distance": (("n", "time"), dist[..., 1]),
          "particle_energy": (("n", "time"), np.stack([r.energy for _, r, _ in rows])),
          "wall_time": ("n", [r.wall_time for _, r, _ in rows]),
@@ -295,7 +297,17 @@ def report_dataset(sizes: list[int], times: list[float], rows: list[tuple[np.nda
          "atom_mass_error": (("n", "time"), error),
          "w1_rate": ("time", rate(dist[..., 0])), "kernel_rate": ("time", rate(dist[..., 1])),
          "atom_mass_rate": ("time", rate(error))},
-        coords={"n": np.asarray(sizes), "time": np.asarray(times, dtype=float)})
+        coords={"n": np.asarray(sizes), "time": np.asarray(times, dtype=float)}),
+        "meanfield-spectral PDE against particles", PARTICLE_TABLE)
+
+
+PARTICLE_TABLE = {
+    "n": ("1", "number of particles"),
+    "w1": ("1", "Wasserstein-1 distance of the PDE density and the particle measure"),
+    "kernel_distance": ("1", "kernel distance sqrt(<K(mu - nu), mu - nu>)"),
+    "wall_time": ("s", "wall-clock time of the particle run"),
+    "atom_mass_error": ("1", "largest atom mass difference (atoms matched by position)"),
+}
 
 
 def format_table(ds: Any) -> str:
