@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from solvers.model.config import ConfigError, check_resolution
+from solvers.model.config import ConfigError, check_resolution, toml_value
 from solvers.model.config import load_config as _load_toml
 from solvers.model.params import RunConfig
 
@@ -34,17 +34,6 @@ if TYPE_CHECKING:
     import xarray as xr
 
 RESUMABLE_SECTIONS = ("time", "output")
-
-
-def _toml_value(value: Any) -> str:
-    """``value`` as a TOML literal (numbers, strings, booleans, nested lists)."""
-    import tomli_w
-
-    if isinstance(value, np.ndarray):
-        value = value.tolist()
-    if isinstance(value, np.generic):
-        value = value.item()
-    return tomli_w.dumps({"x": value}).split("=", 1)[1].strip()
 
 
 def _override_items(overrides: Mapping[str, Any]) -> list[str]:
@@ -55,7 +44,7 @@ def _override_items(overrides: Mapping[str, Any]) -> list[str]:
         if "." not in dotted:
             raise ConfigError(key, "an override names its section: use section__key=value "
                               "(e.g. model__beta=3) or {'section.key': value}")
-        items.append(f"{dotted}={_toml_value(value)}")
+        items.append(f"{dotted}={toml_value(value)}")
     return items
 
 

@@ -20,7 +20,8 @@ import numpy as np
 from solvers.cli.guard import EXIT_FAILED, EXIT_INTERRUPTED, CliError, StopRequest
 from solvers.cli.progress import LowestDensity, ProgressBar
 from solvers.io.state import grid_arrays, initial_density
-from solvers.model.config import ConfigError, check_run, clip, load_config, parse_override
+from solvers.model.config import (ConfigError, check_run, clip, load_config, parse_override,
+                                  toml_value)
 from solvers.model.params import RunConfig, flatten
 
 log = logging.getLogger(__name__)
@@ -68,7 +69,7 @@ def _resume_state(args: argparse.Namespace) -> tuple[RunConfig, dict[str, Any]]:
     if args.output:
         raise CliError("--resume appends to its archive: drop -o/--output")
     _check_resume_overrides(args.set)
-    overrides = list(args.set) + [f"output.path={_toml_string(str(path))}"]
+    overrides = list(args.set) + [f"output.path={toml_value(str(path))}"]
     try:
         text = archive.read_config_text(path)
         t, step, dt, rho = archive.read_last_state(path)
@@ -98,7 +99,7 @@ def _resume_state(args: argparse.Namespace) -> tuple[RunConfig, dict[str, Any]]:
 def _fresh_state(args: argparse.Namespace) -> tuple[RunConfig, dict[str, Any]]:
     overrides = list(args.set)
     if args.output:
-        overrides.append(f"output.path={_toml_string(args.output)}")
+        overrides.append(f"output.path={toml_value(args.output)}")
     config = load_config(Path(args.config), overrides)
     check_run(config)
     return config, {"rho": initial_density(config), "t0": 0.0, "step0": 0, "dt0": None}
@@ -110,13 +111,6 @@ def _dirac_mass(config: RunConfig, state: dict[str, Any]) -> float:
     if atoms0 is not None:
         return float(np.sum(atoms0.mass))
     return float(np.sum(config.initial.weights)) if config.initial.kind == "atoms" else 0.0
-
-
-def _toml_string(text: str) -> str:
-    """``text`` as a TOML string literal (tomli-w's escaping)."""
-    import tomli_w
-
-    return tomli_w.dumps({"x": text}).split("=", 1)[1].strip()
 
 
 def _count_snapshots(path: Path) -> str:

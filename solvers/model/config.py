@@ -120,6 +120,18 @@ def check_keys(doc: dict[str, Any]) -> None:
                 raise _unknown(name, key)
 
 
+def toml_value(value: Any) -> str:
+    """``value`` as a TOML literal (numbers, strings, booleans, nested lists, numpy values),
+    for ``section.key=value`` overrides."""
+    import tomli_w
+
+    if isinstance(value, np.ndarray):
+        value = value.tolist()
+    if isinstance(value, np.generic):
+        value = value.item()
+    return tomli_w.dumps({"x": value}).split("=", 1)[1].strip()
+
+
 def dump_toml(doc: dict[str, dict[str, Any]]) -> str:
     """Serialise sections ``{section: {key: value}}`` to TOML text (tomli-w; None values,
     which TOML cannot hold, are left out)."""
