@@ -68,8 +68,10 @@ from solvers.model.validators import (  # noqa: F401  (public names re-exported)
     matrix,
     number,
     number_list,
+    dump_toml,
     show,
     string,
+    toml_value,
 )
 
 ACTIVATIONS = tuple(_ACTIVATION_TABLE) + ("none",)
@@ -118,37 +120,6 @@ def check_keys(doc: dict[str, Any]) -> None:
         for key in table:
             if key not in section_keys(name):
                 raise _unknown(name, key)
-
-
-def toml_value(value: Any) -> str:
-    """``value`` as a TOML literal (numbers, strings, booleans, nested lists, numpy values),
-    for ``section.key=value`` overrides."""
-    import tomli_w
-
-    if isinstance(value, np.ndarray):
-        value = value.tolist()
-    if isinstance(value, np.generic):
-        value = value.item()
-    return tomli_w.dumps({"x": value}).split("=", 1)[1].strip()
-
-
-def dump_toml(doc: dict[str, dict[str, Any]]) -> str:
-    """Serialise sections ``{section: {key: value}}`` to TOML text (tomli-w; None values,
-    which TOML cannot hold, are left out)."""
-    import tomli_w
-
-    def plain(value: Any) -> Any:
-        if isinstance(value, np.ndarray):
-            return value.tolist()
-        if isinstance(value, np.generic):
-            return value.item()
-        if isinstance(value, (list, tuple)):
-            return [plain(v) for v in value]
-        return value
-
-    clean = {name: {k: plain(v) for k, v in table.items() if v is not None}
-             for name, table in doc.items()}
-    return tomli_w.dumps(clean)
 
 
 def parse_override(item: str) -> tuple[str, str, Any]:

@@ -119,3 +119,34 @@ def matrix(key: str, value: Any, d: int, manifold: str, hi: float | None = None)
     for i, row in enumerate(value):
         number_list(f"{key}[{i}]", row, hi=hi)
     return np.asarray(value, dtype=float).reshape(len(value), d)
+
+
+def toml_value(value: Any) -> str:
+    """``value`` as a TOML literal (numbers, strings, booleans, nested lists, numpy values),
+    for ``section.key=value`` overrides."""
+    import tomli_w
+
+    if isinstance(value, np.ndarray):
+        value = value.tolist()
+    if isinstance(value, np.generic):
+        value = value.item()
+    return tomli_w.dumps({"x": value}).split("=", 1)[1].strip()
+
+
+def dump_toml(doc: dict[str, dict[str, Any]]) -> str:
+    """Serialise sections ``{section: {key: value}}`` to TOML text (tomli-w; None values,
+    which TOML cannot hold, are left out)."""
+    import tomli_w
+
+    def plain(value: Any) -> Any:
+        if isinstance(value, np.ndarray):
+            return value.tolist()
+        if isinstance(value, np.generic):
+            return value.item()
+        if isinstance(value, (list, tuple)):
+            return [plain(v) for v in value]
+        return value
+
+    clean = {name: {k: plain(v) for k, v in table.items() if v is not None}
+             for name, table in doc.items()}
+    return tomli_w.dumps(clean)
