@@ -26,6 +26,7 @@ below the cell size) and its ``core_mass``. ``diffuse_mass`` is the mass in no a
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 from scipy.sparse import coo_matrix
@@ -58,6 +59,22 @@ class CellGraph:
     def distance(self, unit: np.ndarray) -> np.ndarray:
         """Geodesic distance of every cell centre from the unit vector ``unit`` (d,), shape (n,)."""
         return np.arccos(np.clip(self.points @ unit, -1.0, 1.0))
+
+    @cached_property
+    def neighbours(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(cells (n, k), lengths (n, k))``: each cell's neighbours, in the order of
+        ``edges`` (then reversed edges), padded with -1 / inf; built once per graph."""
+        i, j = np.concatenate([self.edges, self.edges[:, ::-1]]).T
+        order = np.argsort(i, kind="stable")
+        i, j = i[order], j[order]
+        n = self.points.shape[0]
+        counts = np.bincount(i, minlength=n)
+        col = np.arange(i.size) - np.concatenate([[0], np.cumsum(counts)[:-1]])[i]
+        cells = np.full((n, int(counts.max(initial=0))), -1)
+        lengths = np.full(cells.shape, np.inf)
+        cells[i, col] = j
+        lengths[i, col] = np.arccos(np.clip(np.sum(self.points[i] * self.points[j], axis=1), -1.0, 1.0))
+        return cells, lengths
 
 
 @dataclass(frozen=True)
@@ -132,19 +149,19 @@ def steepest_ascent(values: np.ndarray, graph: CellGraph, labels: np.ndarray | N
     On a plateau (equal neighbours, no ascent) a cell points to its equal neighbour of lower
     index, so that a peak spread evenly over two cells (an atom on a face) has one root.
     """
-    i, j = np.concatenate([graph.edges, graph.edges[:, ::-1]]).T
-    length = np.arccos(np.clip(np.sum(graph.points[i] * graph.points[j], axis=1), -1.0, 1.0))
-    slope = (values[j] - values[i]) / np.maximum(length, 1e-300)
-    ok = (slope > 0) | ((values[j] == values[i]) & (j < i))
+    cells, lengths = graph.neighbours
+    valid = cells >= 0
+    j = np.where(valid, cells, 0)
+    here = values[:, None]
+    slope = (values[j] - here) / np.maximum(lengths, 1e-300)
+    ok = valid & ((slope > 0) | ((values[j] == here) & (j < np.arange(values.size)[:, None])))
     if labels is not None:
-        ok &= labels[i] == labels[j]
-    i, j, slope = i[ok], j[ok], slope[ok]
-    order = np.lexsort((slope, i))  # per i, the steepest last
-    i, j = i[order], j[order]
+        ok &= labels[j] == labels[:, None]
+    # the steepest neighbour; among equal slopes the last in edge order (as a stable sort)
+    last = ok.shape[1] - 1 - np.argmax(np.where(ok, slope, -np.inf)[:, ::-1], axis=1)
     pointer = np.arange(values.size)
-    if i.size:
-        last = np.r_[i[1:] != i[:-1], True]
-        pointer[i[last]] = j[last]
+    moves = ok.any(axis=1)
+    pointer[moves] = j[moves, last[moves]]
     return pointer
 
 

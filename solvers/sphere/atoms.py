@@ -67,6 +67,21 @@ def sphere_graph(points: np.ndarray, area: np.ndarray) -> CellGraph:
     return CellGraph(points.reshape(-1, 3), np.sqrt(area).ravel(), grid_edges(nlat, nphi), 4.0 * np.pi)
 
 
+_GRAPHS: dict[bytes, CellGraph] = {}  # graphs of the grids seen (a run uses one): no rebuilds
+
+
+def _cached_graph(points: np.ndarray, area: np.ndarray) -> CellGraph:
+    """:func:`sphere_graph`, built once per grid (its neighbour table is the costly part)."""
+    import hashlib
+
+    key = hashlib.blake2b(points.tobytes() + area.tobytes(), digest_size=16).digest()
+    if key not in _GRAPHS:
+        if len(_GRAPHS) >= 4:
+            _GRAPHS.clear()
+        _GRAPHS[key] = sphere_graph(points, area)
+    return _GRAPHS[key]
+
+
 def detect_atoms(points: np.ndarray, cell_mass: np.ndarray, area: np.ndarray, beta: float,
                  params: AtomParams, cell: float = 0.0, potential: np.ndarray | None = None
                  ) -> SphereAtoms:
@@ -89,7 +104,7 @@ def detect_atoms(points: np.ndarray, cell_mass: np.ndarray, area: np.ndarray, be
         steepest ascent stands in.
     """
     area = np.asarray(area, dtype=float)
-    graph = sphere_graph(np.asarray(points, dtype=float), area)
+    graph = _cached_graph(np.asarray(points, dtype=float), area)
     mass = np.asarray(cell_mass, dtype=float).ravel()
     density = mass / area.ravel()
     ascent = density if potential is None else np.asarray(potential, dtype=float).ravel()
