@@ -22,13 +22,15 @@ PAPER_S1_WEIGHTS_TOML = f"a = {PAPER_A.tolist()}\nomega = {PAPER_OMEGA.tolist()}
 
 
 def paper_s1_toml(resolution: int = 64, beta: float = 1.0, activation: str = "relu",
-                  t_end: float = 4.0, snapshot_interval: float = 2.0, extra: str = "") -> str:
+                  t_end: float = 4.0, snapshot_interval: float = 2.0, extra: str = "",
+                  time_keys: str = "") -> str:
     """A TOML config of the paper's S^1 setup (descent, shifted kernel, its two ReLU units);
-    ``extra`` is appended (more sections or keys of [output])."""
+    ``time_keys`` go into [time], ``extra`` is appended (keys of [output], or more sections)."""
     return (f'[domain]\nmanifold = "S1"\nresolution = {resolution}\n'
             f'[model]\nbeta = {beta}\ndirection = "descent"\nkernel = "exp_shifted"\n'
             f'[perceptron]\nactivation = "{activation}"\n{PAPER_S1_WEIGHTS_TOML}\n'
-            f"[time]\nt_end = {t_end}\n[output]\nsnapshot_interval = {snapshot_interval}\n{extra}")
+            f"[time]\nt_end = {t_end}\n{time_keys}\n[output]\nsnapshot_interval = "
+            f"{snapshot_interval}\n{extra}")
 
 
 def perceptron(activation: str = "relu", a=PAPER_A, omega=PAPER_OMEGA, b=None) -> PerceptronParams:

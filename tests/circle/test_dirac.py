@@ -7,8 +7,17 @@ import pytest
 from scipy.integrate import solve_ivp
 
 from solvers.api import load_config
-from solvers.circle.dirac import CircleMeasureField, absorb, capture, merge, wrap_difference
-from solvers.circle.dirac_discretization import DiracCircleDiscretization, measure_energy
+from solvers.circle.dirac import (
+    CircleMeasureField,
+    absorb,
+    capture,
+    merge,
+    wrap_difference,
+)
+from solvers.circle.dirac_discretization import (
+    DiracCircleDiscretization,
+    measure_energy,
+)
 from solvers.circle.problem import CircleProblem
 from solvers.core.measure import DiracAtoms
 from solvers.io.state import initial_density

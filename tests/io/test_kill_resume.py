@@ -11,29 +11,10 @@ from pathlib import Path
 import netCDF4
 import numpy as np
 import xarray as xr
-from conftest import PAPER_S1_WEIGHTS_TOML
+from conftest import paper_s1_toml
 
-CONFIG = f"""
-[domain]
-manifold = "S1"
-resolution = 512
-[model]
-beta = 5.0
-direction = "descent"
-kernel = "exp_shifted"
-[perceptron]
-activation = "relu"
-{PAPER_S1_WEIGHTS_TOML}
-[initial]
-kind = "uniform"
-modes = [[3, 0.1]]
-[time]
-t_end = 12.0
-dt = 0.0025
-[output]
-snapshot_interval = 0.25
-progress = false
-"""
+CONFIG = paper_s1_toml(512, 5.0, t_end=12.0, snapshot_interval=0.25, time_keys="dt = 0.0025",
+                       extra='progress = false\n[initial]\nkind = "uniform"\nmodes = [[3, 0.1]]\n')
 
 
 def _records(path: Path) -> int:

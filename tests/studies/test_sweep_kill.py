@@ -10,26 +10,10 @@ from pathlib import Path
 
 import pytest
 import xarray as xr
-from conftest import PAPER_S1_WEIGHTS_TOML
+from conftest import paper_s1_toml
 
-CONFIG = f"""
-[domain]
-manifold = "S1"
-resolution = 512
-[model]
-beta = 5.0
-direction = "descent"
-kernel = "exp_shifted"
-[perceptron]
-activation = "relu"
-{PAPER_S1_WEIGHTS_TOML}
-[time]
-t_end = 20.0
-dt = 0.002
-[output]
-snapshot_interval = 5.0
-progress = false
-"""
+CONFIG = paper_s1_toml(512, 5.0, t_end=20.0, snapshot_interval=5.0, time_keys="dt = 0.002",
+                       extra="progress = false\n")
 
 
 def _sweep(cfg: Path, out: Path) -> subprocess.Popen:
