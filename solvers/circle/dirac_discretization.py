@@ -160,5 +160,6 @@ def measure_diagnostics(disc: DiracCircleDiscretization, state: np.ndarray, para
         tail_energy=tail_energy(rho_hat, disc.k_max),
         n_atoms=found.count, atom_mass=found.mass, atom_position=found.position,
         atom_core_mass=found.core_mass, diffuse_mass=found.diffuse_mass,
+        atom_labels=found.labels,
         dirac_mass=m.copy(), dirac_position=x.copy(), dirac_id=dirac.ids.copy(),
     )

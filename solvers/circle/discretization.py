@@ -103,4 +103,5 @@ def compute_diagnostics(problem: CircleProblem, rhs: Rhs, rho: np.ndarray,
         tail_energy=tail_energy(rho_hat, k_max),
         n_atoms=found.count, atom_mass=found.mass, atom_position=found.position,
         atom_core_mass=found.core_mass, diffuse_mass=found.diffuse_mass,
+        atom_labels=found.labels,
     )

@@ -161,3 +161,51 @@ class AtomTracks:
         return cls(link_radius, dim, unit, mass.copy(), np.asarray(birth_time, float),
                    np.asarray(end_time, float), np.asarray(parent, np.int64),
                    np.asarray(merged_into, np.int64))
+
+
+def cell_identities(labels: np.ndarray | None, ids: np.ndarray) -> np.ndarray | None:
+    """Identity of every cell from detection labels (cells,) (index into the snapshot's atoms,
+    -1 diffuse) and the atoms' identities ``ids`` (n,); -1 stays -1. None without labels."""
+    if labels is None:
+        return None
+    labels = np.asarray(labels, dtype=np.int64).reshape(-1)
+    ids = np.asarray(ids, dtype=np.int64)
+    return np.where(labels >= 0, ids[np.maximum(labels, 0)] if ids.size else -1, -1)
+
+
+def mass_budget(prev_ids: np.ndarray, prev_mass: np.ndarray, ids: np.ndarray,
+                cell_mass: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
+    """Mass that changed hands between two snapshots, per identity (docs/math.md §5).
+
+    For identity ``j`` with cells ``A`` before and ``B`` now, ``gained_j`` is the mass now in
+    the cells of ``B`` not in ``A`` and ``lost_j`` the mass the cells of ``A`` not in ``B`` held
+    before, so that exactly
+
+        m_j(now) - m_j(before) = gained_j - lost_j + sum over A and B of (m_now - m_before),
+
+    the last term being transport through the cells the atom kept. A merge shows as the
+    merged atom's whole mass lost and the receiver's gain; a new sink forming inside a basin as
+    mass lost to the diffuse part.
+
+    Parameters
+    ----------
+    prev_ids, ids : ndarray of int, shape (cells,)
+        Identity of each cell (-1: diffuse) at the previous snapshot and now.
+    prev_mass, cell_mass : ndarray, shape (cells,)
+        Cell masses then and now.
+    size : int
+        Number of identities so far.
+
+    Returns
+    -------
+    gained, lost : ndarray, shape (size,)
+    """
+    prev_ids, ids = np.asarray(prev_ids).reshape(-1), np.asarray(ids).reshape(-1)
+    moved = prev_ids != ids
+    now_in = moved & (ids >= 0)
+    was_in = moved & (prev_ids >= 0)
+    gained = np.bincount(ids[now_in], weights=np.asarray(cell_mass).reshape(-1)[now_in],
+                         minlength=size)
+    lost = np.bincount(prev_ids[was_in], weights=np.asarray(prev_mass).reshape(-1)[was_in],
+                       minlength=size)
+    return gained[:size], lost[:size]

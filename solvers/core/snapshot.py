@@ -44,6 +44,9 @@ class Diagnostics:
         otherwise): exact masses, positions and identities (birth order, never reused). With
         Dirac atoms ``mass`` and ``energy`` are those of the whole measure, and ``atom_mass`` the
         basins of the measure (a Dirac atom plus the density draining into it).
+    atom_labels : ndarray of int, shape (cells,), optional
+        The atom (index into ``atom_mass``) each grid cell belongs to, -1 for diffuse cells,
+        cells flattened in the order of ``rho.ravel()`` (the archive's mass budget per atom).
     """
 
     mass: float
@@ -63,6 +66,7 @@ class Diagnostics:
     dirac_mass: np.ndarray = field(default_factory=lambda: np.zeros(0))
     dirac_position: np.ndarray = field(default_factory=lambda: np.zeros(0))
     dirac_id: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=int))
+    atom_labels: np.ndarray | None = None
 
     @property
     def max_atom_mass(self) -> float:

@@ -78,6 +78,7 @@ from solvers.core.snapshot import Snapshot
 from solvers.io.layout import (  # noqa: F401  (public names re-exported)
     _HDF5_SIGNATURE,
     ARCHIVE_FORMAT,
+    ATOM_CELL,
     ATOM_TRACK_VARIABLES,
     CIRCLE_ATOM_VARIABLES,
     DIAGNOSTIC_VARIABLES,
@@ -177,7 +178,8 @@ class ArchiveWriter:
             self._lock.release()
             raise
         self._last_t = self._store.last_time()
-        self._buffer = RecordBuffer(self.grid, self._store.spectral, self._load_tracks(config))
+        self._buffer = RecordBuffer(self.grid, self._store.spectral, self._load_tracks(config),
+                                    self._load_cells())
         self._every, self._written = float(config.output.sync_interval), 0
         self._wait, self._synced = min(FIRST_SYNC, self._every), -np.inf
         self._failed = False
@@ -198,6 +200,16 @@ class ArchiveWriter:
         return AtomTracks.restore(link, row("atom_mass"), pos, old.get("atom_birth_time", nan),
                                   old.get("atom_end_time", nan), old.get("atom_parent", neg),
                                   old.get("atom_merged_into", neg))
+
+    def _load_cells(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """The cells' atom identities and masses at the last record of an appended archive
+        (None: a new archive, or one written before ``atom_cell``)."""
+        store = self._store
+        if store.n == 0 or not store.has(ATOM_CELL):
+            return None
+        cells = store.read(ATOM_CELL).astype(np.int64).reshape(-1)
+        rho = store.read("rho", store.n - 1).astype(float)
+        return cells, (rho * self.grid.cell_weight).reshape(-1)
 
     def _create(self, config: RunConfig, overwrite: bool) -> Any:
         """Define the archive under a temporary name and rename it into place (replacing an

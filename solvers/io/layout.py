@@ -53,6 +53,10 @@ CIRCLE_ATOM_VARIABLES = {
     "atom_mass": ("1", "atom mass (whole basin)"),
     "atom_core_mass": ("1", "atom mass within the core radius of its position"),
     "atom_position": ("radian", "atom position: circular centre of mass of the core in [0, 2 pi)"),
+    "atom_mass_gained": ("1", "mass now in cells that joined the atom since the previous "
+                         "record (merges, captures; the whole mass at birth)"),
+    "atom_mass_lost": ("1", "mass that cells leaving the atom since the previous record held "
+                       "there (merges: the whole mass; basin splits: to the diffuse part)"),
 }
 SPHERE_ATOM_VARIABLES = {
     "atom_mass": ("1", "atom mass (whole basin)"),
@@ -62,6 +66,10 @@ SPHERE_ATOM_VARIABLES = {
     "atom_z": ("1", "atom position: z of the unit vector"),
     "atom_colatitude": ("radian", "atom colatitude arccos(z) in [0, pi]"),
     "atom_longitude": ("radian", "atom longitude atan2(y, x) in [0, 2 pi)"),
+    "atom_mass_gained": ("1", "mass now in cells that joined the atom since the previous "
+                         "record (merges, captures; the whole mass at birth)"),
+    "atom_mass_lost": ("1", "mass that cells leaving the atom since the previous record held "
+                       "there (merges: the whole mass; basin splits: to the diffuse part)"),
 }
 
 # Dirac atoms of a measure-valued run ([atoms] representation = "dirac"), all (time, dirac):
@@ -80,6 +88,7 @@ ATOM_TRACK_VARIABLES: dict[str, tuple[str, str, str]] = {
     "atom_parent": ("i4", "1", "identity the atom split from at its birth (-1: none)"),
     "atom_merged_into": ("i4", "1", "identity the atom merged into at its end (-1: none)"),
 }
+ATOM_CELL = "atom_cell"  # (grid): identities of the cells at the last record, for resumes
 # stop criteria at each snapshot, (time): 1 held, 0 not, -1 not evaluated
 STATIONARITY_VARIABLES = ("window", "transport", "atoms", "masses")
 ATOM_METHODS_TEXT = {
@@ -349,6 +358,10 @@ def record_specs(grid: _Grid, spectral: bool, dirac: bool = False) -> list[VarSp
     if dirac:
         out += [_spec(name, "f8", ("time", "dirac"), unit, f"{long_name} (NaN padded)")
                 for name, (unit, long_name) in CIRCLE_DIRAC_VARIABLES.items()]
+    out.append(_spec(ATOM_CELL, "i4", ("theta", "phi") if s2 else ("theta",), "1",
+                     "identity of the atom each cell belonged to at the last complete record "
+                     "(-1: diffuse)", attrs=rho_attrs,
+                     data=np.full(grid.shape, -1, dtype=np.int32)))
     return out + track_specs()
 
 

@@ -17,6 +17,7 @@ import netCDF4
 import numpy as np
 
 from solvers.io.layout import (
+    ATOM_CELL,
     COMPRESSION,
     RECORDS_COMPLETE,
     VarSpec,
@@ -158,9 +159,13 @@ class NetCDFStore:
                     nc[name][i:i + count, 0:values.shape[1]] = values
             else:
                 nc[name][i:i + count, ...] = values
-        k = len(next(iter(tracks.values()))) if tracks else 0
+        k = len(tracks.get("atom_birth_time", ()))
         for name, values in tracks.items():
-            nc[name][0:k] = values
+            if name == ATOM_CELL:
+                if name in nc.variables:
+                    nc[name][...] = values.reshape(nc[name].shape)
+            else:
+                nc[name][0:k] = values
         nc["time"][i:i + count] = block["time"]
         nc.sync()
         self.n += count

@@ -15,9 +15,10 @@ from typing import Any
 
 import numpy as np
 
-from solvers.core.atom_tracks import AtomTracks
+from solvers.core.atom_tracks import AtomTracks, cell_identities, mass_budget
 from solvers.core.snapshot import Snapshot
 from solvers.io.layout import (
+    ATOM_CELL,
     CIRCLE_ATOM_VARIABLES,
     DIAGNOSTIC_VARIABLES,
     SPHERE_ATOM_VARIABLES,
@@ -40,10 +41,16 @@ class RecordBuffer:
         Make the spectrum variables (``rho_hat_*`` or ``rho_lm_*``).
     tracks : AtomTracks
         The atom identities so far (new, or restored from an appended archive).
+    cells : tuple of ndarray, optional
+        ``(identities (cells,), cell masses (cells,))`` of the last record made (restored from
+        an appended archive): the start of the per-atom mass budget
+        (:func:`~solvers.core.atom_tracks.mass_budget`); without it the first budget is NaN.
     """
 
-    def __init__(self, grid: _Grid, spectral: bool, tracks: AtomTracks) -> None:
+    def __init__(self, grid: _Grid, spectral: bool, tracks: AtomTracks,
+                 cells: tuple[np.ndarray, np.ndarray] | None = None) -> None:
         self.grid, self.spectral, self.tracks = grid, spectral, tracks
+        self._cells = cells
         self.atom_names = tuple((CIRCLE_ATOM_VARIABLES if grid.phi is None
                                  else SPHERE_ATOM_VARIABLES))
         self._rows: list[dict[str, Any]] = []
@@ -69,12 +76,12 @@ class RecordBuffer:
         st = snapshot.stationarity
         for name in STATIONARITY_VARIABLES:
             row[f"stationary_{name}"] = -1 if st is None else int(getattr(st, name))
-        row["atoms"] = self._atoms(snapshot)
+        row["atoms"] = self._atoms(snapshot, rho)
         if getattr(d, "dirac_id", None) is not None:
             row["dirac"] = _dirac_columns(d)
         self._rows.append(row)
 
-    def _atoms(self, snapshot: Snapshot) -> dict[str, np.ndarray]:
+    def _atoms(self, snapshot: Snapshot, rho: np.ndarray) -> dict[str, np.ndarray]:
         """Link the snapshot's atoms to identities: one column per identity so far, NaN where
         an identity is not alive (S^1: mass, core mass, position; S^2: x, y, z, angles)."""
         d, s1 = snapshot.diagnostics, self.grid.phi is None
@@ -84,6 +91,7 @@ class RecordBuffer:
             raise ValueError(f"atom_position has shape {position.shape}, expected "
                              f"({mass.size},{'' if s1 else ' 3'})")
         ids = self.tracks.link(float(snapshot.t), mass, position)
+        self._last_t = float(snapshot.t)
         k = self.tracks.size
         core = np.asarray(d.atom_core_mass, float).reshape(-1)
         out_m, out_c = np.full(k, np.nan), np.full(k, np.nan)
@@ -94,7 +102,27 @@ class RecordBuffer:
         cols = {"atom_mass": out_m, "atom_position": out_p} if s1 else \
             sphere_atom_columns(out_m, out_p)
         cols["atom_core_mass"] = out_c
+        cols["atom_mass_gained"], cols["atom_mass_lost"] = self._budget(d, ids, rho, k)
         return cols
+
+    def _budget(self, d: Any, ids: np.ndarray, rho: np.ndarray, k: int
+                ) -> tuple[np.ndarray, np.ndarray]:
+        """Mass gained and lost per identity since the last record (NaN where unknown: no
+        labels, no previous record, identities neither alive now nor ended now)."""
+        gained, lost = np.full(k, np.nan), np.full(k, np.nan)
+        cells = cell_identities(getattr(d, "atom_labels", None), ids)
+        if cells is None or cells.size != rho.size:
+            self._cells = None
+            return gained, lost
+        cell_mass = (np.asarray(rho, float) * self.grid.cell_weight).reshape(-1)
+        if self._cells is not None:
+            g, lo = mass_budget(self._cells[0], self._cells[1], cells, cell_mass, k)
+            ended = np.flatnonzero(self.tracks.end_time[:k] == self._last_t) \
+                if np.isfinite(self._last_t) else np.zeros(0, int)
+            show = np.union1d(ids, ended).astype(int)
+            gained[show], lost[show] = g[show], lo[show]
+        self._cells = (cells, cell_mass)
+        return gained, lost
 
     def block(self, width: int) -> tuple[dict[str, np.ndarray], int]:
         """The buffered records as arrays ``(records, ...)`` and the atom width (at least
@@ -116,10 +144,12 @@ class RecordBuffer:
     def track_arrays(self) -> dict[str, np.ndarray]:
         """The per-identity records after the last record made (empty without atoms)."""
         tr = self.tracks
-        if not tr.size:
-            return {}
-        return {"atom_birth_time": tr.birth_time, "atom_end_time": tr.end_time,
-                "atom_parent": tr.parent, "atom_merged_into": tr.merged_into}
+        out = {} if not tr.size else {
+            "atom_birth_time": tr.birth_time, "atom_end_time": tr.end_time,
+            "atom_parent": tr.parent, "atom_merged_into": tr.merged_into}
+        if self._cells is not None:
+            out[ATOM_CELL] = self._cells[0].astype(np.int32)
+        return out
 
 
 def _dirac_columns(d: Any) -> dict[str, np.ndarray]:

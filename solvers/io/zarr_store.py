@@ -22,6 +22,7 @@ import zarr
 from zarr.codecs import BloscCodec
 
 from solvers.io.layout import (
+    ATOM_CELL,
     _ATOM_CHUNK,
     RECORDS_COMPLETE,
     REQUIRED_VARIABLES,
@@ -145,7 +146,7 @@ class ZarrStore:
         """Resize, write records ``n ..`` (``time`` last) and the per-identity records, then
         count them complete and consolidate the metadata."""
         i, count = self.n, len(block["time"])
-        k = len(next(iter(tracks.values()))) if tracks else 0
+        k = len(tracks.get("atom_birth_time", ()))
         width = max(width, k, self.atom_width)
         for _, arr in self.group.arrays():
             dims = arr.metadata.dimension_names
@@ -161,7 +162,11 @@ class ZarrStore:
             else:
                 arr[i:i + count] = values
         for name, values in tracks.items():
-            self.group[name][0:k] = values
+            if name == ATOM_CELL:
+                if name in self.group:
+                    self.group[name][...] = values.reshape(self.group[name].shape)
+            else:
+                self.group[name][0:k] = values
         self.group["time"][i:i + count] = block["time"]
         self.n += count
         self.group.attrs[RECORDS_COMPLETE] = self.n

@@ -82,6 +82,7 @@ class SphereDiscretization:
             tail_energy=degree_tail(b.forward(rho), b.degrees, b.orders, l_max),
             n_atoms=found.count, atom_mass=found.mass, atom_position=found.position,
             atom_core_mass=found.core_mass, diffuse_mass=found.diffuse_mass,
+            atom_labels=found.labels,
         )
 
     def flow_potential(self, fields: dict[str, np.ndarray]) -> np.ndarray:
