@@ -97,4 +97,7 @@ def info_lines(ds: Any, path: Path) -> list[str]:
             lines.append(f"atoms: {int(keep.sum())}")
             lines += _sphere_atom_rows(masses[keep], ds["atom_colatitude"].values[-1][keep],
                                        ds["atom_longitude"].values[-1][keep])
+        from solvers.io.atom_history import history_lines
+
+        lines += history_lines(ds)
     return lines

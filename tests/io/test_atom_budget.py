@@ -85,3 +85,18 @@ def test_budget_continues_across_a_resume(tmp_path, demo):
     np.testing.assert_allclose(whole.atom_mass_gained.values, demo.atom_mass_gained.values,
                                rtol=0, atol=1e-12)
     np.testing.assert_array_equal(whole.atom_cell.values, demo.atom_cell.values)
+
+
+def test_transfers_list_births_and_the_basin_splits(demo):
+    from solvers.io.atom_history import history_lines, transfers
+
+    events = transfers(demo, threshold=0.01)
+    losses = [e for e in events if e["kind"] == "loss"]
+    assert len(losses) == 2 and all(170 <= e["time"] <= 200 for e in losses)
+    for e in losses:  # the entry is the archive's budget, signed
+        i = int(np.flatnonzero(demo.time.values == e["time"])[0])
+        assert e["mass"] == -demo.atom_mass_lost.values[i, e["atom"]]
+    births = [e for e in events if e["kind"] == "birth"]
+    assert {e["atom"] for e in births} == set(range(demo.sizes["atom"]))
+    text = "\n".join(history_lines(demo, threshold=0.01))
+    assert "atom identities:" in text and text.count(" loss ") == 2
