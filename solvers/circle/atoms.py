@@ -12,10 +12,12 @@ The shared algorithm is :mod:`solvers.core.atoms`; here the S^1 specifics:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
-from solvers.core.atoms import CellGraph, detect, resolve_radii
+from solvers.core.atoms import CAP_SLACK, CellGraph, Radii, detect, resolve_radii
+from solvers.core.backend import resolve_backend
 from solvers.model.params import AtomParams
 
 
@@ -70,7 +72,7 @@ def flow_pointer(face_velocity: np.ndarray) -> np.ndarray:
 
 
 def detect_atoms(theta: np.ndarray, cell_mass: np.ndarray, beta: float, params: AtomParams,
-                 face_velocity: np.ndarray | None = None) -> Atoms:
+                 face_velocity: np.ndarray | None = None, backend: str | None = None) -> Atoms:
     """Atoms of a grid density on S^1 (see :mod:`solvers.core.atoms`).
 
     Parameters
@@ -84,13 +86,25 @@ def detect_atoms(theta: np.ndarray, cell_mass: np.ndarray, beta: float, params: 
     face_velocity : ndarray, shape (N,), optional
         Signed velocity at the right faces ``theta_i + h/2`` (needed by ``method = "basin"``;
         without it the density's steepest ascent stands in for the flow).
+    backend : {"numba", "numpy"}, optional
+        ``numba`` (the default where it imports, :mod:`solvers.core.backend`) runs the basin
+        detector as one compiled call (:mod:`solvers.circle.atoms_numba`); ``numpy`` the
+        reference.
 
     Returns
     -------
     Atoms
     """
-    graph = circle_graph(theta)
+    theta = np.asarray(theta, dtype=float)
+    graph = _cached_graph(theta.tobytes())
     h = 2.0 * np.pi / theta.size
+    radii = resolve_radii(params, beta, h, np.pi / 4.0)
+    if (face_velocity is not None and params.method == "basin"
+            and resolve_backend(backend) == "numba"):
+        found = _detect_compiled(graph, np.asarray(face_velocity, dtype=float),
+                                 np.asarray(cell_mass, dtype=float), params, radii)
+        if found is not None:
+            return found
     density = cell_mass / h
     if face_velocity is None:
         from solvers.core.atoms import steepest_ascent
@@ -98,12 +112,40 @@ def detect_atoms(theta: np.ndarray, cell_mass: np.ndarray, beta: float, params: 
         pointer = steepest_ascent(density, graph)
     else:
         pointer = flow_pointer(np.asarray(face_velocity, dtype=float))
-    found = detect(pointer, density, cell_mass, graph, params,
-                   resolve_radii(params, beta, h, np.pi / 4.0))
-    position = np.mod(np.arctan2(found.unit[:, 1], found.unit[:, 0]), 2.0 * np.pi)
+    found = detect(pointer, density, cell_mass, graph, params, radii)
+    return _sorted(found.mass, found.core_mass, found.unit[:, 0], found.unit[:, 1],
+                   found.diffuse_mass, found.labels)
+
+
+def _sorted(mass: np.ndarray, core: np.ndarray, x: np.ndarray, y: np.ndarray, diffuse: float,
+            labels: np.ndarray | None) -> Atoms:
+    """:class:`Atoms` sorted by position from atoms in detection order."""
+    position = np.mod(np.arctan2(y, x), 2.0 * np.pi)
     order = np.argsort(position)
-    return Atoms(found.mass[order], position[order], found.core_mass[order], found.diffuse_mass,
-                 _relabel(found.labels, order))
+    return Atoms(mass[order], position[order], core[order], diffuse, _relabel(labels, order))
+
+
+@lru_cache(maxsize=8)
+def _cached_graph(theta_bytes: bytes) -> CellGraph:
+    """The ring's cell graph, built once per grid (neighbour table included)."""
+    graph = circle_graph(np.frombuffer(theta_bytes, dtype=float))
+    graph.neighbours  # noqa: B018  (computed now, cached on the graph)
+    return graph
+
+
+def _detect_compiled(graph: CellGraph, face_velocity: np.ndarray, cell_mass: np.ndarray,
+                     params: AtomParams, radii: Radii) -> Atoms | None:
+    """The basin detector as one numba call (None on a pointer cycle: use the reference)."""
+    from solvers.circle.atoms_numba import detect_ring
+
+    nbr, length = graph.neighbours
+    ok, labels, mass, core, x, y, diffuse = detect_ring(
+        face_velocity, cell_mass, graph.points[:, 0], graph.points[:, 1], nbr, length,
+        float(params.contrast), float(params.min_mass), float(params.saddle_ratio),
+        radii.core, radii.cap, CAP_SLACK)
+    if not ok:
+        return None
+    return _sorted(mass, core, x, y, float(diffuse), labels)
 
 
 def _relabel(labels: np.ndarray | None, order: np.ndarray) -> np.ndarray | None:

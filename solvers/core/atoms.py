@@ -37,6 +37,9 @@ from solvers.core.atom_tracks import DEFAULT_LINK_RADIUS
 from solvers.model.params import AtomParams
 
 
+CAP_SLACK = 1.0 + 1e-12
+
+
 @dataclass(frozen=True)
 class CellGraph:
     """Cells of a grid on ``S^{d-1}`` as a graph.
@@ -263,7 +266,8 @@ def measure_atoms(labels: np.ndarray, density: np.ndarray, cell_mass: np.ndarray
         top = cells[np.argmax(density[cells])]
         if density[top] <= floor:
             continue
-        cells = cells[graph.distance(graph.points[top])[cells] <= cap]
+        # a cell exactly at the cap (N/8 cells away on S^1) is in, whatever the round-off
+        cells = cells[graph.distance(graph.points[top])[cells] <= cap * CAP_SLACK]
         mass = float(cell_mass[cells].sum())
         if mass < params.min_mass:
             continue
