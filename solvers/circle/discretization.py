@@ -90,14 +90,17 @@ def compute_diagnostics(problem: CircleProblem, rhs: Rhs, rho: np.ndarray,
     cell_mass = rho * b.cell_weight
     mass = float(cell_mass.sum())
     rho_hat = b.forward(rho)
-    drho, _ = rhs(rho)
-    speed = np.abs(problem.velocity(rho_hat, "center"))
+    face = problem.velocity(rho_hat, "face")
+    with_velocity = getattr(rhs, "with_velocity", None)
+    drho = rhs(rho)[0] if with_velocity is None else with_velocity(rho, face)[0]
+    grad_u, unsigned = problem.centre_fields(rho_hat)
+    speed = np.abs(unsigned)
     support = rho > SUPPORT_FLOOR * abs(mass) / (2.0 * np.pi)
-    found = detect_atoms(b.theta, cell_mass, problem.model.beta, atoms,
-                         face_velocity=problem.velocity(rho_hat, "face"))
+    found = detect_atoms(b.theta, cell_mass, problem.model.beta, atoms, face_velocity=face)
     return Diagnostics(
         mass=mass, min_rho=float(rho.min()), max_rho=float(rho.max()),
-        energy=problem.energy(rho), dissipation=problem.dissipation(rho),
+        energy=problem.energy(rho, rho_hat),
+        dissipation=float(np.sum(rho * grad_u * unsigned * b.cell_weight)),
         transport_rate=float(np.sum(np.abs(drho)) * b.h),
         max_support_velocity=float(speed[support].max()) if support.any() else 0.0,
         tail_energy=tail_energy(rho_hat, k_max),

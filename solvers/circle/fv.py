@@ -103,4 +103,9 @@ def fv(problem: CircleProblem, limiter: str = "mc", mass_floor: float = 1e-6,
         u = problem.velocity(basis.forward(rho), "face")
         return transport(rho, u, h, limiter, dt, mass_floor, backend)
 
+    def with_velocity(rho: np.ndarray, u: np.ndarray) -> tuple[np.ndarray, float]:
+        """``rhs(rho)`` given the face velocity ``u = velocity(forward(rho), "face")``."""
+        return transport(rho, u, h, limiter, None, mass_floor, backend)
+
+    rhs.with_velocity = with_velocity  # type: ignore[attr-defined]  (snapshot diagnostics)
     return rhs

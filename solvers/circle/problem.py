@@ -109,27 +109,33 @@ class CircleProblem:
         b = self.basis
         return b.backward(rho_hat * self._cache["d_center"]) / self.model.beta + self._cache["w_center"]
 
-    def energy(self, rho: np.ndarray) -> float:
+    def energy(self, rho: np.ndarray, rho_hat: np.ndarray | None = None) -> float:
         """``E = (1/(2 beta)) iint K drho drho + (1/2) int v drho`` (paper eq. 2.7, docs/math.md §1).
 
         The grid density is read as point masses ``rho_i h`` at the cell centres, for which
         this is exact up to the kernel's spectral tail (< 1e-16 relative when the grid
-        resolves the kernel bandwidth).
+        resolves the kernel bandwidth). ``rho_hat``: ``forward(rho)`` when already known.
         """
         b = self.basis
-        f = b.backward(b.forward(rho) * self._cache["kernel"])
+        rho_hat = b.forward(rho) if rho_hat is None else rho_hat
+        f = b.backward(rho_hat * self._cache["kernel"])
         w = rho * b.cell_weight
         return float(np.dot(w, f) / (2.0 * self.model.beta) + 0.5 * np.dot(w, self._cache["v_center"]))
 
-    def dissipation(self, rho: np.ndarray) -> float:
+    def dissipation(self, rho: np.ndarray, rho_hat: np.ndarray | None = None) -> float:
         """``D = int grad U . V drho`` with ``V`` the unsigned velocity: ``dE/dt = s D``.
 
         Unnormalised attention: ``D = int |g|^2 drho >= 0``. Softmax, pure attention:
         ``D = int |grad f|^2 / (beta^2 f) drho`` (docs/math.md §1). With softmax and a perceptron
-        ``D`` has no sign.
+        ``D`` has no sign. ``rho_hat``: ``forward(rho)`` when already known.
         """
-        b = self.basis
-        rho_hat = b.forward(rho)
+        grad_u, vel = self.centre_fields(self.basis.forward(rho) if rho_hat is None else rho_hat)
+        return float(np.sum(rho * grad_u * vel * self.basis.cell_weight))
+
+    def centre_fields(self, rho_hat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(grad U, V)`` at the cell centres, V the unsigned velocity (N,) each; one inverse
+        transform for unnormalised attention, where the two are the same field."""
         grad_u = self.potential_gradient(rho_hat)
-        vel = self.sign * self.velocity(rho_hat, "center")
-        return float(np.sum(rho * grad_u * vel * b.cell_weight))
+        if not self.softmax:
+            return grad_u, grad_u
+        return grad_u, self.sign * self.velocity(rho_hat, "center")

@@ -86,11 +86,12 @@ class AtomTracks:
         m_old = self.mass[old][:, None]
         cost = dist / self.link_radius + np.abs(mass - m_old) / np.maximum(np.maximum(mass, m_old), 1e-300)
         cost[dist > self.link_radius] = np.inf
+        flat = np.argsort(cost, axis=None, kind="stable")
+        flat = flat[np.isfinite(cost.ravel()[flat])].tolist()
+        cols = cost.shape[1]
         pairs_o, pairs_n, used_o, used_n = [], [], set(), set()
-        for flat in np.argsort(cost, axis=None, kind="stable"):
-            o, n = np.unravel_index(flat, cost.shape)
-            if not np.isfinite(cost[o, n]):
-                break
+        for f in flat:
+            o, n = divmod(f, cols)
             if o not in used_o and n not in used_n:
                 used_o.add(o), used_n.add(n), pairs_o.append(old[o]), pairs_n.append(n)
         return np.asarray(pairs_o, np.int64), np.asarray(pairs_n, np.int64)
@@ -123,16 +124,19 @@ class AtomTracks:
         m_o, m_n = self._match(unit, mass)
         ids = np.full(mass.size, -1, dtype=np.int64)
         ids[m_n] = m_o
-        for o in np.setdiff1d(old_alive, m_o):  # ended: merged into the nearest new atom
-            n = self._nearest(old_unit[o], np.arange(mass.size), unit)
+        matched = set(m_o.tolist())
+        ended = [o for o in old_alive.tolist() if o not in matched]
+        everyone = np.arange(mass.size)
+        for o in ended:  # ended: merged into the nearest new atom
+            n = self._nearest(old_unit[o], everyone, unit)
             self.merged_into[o] = ids[n] if n >= 0 and ids[n] >= 0 else -1
             self.end_time[o], self.mass[o] = t, np.nan
             self.unit[o] = np.nan
         for n in np.flatnonzero(ids < 0):  # born: split from the nearest living identity
             ids[n] = self._new(t, self._nearest(unit[n], old_alive, old_unit))
-        for o in np.setdiff1d(old_alive, m_o):  # merges into newborn atoms
+        for o in ended:  # merges into newborn atoms
             if self.merged_into[o] < 0:
-                n = self._nearest(old_unit[o], np.arange(mass.size), unit)
+                n = self._nearest(old_unit[o], everyone, unit)
                 self.merged_into[o] = ids[n] if n >= 0 else -1
         self.unit[ids], self.mass[ids] = unit, mass
         return ids

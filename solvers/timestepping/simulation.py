@@ -28,6 +28,7 @@ from __future__ import annotations
 import math
 import time as wallclock
 import warnings
+from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import NoReturn
@@ -258,7 +259,10 @@ class StopRule:
     def __init__(self, config: RunConfig, link_radius: float) -> None:
         self.time = config.time
         self.tracks = AtomTracks(link_radius, 2 if config.domain.manifold == "S1" else 3)
-        self.records: list[_Record] = []
+        self.records: deque[_Record] = deque()
+        # the latest record where each criterion failed (for a pair of consecutive records:
+        # the earlier one's time): a window holds a criterion iff it starts after that time
+        self._bad_measure = self._bad_ids = self._bad_mass = -math.inf
 
     def _measure(self, snap: Snapshot) -> float:
         d = snap.diagnostics
@@ -270,26 +274,36 @@ class StopRule:
         d = snap.diagnostics
         ids = self.tracks.link(snap.t, d.atom_mass, d.atom_position)
         diffuse = d.diffuse_mass if np.isfinite(d.diffuse_mass) else d.mass - float(np.sum(d.atom_mass))
-        self.records.append(_Record(snap.t, self._measure(snap), frozenset(ids.tolist()),
-                                    dict(zip(ids.tolist(), np.asarray(d.atom_mass, float))), diffuse))
+        new = _Record(snap.t, self._measure(snap), frozenset(ids.tolist()),
+                      dict(zip(ids.tolist(), np.asarray(d.atom_mass, float).tolist())), diffuse)
+        if new.measure > self.time.stationary_tol:
+            self._bad_measure = new.t
+        if self.records:
+            last = self.records[-1]
+            if last.ids != new.ids:
+                self._bad_ids = self._bad_mass = last.t
+            elif not self._settled(last, new):
+                self._bad_mass = last.t
+        self.records.append(new)
         span = self.time.stationary_window_time
         while len(self.records) > 2 and self.records[1].t <= snap.t - span * (1 + 1e-9):
-            self.records.pop(0)  # keep the window plus the snapshot just before it
-        window = [r for r in self.records if r.t >= snap.t - span * (1 + 1e-9)]
-        full = len(window) >= 2 and window[-1].t - window[0].t >= span * (1 - 1e-9)
-        same = full and all(r.ids == window[-1].ids for r in window)
-        return Stationarity(full, full and all(r.measure <= self.time.stationary_tol for r in window),
-                            same, same and self._masses_settled(window))
+            self.records.popleft()  # keep the window plus the snapshot just before it
+        start = snap.t - span * (1 + 1e-9)
+        first = self.records[0] if self.records[0].t >= start else self.records[1] \
+            if len(self.records) > 1 else new
+        full = first is not new and new.t - first.t >= span * (1 - 1e-9)
+        transport = full and self._bad_measure < first.t
+        same = full and self._bad_ids < first.t
+        return Stationarity(full, transport, same, same and self._bad_mass < first.t
+                            and self._settled(first, new))
 
-    def _masses_settled(self, window: list[_Record]) -> bool:
-        rate = self.time.stationary_mass_rate
-        pairs = list(zip(window[:-1], window[1:])) + [(window[0], window[-1])]
-        for a, b in pairs:
-            dt = b.t - a.t
-            changes = [abs(b.diffuse - a.diffuse)] + [abs(b.mass[k] - a.mass[k]) for k in b.ids]
-            if max(changes) > rate * dt:
-                return False
-        return True
+    def _settled(self, a: _Record, b: _Record) -> bool:
+        """Every atom's mass and the diffuse mass changed by at most ``stationary_mass_rate``
+        per unit time from ``a`` to ``b`` (same identities)."""
+        limit = self.time.stationary_mass_rate * (b.t - a.t)
+        if abs(b.diffuse - a.diffuse) > limit:
+            return False
+        return all(abs(b.mass[k] - a.mass[k]) <= limit for k in b.ids)
 
 
 def _is_stationary(history: list[Snapshot], config: RunConfig) -> bool:
