@@ -24,6 +24,8 @@ sphere, in :mod:`solvers.core.limiters`.
 
 from __future__ import annotations
 
+from typing import Callable
+
 import numpy as np
 
 from solvers.circle.problem import CircleProblem
@@ -100,12 +102,33 @@ def fv(problem: CircleProblem, limiter: str = "mc", mass_floor: float = 1e-6,
     h, backend = basis.h, resolve_backend(backend)
 
     def rhs(rho: np.ndarray, dt: float | None = None) -> tuple[np.ndarray, float]:
-        u = problem.velocity(basis.forward(rho), "face")
-        return transport(rho, u, h, limiter, dt, mass_floor, backend)
+        return transport(rho, problem.face_velocity(rho), h, limiter, dt, mass_floor, backend)
 
     def with_velocity(rho: np.ndarray, u: np.ndarray) -> tuple[np.ndarray, float]:
         """``rhs(rho)`` given the face velocity ``u = velocity(forward(rho), "face")``."""
         return transport(rho, u, h, limiter, None, mass_floor, backend)
 
     rhs.with_velocity = with_velocity  # type: ignore[attr-defined]  (snapshot diagnostics)
+    if backend == "numba":
+        rhs.fused_stage = _fused_stage(problem, limiter, mass_floor)  # type: ignore[attr-defined]
     return rhs
+
+
+def _fused_stage(problem: CircleProblem, limiter: str, mass_floor: float) -> Callable:
+    """``fused_stage(rho, dt, u0, c, alpha, uj) -> (u0 + c rhs(rho, dt)) + alpha (uj - u0),
+    max_rate``: an SSP Runge-Kutta stage in one compiled call (same operations as the
+    reference; see :func:`solvers.timestepping.integrators._shu_osher_step`)."""
+    from solvers.core.kernels_numba import LIMITER_CODES
+    from solvers.core.kernels_stages import circle_fv_stage
+
+    code, h = LIMITER_CODES[limiter], problem.basis.h
+    inv_h = 1.0 / h
+
+    def fused_stage(rho: np.ndarray, dt: float, u0: np.ndarray, c: float, alpha: float,
+                    uj: np.ndarray) -> tuple[np.ndarray, float]:
+        new, speed = circle_fv_stage(rho, problem.face_velocity(rho), code, float(dt), True,
+                                     inv_h, float(dt) / h, mass_floor, u0, float(c),
+                                     float(alpha), uj, alpha != 0.0)
+        return new, speed * inv_h
+
+    return fused_stage

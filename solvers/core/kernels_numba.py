@@ -441,30 +441,3 @@ def legendre_analysis(table, spec, starts, m_unique, scale):
     for i in range(ns):
         out[i] = complex(re[i] * scale[i], im[i] * scale[i])
     return out
-
-
-@njit(cache=True, error_model="numpy")
-def shu_osher_stage(u0, c, k, alpha, uj, with_j):
-    """One Shu-Osher stage in one pass: ``(u0 + c k) + alpha (uj - u0)`` (``with_j``), else ``u0 + c k``.
-
-    Elementwise over 1-D arrays, the operations and their order of
-    :func:`solvers.timestepping.integrators._shu_osher_step` (which writes the convex
-    combination as ``u0 + alpha (uj - u0)`` so that mass is conserved to round-off).
-    """
-    out = np.empty_like(u0)
-    if with_j:
-        for i in range(u0.size):
-            out[i] = (u0[i] + c * k[i]) + alpha * (uj[i] - u0[i])
-    else:
-        for i in range(u0.size):
-            out[i] = u0[i] + c * k[i]
-    return out
-
-
-@njit(cache=True, error_model="numpy")
-def add_scaled_difference(a, alpha, uj, u0):
-    """``a + alpha (uj - u0)`` elementwise, 1-D (further terms of a Shu-Osher stage)."""
-    out = np.empty_like(a)
-    for i in range(a.size):
-        out[i] = a[i] + alpha * (uj[i] - u0[i])
-    return out

@@ -139,15 +139,23 @@ def _fusable(*arrays: np.ndarray) -> bool:
 def _shu_osher_step(table: ButcherTable, rhs: Rhs, u: np.ndarray, dt: float,
                     backend: str = "numpy") -> tuple[np.ndarray, float]:
     stages, slopes, speed = [u], [], 0.0
+    fused = getattr(rhs, "fused_stage", None) if backend == "numba" else None
     for i in range(table.stages):
-        # stage i is forward Euler of size dt * beta/alpha from u^(i): limit fluxes with it
-        k, s = rhs(stages[i], dt=dt * table.beta[i, i] / table.alpha[i, i])
-        slopes.append(k)
-        speed = max(speed, s)
         # u^(0) + sum_j alpha_ij (u^(j) - u^(0)): the weights of a convex combination such as
         # (1/3, 2/3) do not sum to 1 in floating point, which would leak mass every step
         terms = [j for j in range(1, i + 1) if table.alpha[i, j] != 0.0]
         c = dt * table.beta[i, i]
+        # stage i is forward Euler of size dt * beta/alpha from u^(i): limit fluxes with it
+        if fused is not None and len(terms) <= 1:  # transport and combination, one call
+            j = terms[0] if terms else 0
+            new, s = fused(stages[i], dt * table.beta[i, i] / table.alpha[i, i], stages[0], c,
+                           table.alpha[i, j] if terms else 0.0, stages[j])
+            speed = max(speed, s)
+            stages.append(new)
+            continue
+        k, s = rhs(stages[i], dt=dt * table.beta[i, i] / table.alpha[i, i])
+        slopes.append(k)
+        speed = max(speed, s)
         if backend == "numba" and _fusable(stages[0], k, *(stages[j] for j in terms)):
             new = _fused_stage(stages, k, c, [(table.alpha[i, j], j) for j in terms])
         else:
@@ -160,7 +168,7 @@ def _shu_osher_step(table: ButcherTable, rhs: Rhs, u: np.ndarray, dt: float,
 
 def _fused_stage(stages: list[np.ndarray], k: np.ndarray, c: float, terms: list[tuple[float, int]]) -> np.ndarray:
     """The stage of :func:`_shu_osher_step` in compiled passes (same operations, same order)."""
-    from solvers.core.kernels_numba import add_scaled_difference, shu_osher_stage
+    from solvers.core.kernels_stages import add_scaled_difference, shu_osher_stage
 
     u0 = stages[0].reshape(-1)
     alpha, j = terms[0] if terms else (0.0, 0)

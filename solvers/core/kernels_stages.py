@@ -1,0 +1,51 @@
+"""Compiled Runge-Kutta stages (numba): the Shu-Osher stage combinations, and the S^1 fv stage
+that evaluates the transport and combines it in one call.
+
+The operations and their order are those of
+:func:`solvers.timestepping.integrators._shu_osher_step` (numpy), so the two agree bitwise
+(tests/core/test_kernels.py). Import only through :mod:`solvers.core.backend` users (numba
+is optional at run time).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from solvers.core.kernels_numba import circle_fv_rhs
+
+
+@njit(cache=True, error_model="numpy")
+def shu_osher_stage(u0, c, k, alpha, uj, with_j):
+    """One Shu-Osher stage in one pass: ``(u0 + c k) + alpha (uj - u0)`` (``with_j``), else ``u0 + c k``.
+
+    Elementwise over 1-D arrays, the operations and their order of
+    :func:`solvers.timestepping.integrators._shu_osher_step` (which writes the convex
+    combination as ``u0 + alpha (uj - u0)`` so that mass is conserved to round-off).
+    """
+    out = np.empty_like(u0)
+    if with_j:
+        for i in range(u0.size):
+            out[i] = (u0[i] + c * k[i]) + alpha * (uj[i] - u0[i])
+    else:
+        for i in range(u0.size):
+            out[i] = u0[i] + c * k[i]
+    return out
+
+
+@njit(cache=True, error_model="numpy")
+def add_scaled_difference(a, alpha, uj, u0):
+    """``a + alpha (uj - u0)`` elementwise, 1-D (further terms of a Shu-Osher stage)."""
+    out = np.empty_like(a)
+    for i in range(a.size):
+        out[i] = a[i] + alpha * (uj[i] - u0[i])
+    return out
+
+
+@njit(cache=True, error_model="numpy")
+def circle_fv_stage(rho, u, code, dt, limit, inv_h, dt_over_h, mass_floor, u0, c, alpha, uj,
+                    with_j):
+    """S^1 fv stage: ``k = circle_fv_rhs(rho, u, ...)`` then ``shu_osher_stage(u0, c, k, alpha,
+    uj, with_j)``, in one call; returns ``(stage, max |u| / h where mass moves)``."""
+    k, speed = circle_fv_rhs(rho, u, code, dt, limit, inv_h, dt_over_h, mass_floor)
+    return shu_osher_stage(u0, c, k, alpha, uj, with_j), speed
