@@ -18,7 +18,7 @@ is stored on the fine (nlat, nphi) grid, constant over each merged cell.
 only the degrees ``l <= L`` the kernel keeps (:meth:`SphereProblem.kernel_coefficients`),
 synthesises both face velocities with one batched irfft (:meth:`SphereProblem.face_velocities`)
 and does everything after them in one compiled kernel, band by band
-(:func:`solvers.core.kernels_numba.sphere_fv_rhs`); the two agree to round-off
+(:func:`solvers.core.kernels_sphere_numba.sphere_fv_rhs`); the two agree to round-off
 (tests/core/test_backends.py, tests/core/test_fused_paths.py).
 """
 
@@ -170,7 +170,7 @@ class SphereFV:
                   dt: float | None = None) -> tuple[np.ndarray, float]:
         """``(d rho/dt, max_rate)`` for given face velocities (shapes as :meth:`SphereProblem.velocity`)."""
         if self.backend == "numba":
-            from solvers.core.kernels_numba import sphere_fv_rhs
+            from solvers.core.kernels_sphere_numba import sphere_fv_rhs
 
             limit = dt is not None
             return sphere_fv_rhs(np.ascontiguousarray(rho, dtype=float), np.ascontiguousarray(u_phi, dtype=float),

@@ -91,7 +91,7 @@ class Synthesis:
 
         ``row_scale`` (n_theta,) multiplies row ``j`` (numba backend only: there it is folded
         into the spectrum, so it costs nothing); ``backend="numba"`` sums over degrees in one
-        compiled loop (:func:`solvers.core.kernels_numba.legendre_spectrum`).
+        compiled loop (:func:`solvers.core.kernels_sphere_numba.legendre_spectrum`).
         """
         c = coeffs[self.sel]
         if d_phi:
@@ -100,7 +100,7 @@ class Synthesis:
             c = c * np.exp(1j * self.m * shift)
         table = self.p if which == "p" else self.dp
         if backend == "numba":
-            from solvers.core.kernels_numba import legendre_spectrum
+            from solvers.core.kernels_sphere_numba import legendre_spectrum
 
             scale = np.full(table.shape[0], float(self.nphi)) if row_scale is None else self.nphi * row_scale
             spec = legendre_spectrum(table, np.ascontiguousarray(c, dtype=complex), self.starts,
@@ -168,7 +168,7 @@ class SphereProblem:
         return self.grid.basis.forward(rho) * self._c["kernel"]
 
     def _kernel_coefficients_truncated(self, rho: np.ndarray) -> np.ndarray:
-        from solvers.core.kernels_numba import legendre_analysis
+        from solvers.core.kernels_sphere_numba import legendre_analysis
 
         syn, g = self._c["centres"], self.grid
         if "analysis" not in self._c:
@@ -205,7 +205,7 @@ class SphereProblem:
 
     def _velocity_numba(self, f_lm: np.ndarray, where: str) -> np.ndarray:
         """:meth:`velocity` with the degree sums compiled and the scalings fused."""
-        from solvers.core.kernels_numba import signed_ratio_sum, signed_sum
+        from solvers.core.kernels_sphere_numba import signed_ratio_sum, signed_sum
 
         beta, g, sign = self.model.beta, self.grid, float(self.sign)
         if "inv_sin" not in self._c:
@@ -238,7 +238,7 @@ class SphereProblem:
         """
         if (backend or self.backend) != "numba":
             return self.velocity(f_lm, "theta_faces", backend), self.velocity(f_lm, "phi_faces", backend)
-        from solvers.core.kernels_numba import legendre_spectrum_into, signed_ratio_sum, signed_sum_inplace
+        from solvers.core.kernels_sphere_numba import legendre_spectrum_into, signed_ratio_sum, signed_sum_inplace
 
         c, beta, sign = self._c, self.model.beta, float(self.sign)
         faces, centres = c["faces"], c["centres"]

@@ -1,0 +1,365 @@
+"""Fused numba kernels of the S^2 step: the band-by-band finite-volume right-hand side on the
+merged Gauss grid, and the Legendre sums of the truncated analysis and the face-velocity
+synthesis (the numpy references are in :mod:`solvers.sphere.fv` and
+:mod:`solvers.sphere.problem`; tests/core/test_backends.py and test_fused_paths.py).
+
+Compiled with ``cache=True``; import only through :mod:`solvers.core.backend` users (numba is
+optional at run time).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from solvers.core.kernels_numba import _clip01, limited_slope
+
+
+@njit(cache=True, error_model="numpy")
+def _total(x):
+    """Sum of a 1-D array with 4 interleaved partial sums (deterministic, vectorisable)."""
+    n = x.size
+    a0 = a1 = a2 = a3 = 0.0
+    m = n - n % 4
+    for i in range(0, m, 4):
+        a0 += x[i]
+        a1 += x[i + 1]
+        a2 += x[i + 2]
+        a3 += x[i + 3]
+    for i in range(m, n):
+        a0 += x[i]
+    return (a0 + a1) + (a2 + a3)
+
+
+@njit(cache=True, error_model="numpy")
+def _max0(x, n):
+    """``max(0, x[0], ..., x[n-1])`` with 4 independent running maxima (max is exact in any order)."""
+    a0 = a1 = a2 = a3 = 0.0
+    m = n - n % 4
+    for i in range(0, m, 4):
+        a0 = max(a0, x[i])
+        a1 = max(a1, x[i + 1])
+        a2 = max(a2, x[i + 2])
+        a3 = max(a3, x[i + 3])
+    for i in range(m, n):
+        a0 = max(a0, x[i])
+    return max(max(a0, a1), max(a2, a3))
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def _sphere_fv_body(rho, u_phi, u_theta, merge, offset, n_cells, dtheta, face_len, area_row, zwidth_row,
+                    code, dt, limit, mass_floor):
+    """S^2 on the reduced grid: ``(d rho/dt on the fine (nlat, nphi) grid, max_rate)``.
+
+    Same operations as :class:`solvers.sphere.fv.SphereFV` (see there), band by band: band
+    ``j`` holds ``nphi / merge[j]`` cells numbered from ``offset[j]``, cell ``q`` covering the
+    fine cells ``q merge[j] ... (q + 1) merge[j] - 1``; every geometric factor is constant
+    along a band (``dtheta``, ``face_len`` (nlat+1,), ``area_row``, ``zwidth_row``), so the
+    unmerged bands (most of them) need no index maps at all. The loops run over row views
+    (``x[o:o + n]``) so that their indices are affine (vectorisable). Sums over the fine
+    segments of a merged cell are accumulated left to right from 0.0, as the reference's
+    ``bincount``; the mean density behind the mass floor is a 4-way interleaved sum (the
+    reference's is pairwise); maxima do not depend on the order.
+    """
+    nlat, nphi = rho.shape
+    n = n_cells
+    rho_c = np.empty(n)
+    rf = np.empty((nlat, nphi))  # merged bands: the cell value of every fine cell (else: rho's row)
+    for j in range(nlat):
+        r, o = merge[j], offset[j]
+        nc = nphi // r
+        rc, src, dst = rho_c[o:o + nc], rho[j], rf[j]
+        if r == 1:
+            for k in range(nphi):
+                rc[k] = src[k]
+        else:
+            for q in range(nc):
+                v = src[q * r]
+                rc[q] = v
+                for i in range(r):
+                    dst[q * r + i] = v
+    floor = mass_floor * max(_total(rho_c) / n, 0.0)
+    fz = np.empty(n)
+    east = np.empty(nphi)
+    west = np.empty(nphi + 1)
+    fm = np.empty((nlat + 1, nphi))
+    fm[0] = 0.0  # the poles: zero flux
+    fm[nlat] = 0.0
+    out_s = np.empty(n)  # outflow through the south / north faces of every cell
+    out_n = np.empty(n)
+    if limit:
+        last = nphi // merge[nlat - 1]
+        out_s[offset[nlat - 1]:offset[nlat - 1] + last] = 0.0  # (the south pole)
+        out_n[0:nphi // merge[0]] = 0.0  # (the north pole)
+    south_prev = np.empty(nphi)  # south-face value of band j-1
+    north_row = np.empty(nphi)
+    slope = np.empty(nphi)
+    ext = np.empty(nphi + 2)
+    cand = np.empty(nphi)
+    cand2 = np.empty(nphi)
+    uface = np.empty(nphi)
+    rz = 0.0
+    rm = 0.0
+    for j in range(nlat):
+        r, o = merge[j], offset[j]
+        nc = nphi // r
+        rc, fzr = rho_c[o:o + nc], fz[o:o + nc]
+        # zonal: reconstruction and flux through the east face of every cell of the band
+        # (ext: the band's cell values with the periodic neighbours at both ends)
+        ext[0] = rc[nc - 1]
+        for q in range(nc):
+            ext[q + 1] = rc[q]
+        ext[nc + 1] = rc[0]
+        for q in range(nc):
+            v = ext[q + 1]
+            s = limited_slope(v - ext[q], ext[q + 2] - v, code)
+            east[q] = v + 0.5 * s
+            west[q] = v - 0.5 * s
+        west[nc] = west[0]
+        uz = u_phi[j]
+        if r == 1:
+            for q in range(nc):
+                uface[q] = uz[q]
+        else:
+            for q in range(nc):
+                uface[q] = uz[q * r + r - 1]
+        dth = dtheta[j]
+        for q in range(nc):
+            u = uface[q]
+            fzr[q] = (max(u, 0.0) * east[q] + min(u, 0.0) * west[q + 1]) * dth
+            up = ext[q + 1] if u > 0.0 else ext[q + 2]
+            cand[q] = abs(u) if up > floor else 0.0
+        rz = max(rz, _max0(cand, nc) / zwidth_row[j])  # = max |u| / width: division is monotone
+        # meridional: face row j lies between bands j-1 and j
+        jm, jp = (j - 1 if j > 0 else 0), (j + 1 if j < nlat - 1 else j)
+        rf_m = rho[jm] if merge[jm] == 1 else rf[jm]
+        rf_c = rho[j] if r == 1 else rf[j]
+        rf_p = rho[jp] if merge[jp] == 1 else rf[jp]
+        for k in range(nphi):
+            v = rf_c[k]
+            slope[k] = limited_slope(v - rf_m[k], rf_p[k] - v, code)
+        for k in range(nphi):
+            north_row[k] = rf_c[k] - 0.5 * slope[k]
+        if j > 0:
+            fl = face_len[j]
+            ut, fmr = u_theta[j], fm[j]
+            for k in range(nphi):
+                u = ut[k]
+                fmr[k] = (max(u, 0.0) * south_prev[k] + min(u, 0.0) * north_row[k]) * fl
+                a = abs(u)
+                cand[k] = a if (u > 0.0 and rf_m[k] > floor) else 0.0
+                cand2[k] = a if (u <= 0.0 and rf_c[k] > floor) else 0.0
+            rm = max(rm, max(_max0(cand, nphi) / dtheta[j - 1], _max0(cand2, nphi) / dtheta[j]))
+            if limit:
+                rs, os_ = merge[j - 1], offset[j - 1]
+                osr = out_s[os_:os_ + nphi // rs]
+                if rs == 1:
+                    for k in range(nphi):
+                        osr[k] = max(fmr[k], 0.0)
+                else:
+                    for q in range(nphi // rs):
+                        acc = 0.0
+                        for i in range(rs):
+                            acc += max(fmr[q * rs + i], 0.0)
+                        osr[q] = acc
+                onr = out_n[o:o + nc]
+                if r == 1:
+                    for k in range(nphi):
+                        onr[k] = max(-fmr[k], 0.0)
+                else:
+                    for q in range(nc):
+                        acc = 0.0
+                        for i in range(r):
+                            acc += max(-fmr[q * r + i], 0.0)
+                        onr[q] = acc
+        for k in range(nphi):
+            south_prev[k] = rf_c[k] + 0.5 * slope[k]
+    if limit:
+        scale = np.empty(n)
+        for j in range(nlat):
+            o = offset[j]
+            nc = nphi // merge[j]
+            a = area_row[j]
+            rc, fzr, osr, onr, sc = rho_c[o:o + nc], fz[o:o + nc], out_s[o:o + nc], out_n[o:o + nc], scale[o:o + nc]
+            west[0] = fzr[nc - 1]  # west[q]: the flux through the west face of cell q
+            for q in range(1, nc):
+                west[q] = fzr[q - 1]
+            for q in range(nc):
+                out = max(fzr[q], 0.0) + max(-west[q], 0.0)
+                out += osr[q]
+                out += onr[q]
+                content = rc[q] * a
+                sent = dt * out
+                ratio = content / (sent if sent > 0.0 else 1.0)  # (branch-free: used where sent > content)
+                sc[q] = _clip01(ratio if sent > content else 1.0)
+        for j in range(nlat):
+            o = offset[j]
+            nc = nphi // merge[j]
+            fzr, sc = fz[o:o + nc], scale[o:o + nc]
+            f = fzr[nc - 1]  # the right neighbour of the band's last cell is its first
+            fzr[nc - 1] = f * sc[nc - 1] if f > 0.0 else f * sc[0]
+            for q in range(nc - 1):
+                f = fzr[q]
+                fzr[q] = f * sc[q] if f > 0.0 else f * sc[q + 1]
+        for j in range(1, nlat):
+            rn, on = merge[j - 1], offset[j - 1]
+            r, o = merge[j], offset[j]
+            fmr = fm[j]
+            if rn == 1 and r == 1:
+                scn, scs = scale[on:on + nphi], scale[o:o + nphi]
+                for k in range(nphi):
+                    f = fmr[k]
+                    fmr[k] = f * scn[k] if f > 0.0 else f * scs[k]
+            else:
+                for k in range(nphi):
+                    f = fmr[k]
+                    fmr[k] = f * scale[on + k // rn] if f > 0.0 else f * scale[o + k // r]
+    out = np.empty((nlat, nphi))
+    for j in range(nlat):
+        r, o = merge[j], offset[j]
+        nc = nphi // r
+        a = area_row[j]
+        fzr, fn, fs, dst = fz[o:o + nc], fm[j], fm[j + 1], out[j]
+        if r == 1:
+            dst[0] = ((fzr[nphi - 1] - fzr[0]) + (fn[0] - fs[0])) / a
+            for k in range(1, nphi):
+                dst[k] = ((fzr[k - 1] - fzr[k]) + (fn[k] - fs[k])) / a
+        else:
+            for q in range(nc):
+                acc = 0.0
+                for i in range(r):
+                    acc += fn[q * r + i] - fs[q * r + i]
+                v = ((fzr[q - 1 if q > 0 else nc - 1] - fzr[q]) + acc) / a
+                for i in range(r):
+                    dst[q * r + i] = v
+    return out, rz + rm
+
+
+# One compiled S^2 kernel per limiter, each with the limiter a constant (its branch folded away);
+# compiled (or loaded from the cache) only when first used.
+@njit(cache=True, error_model="numpy")
+def _sphere_fv_minmod(rho, u_phi, u_theta, merge, offset, n_cells, dtheta, face_len, area_row, zwidth_row,
+                      dt, limit, mass_floor):
+    return _sphere_fv_body(rho, u_phi, u_theta, merge, offset, n_cells, dtheta, face_len, area_row, zwidth_row,
+                           0, dt, limit, mass_floor)
+
+
+@njit(cache=True, error_model="numpy")
+def _sphere_fv_mc(rho, u_phi, u_theta, merge, offset, n_cells, dtheta, face_len, area_row, zwidth_row,
+                  dt, limit, mass_floor):
+    return _sphere_fv_body(rho, u_phi, u_theta, merge, offset, n_cells, dtheta, face_len, area_row, zwidth_row,
+                           1, dt, limit, mass_floor)
+
+
+@njit(cache=True, error_model="numpy")
+def _sphere_fv_vanleer(rho, u_phi, u_theta, merge, offset, n_cells, dtheta, face_len, area_row, zwidth_row,
+                       dt, limit, mass_floor):
+    return _sphere_fv_body(rho, u_phi, u_theta, merge, offset, n_cells, dtheta, face_len, area_row, zwidth_row,
+                           2, dt, limit, mass_floor)
+
+
+@njit(cache=True, error_model="numpy")
+def _sphere_fv_none(rho, u_phi, u_theta, merge, offset, n_cells, dtheta, face_len, area_row, zwidth_row,
+                    dt, limit, mass_floor):
+    return _sphere_fv_body(rho, u_phi, u_theta, merge, offset, n_cells, dtheta, face_len, area_row, zwidth_row,
+                           3, dt, limit, mass_floor)
+
+
+SPHERE_FV_KERNELS = {0: _sphere_fv_minmod, 1: _sphere_fv_mc, 2: _sphere_fv_vanleer, 3: _sphere_fv_none}
+
+
+def sphere_fv_rhs(rho, u_phi, u_theta, merge, offset, n_cells, dtheta, face_len, area_row, zwidth_row,
+                  code, dt, limit, mass_floor):
+    """The S^2 fv kernel (see :func:`_sphere_fv_body`) for limiter ``code``."""
+    return SPHERE_FV_KERNELS[code](rho, u_phi, u_theta, merge, offset, n_cells, dtheta, face_len, area_row,
+                                   zwidth_row, dt, limit, mass_floor)
+
+
+@njit(cache=True, error_model="numpy")
+def legendre_spectrum_into(table, c, starts, m_unique, row_scale, spec):
+    """Write ``spec[j, m] = row_scale[j] sum_{l} table[j, (l, m)] c_(l, m)`` for the orders present.
+
+    ``table`` (n_theta, n_sel) real, ``c`` (n_sel,) complex, entries of order
+    ``m_unique[q]`` in ``starts[q]:starts[q+1]``; ``spec`` (n_theta, n_freq) complex: the
+    other columns are left as they are (zero them once).
+    """
+    nt, ns = table.shape
+    nq = m_unique.size
+    for j in range(nt):
+        for q in range(nq):
+            stop = starts[q + 1] if q + 1 < nq else ns
+            re = 0.0
+            im = 0.0
+            for i in range(starts[q], stop):
+                t = table[j, i]
+                re += t * c[i].real
+                im += t * c[i].imag
+            spec[j, m_unique[q]] = complex(re * row_scale[j], im * row_scale[j])
+
+
+@njit(cache=True, error_model="numpy")
+def legendre_spectrum(table, c, starts, m_unique, n_freq, row_scale):
+    """Longitude spectrum ``spec[j, m] = row_scale[j] sum_{l} table[j, (l, m)] c_(l, m)``.
+
+    ``table`` (n_theta, n_sel) real, ``c`` (n_sel,) complex, entries of order
+    ``m_unique[q]`` in ``starts[q]:starts[q+1]``; returns (n_theta, n_freq) complex.
+    """
+    spec = np.zeros((table.shape[0], n_freq), dtype=np.complex128)
+    legendre_spectrum_into(table, c, starts, m_unique, row_scale, spec)
+    return spec
+
+
+@njit(cache=True, error_model="numpy")
+def signed_sum(a, w, sign):
+    """``sign * (a + w)`` elementwise, 2-D."""
+    out = np.empty_like(a)
+    for j in range(a.shape[0]):
+        for k in range(a.shape[1]):
+            out[j, k] = sign * (a[j, k] + w[j, k])
+    return out
+
+
+@njit(cache=True, error_model="numpy")
+def signed_sum_inplace(a, w, sign):
+    """``a <- sign * (a + w)`` elementwise, 2-D (the operations of :func:`signed_sum`)."""
+    for j in range(a.shape[0]):
+        for k in range(a.shape[1]):
+            a[j, k] = sign * (a[j, k] + w[j, k])
+    return a
+
+
+@njit(cache=True, error_model="numpy")
+def signed_ratio_sum(g, f, beta, w, sign):
+    """``sign * (g / (beta f) + w)`` elementwise, 2-D (softmax attention)."""
+    out = np.empty_like(g)
+    for j in range(g.shape[0]):
+        for k in range(g.shape[1]):
+            out[j, k] = sign * (g[j, k] / (beta * f[j, k]) + w[j, k])
+    return out
+
+
+@njit(cache=True, error_model="numpy")
+def legendre_analysis(table, spec, starts, m_unique, scale):
+    """``c_i = scale[i] sum_j table[j, i] spec[j, m_i]`` (sum over j in order), complex (n_sel,).
+
+    ``table`` (n_theta, n_sel) real (quadrature weight times ``Ybar_lm(theta_j)``), ``spec``
+    (n_theta, n_freq) complex (longitude spectra of the rows), entries of order
+    ``m_unique[q]`` in ``starts[q]:starts[q+1]``.
+    """
+    nt, ns = table.shape
+    nq = m_unique.size
+    re = np.zeros(ns)
+    im = np.zeros(ns)
+    for j in range(nt):
+        for q in range(nq):
+            stop = starts[q + 1] if q + 1 < nq else ns
+            z = spec[j, m_unique[q]]
+            zr, zi = z.real, z.imag
+            for i in range(starts[q], stop):
+                t = table[j, i]
+                re[i] += t * zr
+                im[i] += t * zi
+    out = np.empty(ns, dtype=np.complex128)
+    for i in range(ns):
+        out[i] = complex(re[i] * scale[i], im[i] * scale[i])
+    return out
