@@ -23,7 +23,7 @@ from spectral import CircleBasis
 
 SCHEMES: dict[str, tuple[Callable[..., Rhs], str, str]] = {
     # name: (factory, default integrator, citation)
-    "fv": (fv, "ssprk3", "MUSCL upwind finite volumes, van Leer, J. Comput. Phys. 32 (1979)"),
+    "fv": (fv, "ssprk10_2", "MUSCL upwind finite volumes, van Leer, J. Comput. Phys. 32 (1979)"),
     "spectral": (spectral, "rk4", "Fourier pseudo-spectral, 2/3 rule: Orszag, J. Atmos. Sci. 28 (1971)"),
 }
 POSITIVITY_CFL = 0.5  # fv + SSP: dt max|u| / h <= 1/2 keeps every cell non-negative

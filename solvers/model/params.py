@@ -18,7 +18,7 @@ KERNELS = ("exp", "exp_shifted")
 MANIFOLDS = ("S1", "S2")
 # Names the implementations register under (checked against their tables by the tests):
 # solvers.timestepping.integrators.INTEGRATORS and solvers.core.limiters.LIMITERS.
-INTEGRATOR_NAMES = ("euler", "ssprk2", "ssprk3", "rk4")
+INTEGRATOR_NAMES = ("euler", "ssprk2", "ssprk3", "rk4", "ssprk10_2")
 LIMITER_NAMES = ("minmod", "mc", "vanleer", "none")
 
 
@@ -105,7 +105,7 @@ class InitialParams:
 class TimeParams:
     """Time stepping.
 
-    ``scheme``: ``fv`` (finite volume + SSP-RK3) or ``spectral`` (pseudo-spectral + RK4).
+    ``scheme``: ``fv`` (finite volume + SSP-RK(10,2)) or ``spectral`` (pseudo-spectral + RK4).
     ``dt``: fixed step if not None, else adaptive from ``cfl`` and ``rate_factor``
     (step <= rate_factor / L, L the Lipschitz bound of the velocity, docs/math.md §6).
     ``stop_when_stationary``: stop when, over the last ``stationary_window_time`` time units
@@ -122,7 +122,7 @@ class TimeParams:
 
     t_end: float = 10.0
     scheme: str = "fv"
-    integrator: str | None = None  # None: scheme default (ssprk3 for fv, rk4 for spectral)
+    integrator: str | None = None  # None: scheme default (ssprk10_2 for fv, rk4 for spectral)
     cfl: float = 0.4
     rate_factor: float = 1.0
     dt: float | None = None

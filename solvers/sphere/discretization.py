@@ -37,7 +37,7 @@ class SphereDiscretization:
         self.problem = SphereProblem(config.model, self.grid)
         if self.scheme == "fv":
             self.rhs = SphereFV(self.problem, config.time.limiter)
-            self.default_integrator = "ssprk3"
+            self.default_integrator = "ssprk10_2"
         else:
             from solvers.sphere.spectral import SphereSpectral
 

@@ -45,6 +45,15 @@ class ButcherTable:
     def stages(self) -> int:
         return self.b.size
 
+    @property
+    def ssp_coefficient(self) -> float:
+        """``C``: every stage is a convex combination of forward-Euler steps of size at most
+        ``dt / C``, so a forward-Euler property at step ``k`` (positivity at Courant 1/2, a
+        contractive relaxation) holds for steps up to ``C k``. 1 for non-SSP tables."""
+        if self.alpha is None:
+            return 1.0
+        return float(np.min(np.diag(self.alpha) / np.diag(self.beta)))
+
     def order_residuals(self) -> list[float]:
         """Residuals of the order conditions up to ``self.order`` (all ~0 if valid)."""
         a, b, c = self.a, self.b, self.c
@@ -83,6 +92,22 @@ def _t(rows: list[list[float]]) -> np.ndarray:
     return np.array(rows, dtype=float)
 
 
+def ssprk_s2(stages: int) -> ButcherTable:
+    """Optimal second-order SSP scheme with ``s`` stages, SSP coefficient ``s - 1``: ``s - 1``
+    forward-Euler steps of ``dt / (s - 1)``, then the average of ``u^n`` (weight 1/s) and one more
+    such step (Ketcheson, SIAM J. Sci. Comput. 30 (2008), eq. 3.3). The Butcher table is
+    derived from the Shu-Osher form (and the order conditions checked)."""
+    s = stages
+    alpha, beta = np.zeros((s, s)), np.zeros((s, s))
+    for i in range(s - 1):
+        alpha[i, i], beta[i, i] = 1.0, 1.0 / (s - 1)
+    alpha[s - 1, 0], alpha[s - 1, s - 1], beta[s - 1, s - 1] = 1.0 / s, (s - 1) / s, 1.0 / s
+    shell = ButcherTable(f"ssprk{s}_2", 2, np.zeros((s, s)), np.zeros(s), "", alpha, beta)
+    a, b = shell.shu_osher_as_butcher()
+    return ButcherTable(shell.name, 2, a, b, f"SSP-RK({s},2), C = {s - 1}: Ketcheson, SIAM J. "
+                        "Sci. Comput. 30 (2008)", alpha, beta)
+
+
 INTEGRATORS: dict[str, ButcherTable] = {t.name: t.validate() for t in [
     ButcherTable("euler", 1, _t([[0]]), _t([1]), "forward Euler", _t([[1]]), _t([[1]])),
     ButcherTable("ssprk2", 2, _t([[0, 0], [1, 0]]), _t([0.5, 0.5]),
@@ -94,6 +119,7 @@ INTEGRATORS: dict[str, ButcherTable] = {t.name: t.validate() for t in [
                  _t([[1, 0, 0], [0, 0.25, 0], [0, 0, 2 / 3]])),
     ButcherTable("rk4", 4, _t([[0, 0, 0, 0], [0.5, 0, 0, 0], [0, 0.5, 0, 0], [0, 0, 1, 0]]),
                  _t([1 / 6, 1 / 3, 1 / 3, 1 / 6]), "classical RK4: Kutta, Z. Math. Phys. 46 (1901)"),
+    ssprk_s2(10),
 ]}
 
 

@@ -94,7 +94,8 @@ class Solver:
     - State: ``rho`` (grid array, shape (N,)), ``t``, ``n_steps``, ``dt`` (the step the
       controller proposes next).
     - ``step(t_stop)`` does the bookkeeping: picks ``dt`` (fixed ``time.dt``, or adaptive:
-      ``min(cfl / max(|u|/width), rate_factor / L)``, docs/math.md §6), never steps past ``t_stop``,
+      ``C min(cfl / max(|u|/width), rate_factor / L)``, C the integrator's SSP coefficient,
+      docs/math.md §6), never steps past ``t_stop``,
       calls ``_step_impl(dt)``, and on rejection halves ``dt`` and retries.
     - ``_step_impl(dt) -> (rho_new, ok)`` does the numerics only and must not change state.
     - Mass is conserved to round-off by every scheme; ``fv`` keeps ``rho >= 0``.
@@ -118,7 +119,9 @@ class Solver:
             self.rho = self.disc.prepare(rho0, fresh=step0 == 0)
         self.t, self.n_steps = float(t0), int(step0)
         mass = self.disc.total_mass(self.rho) if self.measure else float(np.sum(self.rho * self.disc.cell_weight))
-        self.rate_dt = tp.rate_factor / max(self.disc.lipschitz_bound(abs(mass)), 1e-300)
+        # an SSP table's stages are Euler steps of dt / C: the Euler bounds scale by C
+        self.ssp = self.table.ssp_coefficient
+        self.rate_dt = self.ssp * tp.rate_factor / max(self.disc.lipschitz_bound(abs(mass)), 1e-300)
         self.dt_min = DT_MIN_FRACTION * tp.t_end
         self.density_cap = BLOWUP_FACTOR * abs(mass) / float(np.min(self.disc.cell_weight))
         self._rate = self.rhs(self.rho)[1]
@@ -139,7 +142,7 @@ class Solver:
             return dt
         if self.config.time.dt is not None:
             return float(self.config.time.dt)
-        return min(self.config.time.cfl / max(self._rate, 1e-300), self.rate_dt)
+        return min(self.ssp * self.config.time.cfl / max(self._rate, 1e-300), self.rate_dt)
 
     def step(self, t_stop: float) -> float:
         """Advance one accepted step, not past ``t_stop``; return the step taken.
@@ -186,7 +189,7 @@ class Solver:
 
     def _step_impl(self, dt: float) -> tuple[np.ndarray, bool]:
         rho_new, rate = rk_step(self.table, self.rhs, self.rho, dt)
-        courant, limit = rate * dt, self.disc.positivity_cfl
+        courant, limit = rate * dt / self.ssp, self.disc.positivity_cfl  # per Euler sub-step
         if limit is not None and courant > limit * (1 + 1e-12):
             if self.config.time.dt is None:
                 return rho_new, False

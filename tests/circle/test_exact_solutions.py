@@ -88,10 +88,10 @@ def test_energy_gap_is_a_kernel_norm():
         assert prob.energy(mu) - prob.energy(star) == pytest.approx(gap, rel=1e-10, abs=1e-14)
 
 
-def _measured_rate(scheme, attention, direction, beta, j, dt, t_end, n=64, eps=1e-6):
+def _measured_rate(scheme, attention, direction, beta, j, dt, t_end, n=64, eps=1e-6, integrator=None):
     # eps: round-off seeds noise ~1e-17/eps in the mode; nonlinear corrections to mode j are O(eps^2)
     cfg = make_config(n=n, beta=beta, direction=direction, attention=attention, scheme=scheme,
-                      dt=dt, t_end=t_end, snapshot_interval=t_end)
+                      dt=dt, t_end=t_end, snapshot_interval=t_end, integrator=integrator)
     theta = 2 * np.pi * np.arange(n) / n
     rho0 = (1 + eps * np.cos(j * theta)) / (2 * np.pi)
     solver = Solver(cfg, rho0)
@@ -123,13 +123,15 @@ def test_spectral_scheme_reproduces_growth_rates(attention, direction, beta, j):
     assert measured == pytest.approx(r, rel=1e-6)
 
 
-@pytest.mark.parametrize("scheme,order", [("spectral", 4), ("fv", 3)])
-def test_growth_rate_error_falls_at_the_scheme_order(scheme, order):
+@pytest.mark.parametrize("scheme,integrator,order", [("spectral", None, 4), ("fv", "ssprk3", 3),
+                                                    ("fv", "ssprk10_2", 2)])
+def test_growth_rate_error_falls_at_the_scheme_order(scheme, integrator, order):
     beta, j, t_end = 5.0, 3, 0.2
     r = exact_rate("unnormalized", "descent", beta, j)
     # the fv scheme has its own (second-order in h) discrete rate: compare dt against dt/8
     dts = [t_end / 10, t_end / 20, t_end / 40, t_end / 320]
-    rates = [_measured_rate(scheme, "unnormalized", "descent", beta, j, dt, t_end, n=256) for dt in dts]
+    rates = [_measured_rate(scheme, "unnormalized", "descent", beta, j, dt, t_end, n=256,
+                            integrator=integrator) for dt in dts]
     errs = np.abs(np.array(rates[:3]) - rates[3])
     observed = np.log2(errs[:-1] / errs[1:])
     assert np.all(np.abs(observed - order) < 0.3), observed

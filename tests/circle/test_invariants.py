@@ -108,15 +108,19 @@ def test_parity(case, keeps):
     assert (asym <= 1e-12) if keeps else (asym > 1e-3)
 
 
+@pytest.mark.parametrize("integrator,centre_tol", [("ssprk3", 1e-6), ("ssprk10_2", 1e-5)])
 @pytest.mark.parametrize("direction", ["ascent", "descent"])
-def test_two_atoms_follow_the_ode(direction):
-    """Two atoms of mass m at distance D: D' = -2 s m exp(beta cos D) sin D (docs/math.md §3.3)."""
+def test_two_atoms_follow_the_ode(direction, integrator, centre_tol):
+    """Two atoms of mass m at distance D: D' = -2 s m exp(beta cos D) sin D (docs/math.md §3.3).
+    The midpoint stays (up to the grid's asymmetry about it, larger with the longer steps of
+    the 10-stage scheme)."""
     n, beta, m, d0, t_end = 2048, 1.0, 0.5, 1.2, 0.6
     s = 1.0 if direction == "ascent" else -1.0
     theta = 2 * np.pi * np.arange(n) / n
     mid = 2.0
     rho0 = _bumps(theta, [mid - d0 / 2, mid + d0 / 2], [m, m], kappa=4000.0)
-    cfg = make_config(n=n, beta=beta, direction=direction, t_end=t_end, snapshot_interval=t_end)
+    cfg = make_config(n=n, beta=beta, direction=direction, t_end=t_end, snapshot_interval=t_end,
+                      integrator=integrator)
     result, _ = _run(cfg, rho0)
     rho = result.final.rho
     left = (theta > mid - np.pi / 2) & (theta < mid)
@@ -127,7 +131,7 @@ def test_two_atoms_follow_the_ode(direction):
     d_exact = ode.y[0, -1]
     assert abs(d_exact - d0) > 0.1
     assert centres[1] - centres[0] == pytest.approx(d_exact, abs=2e-3)
-    assert 0.5 * (centres[0] + centres[1]) == pytest.approx(mid, abs=1e-6)
+    assert 0.5 * (centres[0] + centres[1]) == pytest.approx(mid, abs=centre_tol)
 
 
 @pytest.mark.parametrize("n_atoms", [1, 2, 5])

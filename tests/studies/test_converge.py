@@ -85,10 +85,20 @@ def test_fv_time_ladder_is_third_order(s1_config):
     # SSP-RK3 with the linear (unlimited) reconstruction. With the default MC limiter the
     # observed temporal order drops to ~2.4-2.8 here: the limiter is not smooth in the state.
     ladder, t = only(cv.converge(s1_config, dts="0.02,0.01,0.005,0.0025",
-                                 overrides=["time.limiter=\"none\""]), "time")
+                                 overrides=["time.limiter=\"none\"",
+                                            "time.integrator=\"ssprk3\""]), "time")
     assert ladder.design_order == 3 and ladder.runs[-1].config.domain.resolution == 128
     assert t["order"][1:3] == pytest.approx([3.0, 3.0], abs=0.3)
     assert t["successive_order"][1:3] == pytest.approx([3.0, 3.0], abs=0.3)
+
+
+def test_fv_time_ladder_of_the_default_integrator_is_second_order(s1_config):
+    """The fv default, SSP-RK(10,2), is second order in time (its steps are 9x longer)."""
+    ladder, t = only(cv.converge(s1_config, dts="0.08,0.04,0.02,0.01",
+                                 overrides=["time.limiter=\"none\""]), "time")
+    assert ladder.design_order == 2
+    assert t["order"][1] == pytest.approx(2.0, abs=0.3)  # the last pair is biased (module doc)
+    assert t["successive_order"][1:3] == pytest.approx([2.0, 2.0], abs=0.1)
 
 
 def test_spectral_time_ladder_is_fourth_order(s1_config):
@@ -214,7 +224,7 @@ def test_command_writes_table_netcdf_and_png(s1_config, tmp_path, capsys):
     ds = xr.open_dataset(out.with_suffix(".nc"))
     assert list(ds["resolution"].values) == [80, 160, 320] and ds.sizes["dt"] == 3
     assert ds["space_distance"].dims == ("resolution",) and ds["time_order"].dims == ("dt",)
-    assert np.isnan(ds["space_distance"].values[-1]) and ds.attrs["time_design_order"] == 3
+    assert np.isnan(ds["space_distance"].values[-1]) and ds.attrs["time_design_order"] == 2
     assert "model.beta=4" in ds.attrs["space_config_text"]
     ds.close()
     assert out.with_suffix(".png").stat().st_size > 1000
