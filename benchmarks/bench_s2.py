@@ -46,9 +46,10 @@ A = np.array([(-0.5603236705120601, 0.0453159888005312, -0.8270331585994134),
 OMEGA = np.array([-0.422016341580297, -1.1095875272656244, -0.3624772545416152])
 
 
-def config(lmax: int, scheme: str, t_end: float) -> RunConfig:
+def config(lmax: int, scheme: str, t_end: float, integrator: str | None = None) -> RunConfig:
     model = ModelParams(1.0, "descent", "unnormalized", "exp_shifted", PerceptronParams("relu", A, OMEGA, np.zeros(3)))
-    return RunConfig(domain=DomainParams("S2", lmax), model=model, time=TimeParams(t_end=t_end, scheme=scheme),
+    return RunConfig(domain=DomainParams("S2", lmax), model=model,
+                     time=TimeParams(t_end=t_end, scheme=scheme, integrator=integrator),
                      output=OutputParams(snapshot_interval=t_end, progress=False))
 
 
@@ -68,9 +69,10 @@ def transform_pair_seconds(lmax: int, field: np.ndarray, repeats: int = 20) -> f
     return best
 
 
-def measure(lmax: int, scheme: str, t_end: float, backend: str | None = None) -> tuple[float, float, int, float]:
+def measure(lmax: int, scheme: str, t_end: float, backend: str | None = None,
+            integrator: str | None = None) -> tuple[float, float, int, float]:
     """(mean seconds per step, seconds per transform pair, steps to t_end, fastest step); ``backend`` for fv."""
-    cfg = config(lmax, scheme, t_end)
+    cfg = config(lmax, scheme, t_end, integrator)
     solver = Solver(cfg, initial(lmax))
     if backend is not None:
         solver.rhs = SphereFV(solver.disc.problem, cfg.time.limiter, backend=backend)
@@ -89,7 +91,7 @@ def measure(lmax: int, scheme: str, t_end: float, backend: str | None = None) ->
 
 def breakdown(lmax: int, repeats: int = 30) -> dict[str, float]:
     """Best-of seconds of the parts of one fv right-hand side (default backend) and of one step."""
-    cfg = config(lmax, "fv", 0.5)
+    cfg = config(lmax, "fv", 0.5, "ssprk3")
     solver = Solver(cfg, initial(lmax))
     fv, rho = solver.rhs, solver.rho
     prob = fv.problem
@@ -131,16 +133,20 @@ def main() -> None:
             print(f"{lmax:>5} {b['pair'] * 1e3:11.3f} " + " ".join(f"{b[k] / b['pair']:11.2f}" for k in list(b)[1:]))
         return
     print(f"# beta = 1 descent, ReLU (3 units), exp_shifted; adaptive steps to t = {args.t}")
-    print(f"{'scheme':>9} {'backend':>7} {'lmax':>5} {'grid':>10} {'s/step':>10} {'pair s':>10} {'ratio':>6} "
-          f"{'steps':>6} {'best step':>10} {'best ratio':>10}")
-    for scheme, backend in (("fv", "numpy"), ("fv", "numba"), ("spectral", None)):
+    print("# ratio: seconds per step over one transform pair; per RHS: that over the stages")
+    print(f"{'scheme':>9} {'integrator':>10} {'backend':>7} {'lmax':>5} {'grid':>10} {'s/step':>10} "
+          f"{'pair s':>10} {'ratio':>6} {'per RHS':>7} {'steps':>6} {'wall s':>7} {'best ratio':>10}")
+    for scheme, integ, backend in (("fv", "ssprk3", "numpy"), ("fv", "ssprk3", "numba"),
+                                   ("fv", "ssprk10_2", "numba"), ("spectral", "rk4", None)):
         for lmax in sizes:
-            if scheme == "spectral" and lmax > 255:
+            if (scheme == "spectral" or backend == "numpy") and lmax > 255:
                 continue
-            per_step, pair, steps, fastest = measure(lmax, scheme, args.t, backend)
+            per_step, pair, steps, fastest = measure(lmax, scheme, args.t, backend, integ)
             grid = "x".join(map(str, SphereGrid(lmax).shape))
-            print(f"{scheme:>9} {backend or '-':>7} {lmax:>5} {grid:>10} {per_step:10.3e} {pair:10.3e} "
-                  f"{per_step / pair:6.1f} {steps:>6} {fastest:10.3e} {fastest / pair:10.1f}")
+            stages = {"ssprk3": 3, "ssprk10_2": 10, "rk4": 4}[integ]
+            print(f"{scheme:>9} {integ:>10} {backend or '-':>7} {lmax:>5} {grid:>10} {per_step:10.3e} "
+                  f"{pair:10.3e} {per_step / pair:6.2f} {per_step / pair / stages:7.2f} {steps:>6} "
+                  f"{per_step * steps:7.2f} {fastest / pair:10.2f}")
 
 
 if __name__ == "__main__":

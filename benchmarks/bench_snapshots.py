@@ -3,11 +3,13 @@ default ``output.snapshot_interval = 1.0`` against the same run with 100x fewer 
 (``snapshot_interval = 100``), side by side in one process.
 
 Both runs take the same steps: a fixed ``time.dt`` that divides both intervals, ``t_end`` a
-multiple of 100, no stationarity stop. Each case is run ``--repeat`` times, alternating; the
-best wall time of each is reported, and their ratio (target: at most 1.2).
+multiple of 100, no stationarity stop (the default integrator, SSP-RK(10,2)). Each case is run
+``--repeat`` times, alternating; the best wall time of each is reported, and their ratio
+(target: at most 1.2). ``--adaptive``: the default adaptive steps instead (a run that must land
+on every snapshot time then takes more, shorter steps than the sparse one).
 
     .venv/bin/python benchmarks/bench_snapshots.py [--t-end 1000] [--repeat 3] [--sync 5]
-        [--zarr] [--compare-every-record]
+        [--zarr] [--compare-every-record] [--adaptive]
 
 ``--compare-every-record`` adds the writer's earlier behaviour (``output.sync_interval = 0``:
 every snapshot written and synced as it comes).
@@ -28,11 +30,12 @@ from solvers.timestepping.simulation import simulate
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def run_once(interval: float, t_end: float, sync: float, folder: Path, suffix: str) -> tuple[float, int, int]:
+def run_once(interval: float, t_end: float, sync: float, folder: Path, suffix: str,
+             adaptive: bool = False) -> tuple[float, int, int]:
     """Wall seconds of one archived run, its steps and its archive size in bytes."""
     out = folder / f"run_{interval:g}_{sync:g}{suffix}"
     cfg = load_config(ROOT / "runs" / "demo.toml", [
-        f"time.t_end={t_end}", "time.dt=0.25", "time.stop_when_stationary=false",
+        f"time.t_end={t_end}", *([] if adaptive else ["time.dt=0.25"]), "time.stop_when_stationary=false",
         f"output.snapshot_interval={interval}", f"output.sync_interval={sync}",
         "output.progress=false"])
     theta, weight, phi = grid_arrays(cfg)
@@ -52,6 +55,7 @@ def main() -> None:
     parser.add_argument("--sync", type=float, default=5.0, help="output.sync_interval (s)")
     parser.add_argument("--zarr", action="store_true", help="write zarr stores, not NetCDF")
     parser.add_argument("--compare-every-record", action="store_true")
+    parser.add_argument("--adaptive", action="store_true", help="default adaptive steps, not dt = 0.25")
     args = parser.parse_args()
     cases = [(1.0, args.sync), (100.0, args.sync)]
     if args.compare_every_record:
@@ -62,10 +66,11 @@ def main() -> None:
         run_once(100.0, 100.0, args.sync, Path(tmp), suffix)  # warm up (numba, imports)
         for _ in range(args.repeat):
             for case in cases:
-                got = run_once(*case[:1], args.t_end, case[1], Path(tmp), suffix)
+                got = run_once(*case[:1], args.t_end, case[1], Path(tmp), suffix, args.adaptive)
                 if case not in best or got[0] < best[case][0]:
                     best[case] = got
-    print(f"demo.toml N=512, t_end={args.t_end:g}, dt=0.25 fixed, best of {args.repeat}, {suffix}")
+    steps = "adaptive steps" if args.adaptive else "dt=0.25 fixed"
+    print(f"demo.toml N=512, t_end={args.t_end:g}, {steps}, best of {args.repeat}, {suffix}")
     print(f"{'snapshot_interval':>17} {'sync_interval':>13} {'snapshots':>9} {'steps':>6} "
           f"{'wall s':>7} {'bytes':>10}")
     for (interval, sync), (wall, steps, size) in best.items():
