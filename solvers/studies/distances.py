@@ -1,0 +1,65 @@
+"""Distances between two runs' final states for the refinement ladders of
+:mod:`solvers.studies.converge`: Wasserstein-1 on S^1 from the cumulative distributions, and
+the kernel distance ``||mu_a - mu_b||_K`` on S^2 from spherical-harmonic moments (Funk-Hecke,
+paper Lemma 5.1, docs/math.md §2)."""
+
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+
+import numpy as np
+
+from spectral import SphereBasis, kernel_bandwidth, kernel_eigenvalues
+
+TWO_PI = 2.0 * np.pi
+
+
+def s1_cdf(rho: np.ndarray, scheme: str, samples: int) -> np.ndarray:
+    """``F(x) = int_0^x rho`` at ``x_j = 2 pi j / samples`` (``samples >= 2 N``, even): fv piecewise
+    linear through the face values; spectral the exact integral of the trigonometric polynomial."""
+    n = rho.size
+    x = TWO_PI * np.arange(samples) / samples
+    if scheme == "fv":
+        m = rho * (TWO_PI / n)
+        xp = np.concatenate([[0.0], (np.arange(n) + 0.5) * (TWO_PI / n), [TWO_PI]])
+        fp = np.concatenate([[0.0], np.cumsum(m) - 0.5 * m[0], [m.sum()]])
+        return np.interp(x, xp, fp)
+    c = np.fft.rfft(rho) / n
+    coef = c[1:] / (1j * np.arange(1, c.size))
+    if n % 2 == 0:
+        coef[-1] *= 0.5  # the Nyquist mode appears once in rho
+    padded = np.concatenate([[0.0], coef, np.zeros(samples // 2 - coef.size)])
+    g = np.fft.irfft(padded, n=samples) * samples
+    return c[0].real * x + g - g[0]
+
+
+def w1_s1(rho_a: np.ndarray, rho_b: np.ndarray, scheme: str) -> float:
+    """Wasserstein-1 distance of two S^1 states (any N, same mass): ``min_c int |F_a - F_b - c|``."""
+    samples = 1 << max(16, math.ceil(math.log2(16 * max(rho_a.size, rho_b.size))))
+    d = s1_cdf(rho_a, scheme, samples) - s1_cdf(rho_b, scheme, samples)
+    return float(np.mean(np.abs(d - np.median(d))) * TWO_PI)
+
+
+_basis = lru_cache(maxsize=8)(SphereBasis)  # one shtns plan per lmax
+
+
+def sphere_moments(rho: np.ndarray, lmax: int, degree: int) -> np.ndarray:
+    """Moments ``m_lm = sum rho area conj(Y_lm)`` for ``0 <= m <= l <= degree``, in the order
+    ``l (l + 1) / 2 + m`` (grid of ``SphereBasis(lmax)``, ``degree <= lmax``)."""
+    basis = _basis(lmax)
+    keep = basis.degrees <= degree
+    l, m = basis.degrees[keep], basis.orders[keep]
+    return basis.forward(rho)[keep][np.argsort(l * (l + 1) // 2 + m)]
+
+
+def kernel_distance_s2(rho_a: np.ndarray, lmax_a: int, rho_b: np.ndarray, lmax_b: int,
+                       beta: float, log_shift: float = 0.0) -> float:
+    """``||mu_a - mu_b||_K`` of two S^2 grid measures (docs/math.md §2; Funk-Hecke, Lemma 5.1);
+    ``log_shift``: 0 for ``exp(beta x.y)``, ``-beta`` for the shifted kernel."""
+    degree = min(lmax_a, lmax_b, kernel_bandwidth(beta, 3))
+    diff = sphere_moments(rho_a, lmax_a, degree) - sphere_moments(rho_b, lmax_b, degree)
+    l = np.repeat(np.arange(degree + 1), np.arange(1, degree + 2))
+    m = np.arange(l.size) - l * (l + 1) // 2
+    lam = np.exp(kernel_eigenvalues(beta, l, 3, log=True) + log_shift)
+    return float(np.sqrt(np.sum(lam * np.where(m > 0, 2.0, 1.0) * np.abs(diff) ** 2)))
