@@ -103,7 +103,7 @@ def _panel_density(ax: Axes, ds: xr.Dataset) -> None:
                        extend="min" if negative else "neither")
     _atom_tracks(ax, ds)
     ax.set(xlabel=r"$\theta$ (rad)", ylabel="time", xlim=(0, 2 * np.pi),
-           title="(a) density; atom tracks (size ~ mass)")
+           title="(a) density; atom tracks (size ~ mass; x: basin split)")
     time_axis(ax, time, ds["energy"].values, axis="y")
 
 
@@ -138,6 +138,22 @@ def _atom_tracks(ax: Axes, ds: xr.Dataset) -> None:
     if ok.any():
         ax.scatter(pos[ok], t[ok], s=(1.0 + 20.0 * mass[ok]) * rcParams["lines.markersize"],
                    facecolors="none", edgecolors="cyan", linewidths=0.6)
+    _split_marks(ax, ds)
+
+
+def _split_marks(ax: Axes, ds: xr.Dataset) -> None:
+    """A cross where an atom lost whole cells of its basin (the archive's mass budget: a new
+    sink formed inside it), at the atom's position and the record's time."""
+    from solvers.io.atom_history import transfers
+
+    losses = [e for e in transfers(ds) if e["kind"] == "loss"]
+    if not losses:
+        return
+    time = ds["time"].values
+    rows = [int(np.searchsorted(time, e["time"])) for e in losses]
+    x = [float(ds["atom_position"].values[i, e["atom"]]) for i, e in zip(rows, losses)]
+    ax.plot(x, [e["time"] for e in losses], "x", color="red", ms=6, mew=1.2,
+            label="basin split", gid="basin-splits")
 
 
 def _final_atoms(ds: xr.Dataset) -> tuple[np.ndarray, np.ndarray]:

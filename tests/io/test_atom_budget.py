@@ -100,3 +100,18 @@ def test_transfers_list_births_and_the_basin_splits(demo):
     assert {e["atom"] for e in births} == set(range(demo.sizes["atom"]))
     text = "\n".join(history_lines(demo, threshold=0.01))
     assert "atom identities:" in text and text.count(" loss ") == 2
+
+
+def test_the_density_panel_marks_the_basin_splits(demo):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from solvers.plots.circle import run_figure
+
+    fig, axes = run_figure(demo)
+    marks = [line for ax in fig.axes for line in ax.get_lines() if line.get_gid() == "basin-splits"]
+    assert len(marks) == 1
+    from solvers.io.atom_history import transfers
+
+    losses = [e for e in transfers(demo) if e["kind"] == "loss"]
+    np.testing.assert_allclose(marks[0].get_ydata(), [e["time"] for e in losses])
