@@ -307,6 +307,7 @@ def _panel_atoms(ax: Axes, ds: xr.Dataset) -> None:
             (line,) = twin.plot(time, columns[0][:, k], lw=1.0, alpha=0.8)
         line.set_label("masses by identity")
         lines.append(line)
+        lines += _split_marks(twin, ds, columns[0])
     lines += twin.plot(time, ds["max_atom_mass"].values, color="tab:red", ls=":",
                        label="max atom mass")
     lines.append(twin.axhline(_bound(ds), color="k", ls="--", lw=0.8,
@@ -314,3 +315,17 @@ def _panel_atoms(ax: Axes, ds: xr.Dataset) -> None:
     time_axis(ax, time, ds["max_atom_mass"].values)
     twin.set(ylabel="mass", ylim=(0.0, 1.05 * max(1.0, np.nanmax(ds["max_atom_mass"].values))))
     ax.legend(lines, [ln.get_label() for ln in lines], loc="center right", fontsize="xx-small")
+
+
+def _split_marks(ax: Axes, ds: xr.Dataset, mass: np.ndarray) -> list:
+    """Crosses on the mass curves where an atom lost whole cells of its basin (the archive's
+    mass budget: a new sink formed inside it)."""
+    from solvers.io.atom_history import transfers
+
+    losses = [e for e in transfers(ds) if e["kind"] == "loss"]
+    if not losses:
+        return []
+    rows = [int(np.searchsorted(ds["time"].values, e["time"])) for e in losses]
+    y = [float(mass[i, e["atom"]]) for i, e in zip(rows, losses)]
+    return ax.plot([e["time"] for e in losses], y, "x", color="k", ms=5, label="basin split",
+                   gid="basin-splits")

@@ -115,3 +115,28 @@ def test_the_density_panel_marks_the_basin_splits(demo):
 
     losses = [e for e in transfers(demo) if e["kind"] == "loss"]
     np.testing.assert_allclose(marks[0].get_ydata(), [e["time"] for e in losses])
+
+
+def test_budget_on_s2_and_the_marks_of_its_figure():
+    """S^2 (paper_s2_descent_relu at lmax 31): the same budget identity, bounded by the
+    transport rate; a basin split of the run is marked on the mass panel."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from solvers.io.atom_history import transfers
+    from solvers.plots.sphere import sphere_run_figure
+
+    ds = solvers.run(DEMO.parent / "paper_s2_descent_relu.toml", domain__resolution=31,
+                     time__t_end=40.0, time__stop_when_stationary=False,
+                     output__snapshot_interval=5.0)
+    m, t, rate = ds.atom_mass.values, ds.time.values, ds.transport_rate.values
+    gained, lost = ds.atom_mass_gained.values, ds.atom_mass_lost.values
+    for i in range(1, t.size):
+        alive = np.isfinite(m[i]) & np.isfinite(m[i - 1])
+        transport = m[i, alive] - m[i - 1, alive] - gained[i, alive] + lost[i, alive]
+        assert np.all(np.abs(transport) <= (t[i] - t[i - 1]) * max(rate[i], rate[i - 1]))
+    losses = [e for e in transfers(ds) if e["kind"] == "loss"]
+    assert losses and ds.atom_cell.dims == ("theta", "phi")
+    fig, _ = sphere_run_figure(ds)
+    (marks,) = [ln for ax in fig.axes for ln in ax.get_lines() if ln.get_gid() == "basin-splits"]
+    np.testing.assert_allclose(marks.get_xdata(), [e["time"] for e in losses])
