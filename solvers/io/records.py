@@ -51,6 +51,7 @@ class RecordBuffer:
                  cells: tuple[np.ndarray, np.ndarray] | None = None) -> None:
         self.grid, self.spectral, self.tracks = grid, spectral, tracks
         self._cells = cells
+        self._last_t = -np.inf  # time of the last record made
         self.atom_names = tuple((CIRCLE_ATOM_VARIABLES if grid.phi is None
                                  else SPHERE_ATOM_VARIABLES))
         self._rows: list[dict[str, Any]] = []
@@ -117,8 +118,7 @@ class RecordBuffer:
         cell_mass = (np.asarray(rho, float) * self.grid.cell_weight).reshape(-1)
         if self._cells is not None:
             g, lo = mass_budget(self._cells[0], self._cells[1], cells, cell_mass, k)
-            ended = np.flatnonzero(self.tracks.end_time[:k] == self._last_t) \
-                if np.isfinite(self._last_t) else np.zeros(0, int)
+            ended = np.flatnonzero(self.tracks.end_time[:k] == self._last_t)  # ended now
             show = np.union1d(ids, ended).astype(int)
             gained[show], lost[show] = g[show], lo[show]
         self._cells = (cells, cell_mass)
