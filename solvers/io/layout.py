@@ -79,6 +79,12 @@ CIRCLE_DIRAC_VARIABLES = {
     "dirac_mass": ("1", "mass of the Dirac atom (exact)"),
     "dirac_position": ("radian", "position of the Dirac atom in [0, 2 pi) (exact)"),
 }
+SPHERE_DIRAC_VARIABLES = {
+    "dirac_mass": ("1", "mass of the Dirac atom (exact)"),
+    "dirac_x": ("1", "position of the Dirac atom: x of the unit vector (exact)"),
+    "dirac_y": ("1", "position of the Dirac atom: y of the unit vector (exact)"),
+    "dirac_z": ("1", "position of the Dirac atom: z of the unit vector (exact)"),
+}
 
 
 # per identity, (atom): name -> (netCDF type, units, long_name)
@@ -357,7 +363,8 @@ def record_specs(grid: _Grid, spectral: bool, dirac: bool = False) -> list[VarSp
                                             else CIRCLE_ATOM_VARIABLES).items()]
     if dirac:
         out += [_spec(name, "f8", ("time", "dirac"), unit, f"{long_name} (NaN padded)")
-                for name, (unit, long_name) in CIRCLE_DIRAC_VARIABLES.items()]
+                for name, (unit, long_name) in (SPHERE_DIRAC_VARIABLES if s2
+                                                else CIRCLE_DIRAC_VARIABLES).items()]
     out.append(_spec(ATOM_CELL, "i4", ("theta", "phi") if s2 else ("theta",), "1",
                      "identity of the atom each cell belonged to at the last complete record "
                      "(-1: diffuse)", attrs=rho_attrs,

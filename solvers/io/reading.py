@@ -151,10 +151,12 @@ def read_last_dirac(path: str | os.PathLike) -> Any:
             return None
         i = _valid_records(nc) - 1
         width = len(nc.dimensions["dirac"])
+        s2 = "dirac_x" in nc.variables  # S^2: unit vectors (n, 3); S^1: angles (n,)
         if i < 0 or width == 0:
-            return DiracAtoms.empty(1)
+            return DiracAtoms.empty(3 if s2 else 1)
         row = lambda name: np.ma.filled(np.ma.asarray(nc[name][i, :width], float), np.nan)
-        mass, pos = row("dirac_mass"), row("dirac_position")
+        mass = row("dirac_mass")
+        pos = np.stack([row(f"dirac_{c}") for c in "xyz"], axis=1) if s2 else row("dirac_position")
         ids = np.flatnonzero(np.isfinite(mass))
         return DiracAtoms(mass[ids], pos[ids], ids)
 

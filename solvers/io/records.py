@@ -153,13 +153,21 @@ class RecordBuffer:
 
 
 def _dirac_columns(d: Any) -> dict[str, np.ndarray]:
-    """A measure-valued snapshot's Dirac atoms in the columns of their identities (NaN padded)."""
+    """A measure-valued snapshot's Dirac atoms in the columns of their identities (NaN padded):
+    ``dirac_mass`` and ``dirac_position`` (S^1 angles) or ``dirac_x, dirac_y, dirac_z`` (S^2
+    unit vectors, positions of shape (n, 3))."""
     ids = np.asarray(d.dirac_id, int)
     width = int(ids.max()) + 1 if ids.size else 0
+    position = np.asarray(d.dirac_position, float)
+    columns = {"dirac_mass": np.asarray(d.dirac_mass, float)}
+    if position.ndim == 2:
+        columns.update({f"dirac_{c}": position[:, k] for k, c in enumerate("xyz")})
+    else:
+        columns["dirac_position"] = position
     out = {}
-    for name in ("dirac_mass", "dirac_position"):
+    for name, values in columns.items():
         row = np.full(width, np.nan)
-        row[ids] = np.asarray(getattr(d, name), float)
+        row[ids] = values
         out[name] = row
     return out
 

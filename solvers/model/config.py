@@ -339,8 +339,6 @@ def _check_representation(config: RunConfig) -> None:
     dirac = config.atoms.representation == "dirac"
     if config.initial.kind == "atoms" and not dirac:
         raise ConfigError("initial.kind", "\"atoms\" needs [atoms] representation = \"dirac\"")
-    if dirac and config.domain.manifold != "S1":
-        raise ConfigError("atoms.representation", "\"dirac\" is implemented on S1 only (S2: not yet)")
     if dirac and config.time.scheme != "fv":
         raise ConfigError("atoms.representation", "\"dirac\" needs time.scheme = \"fv\"")
     if dirac and config.model.attention != "unnormalized":

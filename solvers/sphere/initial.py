@@ -27,7 +27,9 @@ GAUSS_POINTS = 8
 
 def sphere_initial_density(init: InitialParams, grid: SphereGrid, point_values: bool = False) -> np.ndarray:
     """Cell averages (or, with ``point_values``, values at the Gauss nodes) of the analytic
-    initial density ``init`` (uniform or von Mises-Fisher) on ``grid``, scaled to ``init.mass``.
+    initial density ``init`` (uniform or von Mises-Fisher) on ``grid``, scaled to ``init.mass``;
+    ``kind = "atoms"``: the uniform density (with ``modes``) holding ``mass`` minus the Dirac
+    atoms' weights (zero when they hold it all).
 
     Returns
     -------
@@ -39,6 +41,11 @@ def sphere_initial_density(init: InitialParams, grid: SphereGrid, point_values: 
     elif init.kind == "von_mises":
         rho = vmf_density(grid, init.centers, init.kappas, init.weights, point_values)
         key = "initial.kappas"
+    elif init.kind == "atoms":  # the density under the Dirac atoms: the mass they leave
+        rest = init.mass - float(np.sum(init.weights))
+        if rest <= 1e-12 * init.mass:
+            return np.zeros(grid.shape)
+        return scale(sphere_uniform_density(grid, init.modes, point_values), rest, "initial.modes", grid)
     else:
         raise ConfigError("initial.kind", f"unknown kind {init.kind!r}")
     return scale(rho, init.mass, key, grid)

@@ -60,6 +60,10 @@ def make_discretization(config: RunConfig) -> Discretization:
         from solvers.circle.dirac_discretization import DiracCircleDiscretization
 
         return DiracCircleDiscretization(config)
+    if config.domain.manifold == "S2" and config.atoms.representation == "dirac":
+        from solvers.sphere.dirac_discretization import DiracSphereDiscretization
+
+        return DiracSphereDiscretization(config)
     if config.domain.manifold == "S1":
         from solvers.circle.discretization import CircleDiscretization
 

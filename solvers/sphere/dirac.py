@@ -1,0 +1,343 @@
+"""The measure-valued state on S^2: ``mu = rho dsigma + sum_i m_i delta_{x_i}`` (paper eq. 2.6).
+
+The S^2 counterpart of :mod:`solvers.circle.dirac`. A Dirac mass stays a Dirac mass, moves with
+the velocity at its point and feels no force from itself (``grad_x K(x, x_i) = 0`` at ``x = x_i``):
+
+- the density moves by the finite-volume scheme (:mod:`solvers.sphere.fv`) with the velocity of
+  the whole measure at the faces;
+- atom i (a unit vector) moves by ``dx_i/dt = s grad U(x_i)`` (docs/math.md §1, §3.3);
+- the atoms' part of the attention velocity is in closed form (no spectral truncation of a
+  delta): ``(1/beta) sum_i m_i grad_x K(x, x_i) = sum_i c_K m_i e^{beta x.x_i} (x_i - (x.x_i) x)``,
+  ``c_K`` = 1 or ``e^{-beta}`` (shifted kernel), projected on ``e_theta`` at the band boundaries
+  and on ``e_phi`` at the longitude faces, where the grid's face velocities live;
+- the density's part stays spectral on the grid (Funk-Hecke, docs/math.md §2). At the atoms it is
+  the sum over the cells as point masses, ``sum_c rho_c area_c c_K e^{beta x.y_c} P_x y_c``: the
+  Gauss analysis of a grid density gives the exact moments of that point-mass measure
+  (docs/schemes.md §4) and the kernel's eigenvalues past the bandwidth ``L`` are below ``1e-17
+  lambda_0`` (docs/math.md §2), so this sum *is* the spectral field, evaluated off the grid
+  without the ``1/sin(theta)`` of the spherical components at the poles.
+
+Between steps (never inside a Runge-Kutta step) :func:`absorb`, :func:`merge` and :func:`capture`
+change the atoms, each conserving the total mass (``sum rho area + sum m``) to round-off and
+keeping ``rho >= 0``. A finite volume is a merged polar cell where the grid merges cells
+(:class:`~solvers.sphere.grid.SphereGrid`): they are emptied whole, so the density stays constant
+over its fine cells.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from solvers.core.kernel import kernel_log_shift
+from solvers.core.measure import DiracAtoms
+from solvers.model import perceptron
+from solvers.model.params import AtomParams
+from solvers.sphere.atoms import detect_atoms, grid_edges
+from solvers.sphere.fv import SphereFV
+from solvers.sphere.problem import SphereProblem, tangent_frame
+
+TWO_PI = 2.0 * np.pi
+
+
+def normalise(x: np.ndarray) -> np.ndarray:
+    """Rows of ``x`` (n, 3) scaled to unit length."""
+    x = np.asarray(x, dtype=float).reshape(-1, 3)
+    return x / np.linalg.norm(x, axis=1, keepdims=True)
+
+
+@dataclass
+class SphereMeasureField:
+    """Velocities and potentials of a measure on S^2 (unnormalized attention).
+
+    Parameters
+    ----------
+    problem : SphereProblem
+    """
+
+    problem: SphereProblem
+    _c: dict = field(default_factory=dict, repr=False)
+
+    def __post_init__(self) -> None:
+        g = self.problem.grid
+        tf = g.points(g.theta_faces, g.phi)  # band boundaries (nlat+1, nphi, 3)
+        zf = g.points(g.theta, g.phi_faces)  # longitude faces (nlat, nphi, 3)
+        self._c.update(
+            theta_faces=(tf.reshape(-1, 3), tangent_frame(g.theta_faces, g.phi)[0].reshape(-1, 3)),
+            phi_faces=(zf.reshape(-1, 3), tangent_frame(g.theta, g.phi_faces)[1].reshape(-1, 3)),
+            centres=g.points(g.theta, g.phi).reshape(-1, 3),
+            frame_c=tuple(e.reshape(-1, 3) for e in tangent_frame(g.theta, g.phi)),
+            area=g.area.ravel(),
+        )
+
+    @property
+    def beta(self) -> float:
+        return self.problem.model.beta
+
+    @property
+    def log_c(self) -> float:
+        """``log c_K`` (0, or ``-beta`` for the shifted kernel)."""
+        return kernel_log_shift(self.problem.model)
+
+    @property
+    def centres(self) -> np.ndarray:
+        """Cell centres, shape (nlat * nphi, 3)."""
+        return self._c["centres"]
+
+    def _weights(self, points: np.ndarray, x: np.ndarray, m: np.ndarray) -> np.ndarray:
+        """``c_K m_i e^{beta p.x_i}``, shape (P, n)."""
+        return np.exp(self.beta * (points @ x.T) + self.log_c) * m[None, :]
+
+    # -- the atoms' part (closed form) ------------------------------------------------------
+    def atom_potential(self, points: np.ndarray, x: np.ndarray, m: np.ndarray) -> np.ndarray:
+        """``sum_i m_i K(p, x_i)`` (before the ``1/beta``) at ``points`` (P, 3): shape (P,)."""
+        if m.size == 0:
+            return np.zeros(points.shape[0])
+        return self._weights(points, x, m).sum(axis=1)
+
+    def atom_gradient_at(self, points: np.ndarray, x: np.ndarray, m: np.ndarray) -> np.ndarray:
+        """``(1/beta) grad_p sum_i m_i K(p, x_i)`` (tangent vectors), shape (P, 3)."""
+        if m.size == 0:
+            return np.zeros_like(points)
+        w = self._weights(points, x, m)
+        return w @ x - np.sum(w * (points @ x.T), axis=1)[:, None] * points
+
+    def _along(self, where: str, x: np.ndarray, m: np.ndarray) -> np.ndarray:
+        """The atoms' attention velocity along the face's unit vector (``e_theta`` / ``e_phi``)."""
+        points, e = self._c[where]
+        if m.size == 0:
+            return np.zeros(points.shape[0])
+        return np.sum(self._weights(points, x, m) * (e @ x.T), axis=1)  # e . p = 0
+
+    def face_attention(self, x: np.ndarray, m: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Unsigned atom attention ``(u_theta (nlat+1, nphi), u_phi (nlat, nphi))`` at the faces."""
+        g = self.problem.grid
+        nlat, nphi = g.shape
+        return (self._along("theta_faces", x, m).reshape(nlat + 1, nphi),
+                self._along("phi_faces", x, m).reshape(nlat, nphi))
+
+    def face_velocities(self, f_lm: np.ndarray, x: np.ndarray, m: np.ndarray,
+                        backend: str | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Signed velocity of the whole measure ``(u_theta, u_phi)`` at the faces.
+
+        ``f_lm``: the density's ``(K*rho)_lm`` (:meth:`SphereProblem.kernel_coefficients`).
+        """
+        p = self.problem
+        u_t, u_p = p.face_velocities(f_lm, backend=backend)
+        if m.size:
+            a_t, a_p = self.face_attention(x, m)
+            u_t, u_p = u_t + p.sign * a_t, u_p + p.sign * a_p
+        return u_t, u_p
+
+    def centre_attention(self, x: np.ndarray, m: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The atoms' ``(1/beta) grad sum m_i K`` at the cell centres as (theta, phi) components,
+        each (nlat, nphi)."""
+        shape = self.problem.grid.shape
+        grad = self.atom_gradient_at(self.centres, x, m)
+        e_t, e_p = self._c["frame_c"]
+        return np.sum(grad * e_t, axis=1).reshape(shape), np.sum(grad * e_p, axis=1).reshape(shape)
+
+    # -- the density's part at any point (cells as point masses) ----------------------------
+    def _cell_weights(self, rho: np.ndarray, points: np.ndarray) -> np.ndarray:
+        """``c_K rho_c area_c e^{beta p.y_c}``, shape (P, cells)."""
+        w = np.asarray(rho, dtype=float).ravel() * self._c["area"]
+        return np.exp(self.beta * (points @ self.centres.T) + self.log_c) * w[None, :]
+
+    def density_potential_at(self, rho: np.ndarray, points: np.ndarray) -> np.ndarray:
+        """``(K*rho)(p)`` at ``points`` (P, 3), shape (P,)."""
+        if points.shape[0] == 0:
+            return np.zeros(0)
+        return self._cell_weights(rho, points).sum(axis=1)
+
+    def density_gradient_at(self, rho: np.ndarray, points: np.ndarray) -> np.ndarray:
+        """``(1/beta) grad (K*rho)(p)`` at ``points`` (P, 3): tangent vectors (P, 3)."""
+        if points.shape[0] == 0:
+            return np.zeros((0, 3))
+        w = self._cell_weights(rho, points)
+        grad = w @ self.centres
+        return grad - np.sum(grad * points, axis=1, keepdims=True) * points
+
+    def atom_gradient(self, rho: np.ndarray, x: np.ndarray, m: np.ndarray) -> np.ndarray:
+        """``grad U`` at every atom, its own mass excluded (it exerts no force), shape (n, 3)."""
+        if m.size == 0:
+            return np.zeros((0, 3))
+        w = self._weights(x, x, m)
+        np.fill_diagonal(w, 0.0)
+        own = w @ x - np.sum(w * (x @ x.T), axis=1)[:, None] * x
+        return (self.density_gradient_at(rho, x) + own
+                + perceptron.half_gradient(self.problem.model.perceptron, x))
+
+    def flow_potential(self, rho: np.ndarray, x: np.ndarray, m: np.ndarray,
+                       f_centres: np.ndarray | None = None) -> np.ndarray:
+        """``s U`` of the whole measure at the cell centres (nlat, nphi): the flow is its gradient.
+
+        ``f_centres``: the density's ``K*rho`` at the centres (None: computed spectrally).
+        """
+        p = self.problem
+        if f_centres is None:
+            f_centres = p.centre_fields(rho)["f"]
+        f = f_centres + self.atom_potential(self.centres, x, m).reshape(p.grid.shape)
+        return p.sign * (f / self.beta + 0.5 * p._c["v_c"])
+
+
+# -- cells of points -----------------------------------------------------------------------------
+def locate(fv: SphereFV, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(fine, cell)``: the flat fine cell (nlat * nphi indexing) and the finite volume holding
+    each point of ``x`` (n, 3), each shape (n,)."""
+    g = fv.problem.grid
+    nlat, nphi = g.shape
+    x = np.asarray(x, dtype=float).reshape(-1, 3)
+    theta = np.arccos(np.clip(x[:, 2] / np.linalg.norm(x, axis=1), -1.0, 1.0))
+    j = np.clip(np.searchsorted(g.theta_faces, theta, side="right") - 1, 0, nlat - 1)
+    phi = np.mod(np.arctan2(x[:, 1], x[:, 0]), TWO_PI)
+    k = np.floor(phi / g.dphi + 0.5).astype(int) % nphi
+    fine = j * nphi + k
+    return fine, fv.maps.cell_id.ravel()[fine]
+
+
+def cell_width(fv: SphereFV, cells: np.ndarray) -> np.ndarray:
+    """The smaller width (meridional ``dtheta_j``, zonal ``sin(theta_j) r_j dphi``) of finite
+    volumes ``cells`` (n,): an atom crossing it in a step would skip the density there."""
+    m = fv.maps
+    return np.minimum(fv.dtheta[m.band[cells]], m.zonal_width[cells])
+
+
+def fine_cells(fv: SphereFV, cell: int) -> np.ndarray:
+    """Flat fine indices of one finite volume (its ``r_j`` longitude cells), shape (r_j,)."""
+    m = fv.maps
+    r = int(fv.problem.grid.merge[m.band[cell]])
+    return m.first[cell] + np.arange(r)
+
+
+def cell_neighbours(fv: SphereFV) -> tuple[np.ndarray, np.ndarray]:
+    """CSR ``(start (n_cells + 1,), cells)`` of the finite volumes adjacent to each finite volume
+    (fine-grid neighbours incl. diagonals and across the poles, :func:`grid_edges`)."""
+    g, ids = fv.problem.grid, fv.maps.cell_id.ravel()
+    e = ids[grid_edges(*g.shape)]
+    e = e[e[:, 0] != e[:, 1]]
+    e = np.unique(np.concatenate([e, e[:, ::-1]]), axis=0)  # sorted by first column
+    start = np.searchsorted(e[:, 0], np.arange(g.n_cells + 1))
+    return start, e[:, 1]
+
+
+# -- between steps ---------------------------------------------------------------------------------
+def absorb(rho: np.ndarray, atoms: DiracAtoms, u_theta: np.ndarray, u_phi: np.ndarray,
+           fv: SphereFV) -> tuple[np.ndarray, DiracAtoms]:
+    """Add the density of every atom's finite volume to the atom when that volume has no outflow.
+
+    Parameters
+    ----------
+    rho : ndarray, shape (nlat, nphi)
+    atoms : DiracAtoms
+    u_theta, u_phi : ndarray, shapes (nlat+1, nphi), (nlat, nphi)
+        Signed face velocities of the whole measure (southward, eastward positive).
+    fv : SphereFV
+
+    Returns
+    -------
+    (rho, atoms) : the new density (a copy) and atoms; ``sum(rho area) + sum(m)`` is unchanged.
+    """
+    rho, mass = rho.copy(), atoms.mass.copy()
+    flat, m, nlat = rho.reshape(-1), fv.maps, rho.shape[0]
+    area = fv.problem.grid.area.ravel()
+    _, cells = locate(fv, atoms.position)
+    for i, c in enumerate(cells):
+        j, fine = int(m.band[c]), fine_cells(fv, int(c))
+        ks = fine - j * rho.shape[1]
+        inward = m.right[c] == c or (u_phi.ravel()[m.right_face[c]] <= 0.0
+                                     and u_phi.ravel()[m.right_face[m.left[c]]] >= 0.0)
+        inward = inward and (j == 0 or bool(np.all(u_theta[j, ks] >= 0.0)))
+        inward = inward and (j == nlat - 1 or bool(np.all(u_theta[j + 1, ks] <= 0.0)))
+        if inward and flat[fine[0]] > 0.0:
+            mass[i] += float(flat[fine] @ area[fine])
+            flat[fine] = 0.0
+    return rho, DiracAtoms(mass, atoms.position, atoms.ids)
+
+
+def merge(atoms: DiracAtoms, width: float) -> DiracAtoms:
+    """Merge atoms closer than ``width`` (geodesic, closest pair first): mass summed, position the
+    normalised mass-weighted mean, identity of the heavier atom."""
+    m, x, ids = list(atoms.mass), [np.asarray(p, float) for p in atoms.position], list(atoms.ids)
+    while len(m) > 1:
+        xs = np.asarray(x)
+        cross = np.linalg.norm(np.cross(xs[:, None, :], xs[None, :, :]), axis=-1)
+        dist = np.arctan2(cross, xs @ xs.T)
+        np.fill_diagonal(dist, np.inf)
+        i, j = np.unravel_index(np.argmin(dist), dist.shape)
+        if dist[i, j] >= width:
+            break
+        i, j = (i, j) if m[i] >= m[j] else (j, i)
+        mean = m[i] * x[i] + m[j] * x[j]
+        x[i], m[i] = mean / np.linalg.norm(mean), m[i] + m[j]
+        for seq in (m, x, ids):
+            del seq[j]
+    return DiracAtoms(np.asarray(m, float), np.asarray(x, float).reshape(-1, 3), np.asarray(ids, int))
+
+
+def capture(rho: np.ndarray, atoms: DiracAtoms, potential: np.ndarray, fv: SphereFV,
+            neighbours: tuple[np.ndarray, np.ndarray], params: AtomParams, next_id: int
+            ) -> tuple[np.ndarray, DiracAtoms]:
+    """Turn concentrated basin atoms of the density into Dirac atoms.
+
+    A basin (detected on the density with the Dirac masses deposited in their cells, so that a
+    basin already holding a Dirac atom is skipped) is captured when its core (the finite volume
+    of its densest cell and the finite volumes adjacent to it) holds at least
+    ``params.capture_fraction`` of its mass and it has at least ``params.min_mass``. The core's
+    mass goes to a new atom at the normalised centre of mass of the core (fine cell centres);
+    the core is emptied: the total mass is conserved to round-off.
+
+    Parameters
+    ----------
+    rho : ndarray, shape (nlat, nphi)
+    atoms : DiracAtoms
+    potential : ndarray, shape (nlat, nphi)
+        ``s U`` of the whole measure at the centres (:meth:`SphereMeasureField.flow_potential`).
+    fv : SphereFV
+    neighbours : tuple
+        :func:`cell_neighbours` of ``fv``.
+    params : AtomParams
+    next_id : int
+
+    Returns
+    -------
+    (rho, atoms) with the new atoms appended (ids ``next_id, next_id + 1, ...``).
+    """
+    g = fv.problem.grid
+    area, points = g.area.ravel(), g.points(g.theta, g.phi).reshape(-1, 3)
+    fine_at, _ = locate(fv, atoms.position)
+    deposit = np.bincount(fine_at, weights=atoms.mass, minlength=area.size)
+    cell = float(max(fv.dtheta.max(), g.dphi))
+    found = detect_atoms(points, rho.ravel() * area + deposit, g.area, fv.problem.model.beta, params,
+                         cell=cell, potential=potential)
+    if found.labels is None or found.count == 0:
+        return rho, atoms
+    rho = rho.copy()
+    flat, ids = rho.reshape(-1), fv.maps.cell_id.ravel()
+    held = np.zeros(found.count, bool)
+    lab = found.labels[fine_at]
+    held[np.unique(lab[lab >= 0])] = True
+    start, adjacent = neighbours
+    new_m, new_x = [], []
+    for k in np.flatnonzero(~held):
+        if found.mass[k] < params.min_mass:
+            continue
+        basin = np.flatnonzero(found.labels == k)
+        peak = int(ids[basin[np.argmax(flat[basin])]])
+        core = np.concatenate([[peak], adjacent[start[peak]:start[peak + 1]]])
+        fine = np.concatenate([fine_cells(fv, int(c)) for c in core])
+        w = flat[fine] * area[fine]
+        core_mass = float(w.sum())
+        if core_mass < params.capture_fraction * found.mass[k] or core_mass <= 0.0:
+            continue
+        new_x.append(normalise(w @ points[fine])[0])
+        new_m.append(core_mass)
+        flat[fine] = 0.0
+    if not new_m:
+        return rho, atoms
+    # one concentration split into neighbouring basins is one atom: merge new atoms whose cores touch
+    new = merge(DiracAtoms(np.asarray(new_m), np.asarray(new_x), np.arange(len(new_m))), 3.0 * cell)
+    new_ids = np.arange(next_id, next_id + new.count)
+    return rho, DiracAtoms(np.append(atoms.mass, new.mass),
+                           np.concatenate([atoms.position.reshape(-1, 3), new.position]),
+                           np.append(atoms.ids, new_ids).astype(int))

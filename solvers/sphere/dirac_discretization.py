@@ -1,0 +1,201 @@
+"""The ``[atoms] representation = "dirac"`` discretisation on S^2: density plus Dirac atoms.
+
+The S^2 counterpart of :mod:`solvers.circle.dirac_discretization`. The state the integrator sees
+is the flat vector of :class:`solvers.core.measure.MeasureLayout` (``[rho (nlat nphi),
+x (n, 3), m (n), ids (n)]``, positions unit vectors); the right-hand side moves the density by
+finite volumes with the face velocities of the whole measure and the atoms by their velocity
+(:mod:`solvers.sphere.dirac`). :meth:`DiracSphereDiscretization.after_step` renormalises the
+positions to unit length and applies absorption and merging after every accepted step, and
+capture every ``CAPTURE_EVERY`` steps.
+
+Step size (docs/math.md §6): ``max_rate`` is the larger of the fv Courant rate (over the faces
+that move mass) and ``|v_i| / w_i`` over the atoms, ``w_i`` the smaller width of the atom's
+finite volume (an atom must not cross more than a cell per step, so that it sees the density it
+moves through); the Lipschitz bound is the density's ``M max|K''| / beta`` with ``M`` the whole
+mass. A Dirac atom has no self-interaction, so no face next to it is held back by its own mass.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from solvers.core.measure import DiracAtoms, MeasureLayout
+from solvers.core.point_atoms import AtomSystem
+from solvers.core.snapshot import Diagnostics
+from solvers.model.params import AtomParams, RunConfig
+from solvers.sphere.atoms import SphereAtoms, detect_atoms
+from solvers.sphere.dirac import (
+    SphereMeasureField,
+    absorb,
+    capture,
+    cell_neighbours,
+    cell_width,
+    locate,
+    merge,
+    normalise,
+)
+from solvers.sphere.discretization import SUPPORT_FLOOR, SphereDiscretization, degree_tail
+
+CAPTURE_EVERY = 10  # steps between two capture checks (the basin detector is the costly part)
+MASS_FLOOR = 1e-6  # a face moves mass if its upwind density exceeds this times M / (4 pi)
+FOUR_PI = 4.0 * np.pi
+
+
+class DiracSphereDiscretization(SphereDiscretization):
+    """Grid density plus Dirac atoms on S^2 (fv scheme, unnormalized attention)."""
+
+    representation = "dirac"
+
+    def __init__(self, config: RunConfig) -> None:
+        super().__init__(config)
+        if self.scheme != "fv":
+            raise ValueError("atoms.representation = \"dirac\" needs time.scheme = \"fv\"")
+        self.config = config
+        self.fv = self.rhs
+        self.field = SphereMeasureField(self.problem)
+        self.layout = MeasureLayout(self.shape, 3)
+        self.neighbours = cell_neighbours(self.fv)
+        self.width = float(max(self.grid.dtheta.max(), self.grid.dphi))  # merging distance
+        self.total = 1.0
+        self.next_id = 0
+        self.rhs = self._rhs
+
+    # -- the state ------------------------------------------------------------------------
+    def prepare_state(self, rho0: np.ndarray, atoms0: DiracAtoms | None, fresh: bool) -> np.ndarray:
+        """Flat state from the grid density (averaged over merged cells when ``fresh``) and the
+        atoms (None: the config's ``kind = "atoms"`` atoms for a new run, none for a resume)."""
+        if atoms0 is None:
+            init = self.config.initial
+            if fresh and init.kind == "atoms":
+                atoms0 = DiracAtoms(np.asarray(init.weights, float), np.asarray(init.centers, float),
+                                    np.arange(len(init.weights)))
+            else:
+                atoms0 = DiracAtoms.empty(3)
+        atoms0 = DiracAtoms(np.asarray(atoms0.mass, float), normalise(atoms0.position),
+                            np.asarray(atoms0.ids, int))
+        rho = self.prepare(rho0, fresh) if fresh else np.asarray(rho0, float)
+        self.next_id = int(atoms0.ids.max()) + 1 if atoms0.count else 0
+        state = self.layout.pack(rho, merge(atoms0, self.width))
+        self.total = self.total_mass(state)
+        return state
+
+    def density(self, state: np.ndarray) -> np.ndarray:
+        return self.layout.density(state)
+
+    def atoms(self, state: np.ndarray) -> DiracAtoms:
+        return self.layout.atoms(state)
+
+    def total_mass(self, state: np.ndarray) -> float:
+        """``sum(rho area) + sum(m)``."""
+        return float(np.sum(self.density(state) * self.grid.area) + np.sum(self.atoms(state).mass))
+
+    # -- dynamics -------------------------------------------------------------------------
+    def _rhs(self, state: np.ndarray, dt: float | None = None) -> tuple[np.ndarray, float]:
+        """``(d state/dt, max_rate)``: fv for the density, ``s grad U(x_i)`` for the atoms."""
+        layout, fv, p = self.layout, self.fv, self.problem
+        rho, n, g = layout.density(state), layout.count(state), layout.grid_size
+        x = normalise(state[g : g + 3 * n])
+        m = state[g + 3 * n : g + 4 * n]
+        f_lm = p.kernel_coefficients(rho, backend=fv.backend)
+        u_t, u_p = self.field.face_velocities(f_lm, x, m, backend=fv.backend)
+        mean = float(np.mean(fv.cells(rho)))
+        fv.mass_floor = MASS_FLOOR * self.total / FOUR_PI / mean if mean > 0 else MASS_FLOOR
+        drho, rate = fv.transport(rho, u_t, u_p, dt)
+        v = p.sign * self.field.atom_gradient(rho, x, m)
+        if n:
+            _, cells = locate(fv, x)
+            rate = max(rate, float(np.max(np.linalg.norm(v, axis=1) / cell_width(fv, cells))))
+        return np.concatenate([np.ravel(drho), v.ravel(), np.zeros(2 * n)]), rate
+
+    def after_step(self, state: np.ndarray, step: int) -> np.ndarray:
+        """Positions back to unit length; absorption and merging (every step) and capture (every
+        ``CAPTURE_EVERY`` steps)."""
+        rho, atoms = self.density(state).copy(), self.atoms(state)
+        atoms = DiracAtoms(atoms.mass, normalise(atoms.position), atoms.ids)
+        x, m = atoms.position, atoms.mass
+        u_t, u_p = self.field.face_velocities(self.problem.kernel_coefficients(rho), x, m)
+        if step % CAPTURE_EVERY == 0:
+            potential = self.field.flow_potential(rho, x, m)
+            rho, atoms = capture(rho, atoms, potential, self.fv, self.neighbours, self.config.atoms,
+                                 self.next_id)
+            self.next_id = max(self.next_id, int(atoms.ids.max()) + 1 if atoms.count else 0)
+        rho, atoms = absorb(rho, atoms, u_t, u_p, self.fv)
+        return self.layout.pack(rho, merge(atoms, self.width))
+
+    # -- diagnostics ----------------------------------------------------------------------
+    def diagnostics(self, state: np.ndarray, atoms: AtomParams) -> Diagnostics:
+        return measure_diagnostics(self, state, atoms)
+
+
+def measure_energy(disc: DiracSphereDiscretization, rho: np.ndarray, dirac: DiracAtoms,
+                   fields: dict | None = None) -> float:
+    """``E[mu]`` (paper eq. 2.7) of density plus atoms: the density's own energy (spectral, cells
+    as point masses), the cross term ``(1/beta) sum_i m_i (K*rho)(x_i)`` and the atoms' closed
+    form (self-energy ``c_K m_i^2 e^beta / (2 beta)`` included, docs/math.md §1)."""
+    p, x = disc.problem, dirac.position
+    e = p.energy(rho, fields)
+    if dirac.count:
+        e += float(dirac.mass @ disc.field.density_potential_at(rho, x)) / p.model.beta
+        e += AtomSystem(p.model, dirac.mass).energy(x)
+    return e
+
+
+def measure_atoms(disc: DiracSphereDiscretization, rho: np.ndarray, dirac: DiracAtoms,
+                  potential: np.ndarray, params: AtomParams) -> SphereAtoms:
+    """Basin atoms of the measure (Dirac masses deposited in their cells), heaviest first; a
+    basin holding Dirac atoms takes their normalised mass-weighted position; a Dirac atom in no
+    basin is an atom of its own (labels: fine cells, as :func:`detect_atoms`)."""
+    g, f = disc.grid, disc.field
+    area = g.area.ravel()
+    fine, _ = locate(disc.fv, dirac.position)
+    deposit = np.bincount(fine, weights=dirac.mass, minlength=area.size)
+    found = detect_atoms(f.centres, rho.ravel() * area + deposit, g.area, disc.problem.model.beta,
+                         params, cell=disc.width, potential=potential)
+    pos, mass, core = found.position.copy(), found.mass.copy(), found.core_mass.copy()
+    labels = found.labels if found.labels is not None else np.full(area.size, -1)
+    lab = labels[fine]
+    for k in np.unique(lab[lab >= 0]):
+        pos[k] = normalise(dirac.mass[lab == k] @ dirac.position[lab == k])[0]
+    alone = lab < 0  # a Dirac atom in no basin (e.g. its cell is no sink) is an atom itself
+    diffuse = found.diffuse_mass - float(dirac.mass[alone].sum())
+    pos = np.concatenate([pos.reshape(-1, 3), dirac.position[alone]])
+    mass = np.append(mass, dirac.mass[alone])
+    core = np.append(core, dirac.mass[alone])
+    order = np.argsort(-mass, kind="stable")
+    rank = np.empty(order.size, dtype=int)
+    rank[order] = np.arange(order.size)
+    labels = np.where(labels >= 0, rank[np.maximum(labels, 0)] if order.size else -1, -1)
+    return SphereAtoms(mass[order], pos[order], core[order], max(diffuse, 0.0), labels)
+
+
+def measure_diagnostics(disc: DiracSphereDiscretization, state: np.ndarray, params: AtomParams) -> Diagnostics:
+    """Snapshot diagnostics of the measure (mass, energy and dissipation include the atoms)."""
+    g, p, f = disc.grid, disc.problem, disc.field
+    rho, dirac = disc.density(state), disc.atoms(state)
+    x, m = dirac.position, dirac.mass
+    mass = float(np.sum(rho * g.area) + m.sum())
+    fields = p.centre_fields(rho)
+    a_t, a_p = f.centre_attention(x, m)
+    grad_t, grad_p = fields["grad_theta"] + a_t, fields["grad_phi"] + a_p
+    g_atoms = f.atom_gradient(rho, x, m)
+    speed_atoms = np.linalg.norm(g_atoms, axis=1)
+    u_t, u_p = f.face_velocities(p.kernel_coefficients(rho), x, m)
+    drho, _ = disc.fv.transport(rho, u_t, u_p)
+    _, cells = locate(disc.fv, x)
+    support = rho > SUPPORT_FLOOR * abs(mass) / FOUR_PI
+    speeds = np.concatenate([np.hypot(grad_t, grad_p)[support], speed_atoms])
+    found = measure_atoms(disc, rho, dirac, f.flow_potential(rho, x, m, fields["f"]), params)
+    b = g.basis
+    return Diagnostics(
+        mass=mass, min_rho=float(rho.min()), max_rho=float(rho.max()),
+        energy=measure_energy(disc, rho, dirac, fields),
+        dissipation=float(np.sum(rho * (grad_t**2 + grad_p**2) * g.area) + m @ speed_atoms**2),
+        transport_rate=float(np.sum(np.abs(drho) * g.area)
+                             + 2.0 * (m @ (speed_atoms / cell_width(disc.fv, cells)))),
+        max_support_velocity=float(speeds.max()) if speeds.size else 0.0,
+        tail_energy=degree_tail(b.forward(rho), b.degrees, b.orders, b.lmax),
+        n_atoms=found.count, atom_mass=found.mass, atom_position=found.position,
+        atom_core_mass=found.core_mass, diffuse_mass=found.diffuse_mass,
+        atom_labels=found.labels,
+        dirac_mass=m.copy(), dirac_position=x.copy(), dirac_id=dirac.ids.copy(),
+    )
