@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from solvers.core.backend import resolve_backend
 from solvers.core.kernel import kernel_log_shift
 from solvers.core.measure import DiracAtoms
 from solvers.model import perceptron
@@ -54,12 +55,17 @@ class SphereMeasureField:
     Parameters
     ----------
     problem : SphereProblem
+    backend : {"numba", "numpy"} or None
+        The sums over points (:mod:`solvers.core.kernels_dirac_numba`; None: the problem's).
+        The two agree to round-off.
     """
 
     problem: SphereProblem
+    backend: str | None = None
     _c: dict = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
+        self.backend = resolve_backend(self.backend or self.problem.backend)
         g = self.problem.grid
         tf = g.points(g.theta_faces, g.phi)  # band boundaries (nlat+1, nphi, 3)
         zf = g.points(g.theta, g.phi_faces)  # longitude faces (nlat, nphi, 3)
@@ -108,6 +114,11 @@ class SphereMeasureField:
         points, e = self._c[where]
         if m.size == 0:
             return np.zeros(points.shape[0])
+        if self.backend == "numba":
+            from solvers.core.kernels_dirac_numba import along_sum
+
+            return along_sum(points, e, np.ascontiguousarray(x, dtype=float), np.asarray(m, dtype=float),
+                             self.beta, self.log_c)
         return np.sum(self._weights(points, x, m) * (e @ x.T), axis=1)  # e . p = 0
 
     def face_attention(self, x: np.ndarray, m: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -139,23 +150,28 @@ class SphereMeasureField:
         return np.sum(grad * e_t, axis=1).reshape(shape), np.sum(grad * e_p, axis=1).reshape(shape)
 
     # -- the density's part at any point (cells as point masses) ----------------------------
-    def _cell_weights(self, rho: np.ndarray, points: np.ndarray) -> np.ndarray:
-        """``c_K rho_c area_c e^{beta p.y_c}``, shape (P, cells)."""
+    def _cell_sums(self, rho: np.ndarray, points: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(sum_c k_c (P,), sum_c k_c y_c (P, 3))`` with ``k_c = c_K rho_c area_c e^{beta p.y_c}``."""
         w = np.asarray(rho, dtype=float).ravel() * self._c["area"]
-        return np.exp(self.beta * (points @ self.centres.T) + self.log_c) * w[None, :]
+        points = np.ascontiguousarray(points, dtype=float).reshape(-1, 3)
+        if self.backend == "numba":
+            from solvers.core.kernels_dirac_numba import point_mass_sum
+
+            return point_mass_sum(points, self.centres, w, self.beta, self.log_c)
+        k = np.exp(self.beta * (points @ self.centres.T) + self.log_c) * w[None, :]
+        return k.sum(axis=1), k @ self.centres
 
     def density_potential_at(self, rho: np.ndarray, points: np.ndarray) -> np.ndarray:
         """``(K*rho)(p)`` at ``points`` (P, 3), shape (P,)."""
         if points.shape[0] == 0:
             return np.zeros(0)
-        return self._cell_weights(rho, points).sum(axis=1)
+        return self._cell_sums(rho, points)[0]
 
     def density_gradient_at(self, rho: np.ndarray, points: np.ndarray) -> np.ndarray:
         """``(1/beta) grad (K*rho)(p)`` at ``points`` (P, 3): tangent vectors (P, 3)."""
         if points.shape[0] == 0:
             return np.zeros((0, 3))
-        w = self._cell_weights(rho, points)
-        grad = w @ self.centres
+        grad = self._cell_sums(rho, points)[1]
         return grad - np.sum(grad * points, axis=1, keepdims=True) * points
 
     def atom_gradient(self, rho: np.ndarray, x: np.ndarray, m: np.ndarray) -> np.ndarray:
