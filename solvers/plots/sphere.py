@@ -249,6 +249,7 @@ def sphere_run_figure(ds: xr.Dataset, style: str = "paper") -> tuple[Figure, dic
     final = MollweideMap(panels["map"], ds, log_limits(ds["rho"].values[-1]))
     final.update(-1)
     _tracks_on_map(panels["map"], ds)
+    _dirac_markers(panels["map"], ds)
     fig.colorbar(final.mesh, ax=panels["map"], shrink=0.7, label=r"$\log_{10}\rho$ (clipped)")
     mass, _ = atoms_at(ds, -1)
     panels["map"].set_title(f"(a) final density at t = {float(ds['time'].values[-1]):.4g}: "
@@ -292,6 +293,28 @@ def _tracks_on_map(ax: Axes, ds: xr.Dataset) -> None:
         lon = lon.astype(float).copy()
         lon[1:][np.abs(np.diff(lon)) > np.pi] = np.nan
         ax.plot(lon, lat, color=ATOM_COLOR, lw=0.8, alpha=0.7, zorder=3)
+
+
+def dirac_at(ds: xr.Dataset, i: int) -> tuple[np.ndarray, np.ndarray]:
+    """Masses (n,) and unit positions (n, 3) of the Dirac atoms of record ``i`` of a
+    measure-valued run (``dirac_mass``, ``dirac_x/y/z``; empty otherwise)."""
+    if "dirac_mass" not in ds or "dirac_x" not in ds or ds.sizes.get("dirac", 0) == 0:
+        return np.zeros(0), np.zeros((0, 3))
+    mass = ds["dirac_mass"].values[i]
+    xyz = np.stack([ds[f"dirac_{c}"].values[i] for c in "xyz"], axis=1)
+    ok = np.isfinite(mass) & np.isfinite(xyz).all(axis=1)
+    return mass[ok], xyz[ok]
+
+
+def _dirac_markers(ax: Axes, ds: xr.Dataset) -> None:
+    """The final Dirac atoms (exact positions) as markers on the map."""
+    mass, xyz = dirac_at(ds, -1)
+    if not mass.size:
+        return
+    lon, lat = _lon_lat(xyz)
+    ax.plot(lon, lat, "^", color="tab:purple", ms=5, zorder=5, gid="dirac-atoms",
+            label=f"{mass.size} Dirac atoms")
+    ax.legend(loc="lower left", fontsize="xx-small")
 
 
 def _panel_atoms(ax: Axes, ds: xr.Dataset) -> None:

@@ -257,3 +257,14 @@ def test_backends_agree():
     assert np.allclose(a, b, rtol=1e-13, atol=1e-16)
     a, b = (f.density_potential_at(rho, x) for f in fields.values())
     assert np.allclose(a, b, rtol=1e-13, atol=0)
+
+
+def test_figure_marks_the_dirac_atoms(tmp_path):
+    from solvers.api import run
+    from solvers.plots.sphere import dirac_at, sphere_run_figure
+
+    ds = run(two_atoms(), path=tmp_path / "two.nc")
+    mass, xyz = dirac_at(ds, -1)
+    assert mass.tolist() == [0.5, 0.5] and xyz.shape == (2, 3)
+    _, panels = sphere_run_figure(ds)
+    assert [ln.get_gid() for ln in panels["map"].lines].count("dirac-atoms") == 1
