@@ -162,9 +162,11 @@ class AtomParams:
     persist (None: pi/8).
     ``representation``: ``"grid"`` (default: the state is the grid density) or ``"dirac"``
     (the state is ``rho dx + sum_i m_i delta_{x_i}``: concentrated atoms become Dirac masses,
-    :mod:`solvers.circle.dirac`; S^1, ``fv``, unnormalized attention).
-    ``capture_fraction``: a basin atom becomes a Dirac mass once its three core cells (the
-    peak cell and its neighbours) hold at least this fraction of its basin mass.
+    :mod:`solvers.circle.dirac`, :mod:`solvers.sphere.dirac`; S^1 and S^2, ``fv``, unnormalized
+    attention).
+    ``capture_fraction``: a basin atom becomes a Dirac mass once its core (S^1: the peak cell
+    and its two neighbours; S^2: the peak's finite volume and the finite volumes adjacent to
+    it) holds at least this fraction of its basin mass.
     """
 
     method: str = "basin"
