@@ -79,12 +79,8 @@ CIRCLE_DIRAC_VARIABLES = {
     "dirac_mass": ("1", "mass of the Dirac atom (exact)"),
     "dirac_position": ("radian", "position of the Dirac atom in [0, 2 pi) (exact)"),
 }
-SPHERE_DIRAC_VARIABLES = {
-    "dirac_mass": ("1", "mass of the Dirac atom (exact)"),
-    "dirac_x": ("1", "position of the Dirac atom: x of the unit vector (exact)"),
-    "dirac_y": ("1", "position of the Dirac atom: y of the unit vector (exact)"),
-    "dirac_z": ("1", "position of the Dirac atom: z of the unit vector (exact)"),
-}
+SPHERE_DIRAC_VARIABLES = {"dirac_mass": CIRCLE_DIRAC_VARIABLES["dirac_mass"]} | {
+    f"dirac_{c}": ("1", f"position of the Dirac atom: {c} of the unit vector (exact)") for c in "xyz"}
 
 
 # per identity, (atom): name -> (netCDF type, units, long_name)
