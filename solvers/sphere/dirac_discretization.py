@@ -34,7 +34,11 @@ from solvers.sphere.dirac import (
     merge,
     normalise,
 )
-from solvers.sphere.discretization import SUPPORT_FLOOR, SphereDiscretization, degree_tail
+from solvers.sphere.discretization import (
+    SUPPORT_FLOOR,
+    SphereDiscretization,
+    degree_tail,
+)
 
 CAPTURE_EVERY = 10  # steps between two capture checks (the basin detector is the costly part)
 MASS_FLOOR = 1e-6  # a face moves mass if its upwind density exceeds this times M / (4 pi)

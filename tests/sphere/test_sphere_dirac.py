@@ -11,8 +11,18 @@ from solvers.core.measure import DiracAtoms
 from solvers.io.state import initial_density
 from solvers.model.config import ConfigError
 from solvers.model.params import AtomParams
-from solvers.sphere.dirac import SphereMeasureField, absorb, capture, locate, merge, normalise
-from solvers.sphere.dirac_discretization import DiracSphereDiscretization, measure_energy
+from solvers.sphere.dirac import (
+    SphereMeasureField,
+    absorb,
+    capture,
+    locate,
+    merge,
+    normalise,
+)
+from solvers.sphere.dirac_discretization import (
+    DiracSphereDiscretization,
+    measure_energy,
+)
 from solvers.sphere.problem import tangent_frame
 from solvers.timestepping.simulation import simulate
 
