@@ -20,7 +20,7 @@ from solvers.circle.atoms import Atoms, detect_atoms
 from solvers.circle.dirac import CircleMeasureField, absorb, capture, merge
 from solvers.circle.discretization import SUPPORT_FLOOR, CircleDiscretization, tail_energy
 from solvers.circle.fv import transport
-from solvers.core.measure import DiracAtoms, MeasureLayout
+from solvers.core.measure import DiracAtoms, MeasureLayout, MeasureStateAccess
 from solvers.core.point_atoms import AtomSystem
 from solvers.core.snapshot import Diagnostics
 from solvers.model.params import AtomParams, RunConfig
@@ -29,7 +29,7 @@ CAPTURE_EVERY = 10  # steps between two capture checks (the basin detector is th
 MASS_FLOOR = 1e-6  # a face moves mass if its upwind density exceeds this times M / (2 pi)
 
 
-class DiracCircleDiscretization(CircleDiscretization):
+class DiracCircleDiscretization(MeasureStateAccess, CircleDiscretization):
     """Grid density plus Dirac atoms on S^1 (fv scheme, unnormalized attention)."""
 
     representation = "dirac"
@@ -60,12 +60,6 @@ class DiracCircleDiscretization(CircleDiscretization):
         state = self.layout.pack(rho0, merge(atoms0, self.problem.basis.h))
         self.total = self.total_mass(state)
         return state
-
-    def density(self, state: np.ndarray) -> np.ndarray:
-        return self.layout.density(state)
-
-    def atoms(self, state: np.ndarray) -> DiracAtoms:
-        return self.layout.atoms(state)
 
     def total_mass(self, state: np.ndarray) -> float:
         """``sum(rho) h + sum(m)``."""

@@ -63,3 +63,18 @@ class MeasureLayout:
         rest = state[g + n * self.dim :]
         return DiracAtoms(rest[:n].copy(), pos if self.dim == 1 else pos.reshape(n, 3),
                           np.rint(rest[n:]).astype(int))
+
+
+class MeasureStateAccess:
+    """The flat-state accessors shared by the measure-valued discretisations (S^1 and S^2):
+    a subclass sets ``layout`` (:class:`MeasureLayout`)."""
+
+    layout: MeasureLayout
+
+    def density(self, state: np.ndarray) -> np.ndarray:
+        """The grid density of a flat state (a view), shape ``layout.grid_shape``."""
+        return self.layout.density(state)
+
+    def atoms(self, state: np.ndarray) -> DiracAtoms:
+        """The Dirac atoms of a flat state (copies)."""
+        return self.layout.atoms(state)

@@ -63,10 +63,16 @@ def unit_vectors(theta: np.ndarray, phi: np.ndarray) -> np.ndarray:
 
 def atoms_at(ds: xr.Dataset, i: int) -> tuple[np.ndarray, np.ndarray]:
     """Masses (n,) and unit positions (n, 3) of the atoms of record ``i`` (padding dropped)."""
-    if "atom_mass" not in ds or "atom_x" not in ds or ds.sizes.get("atom", 0) == 0:
+    return _masses_and_units(ds, i, "atom")
+
+
+def _masses_and_units(ds: xr.Dataset, i: int, prefix: str) -> tuple[np.ndarray, np.ndarray]:
+    """``{prefix}_mass`` (n,) and ``{prefix}_x/y/z`` (n, 3) of record ``i``, padding dropped
+    (empty without them)."""
+    if f"{prefix}_mass" not in ds or f"{prefix}_x" not in ds or ds.sizes.get(prefix, 0) == 0:
         return np.zeros(0), np.zeros((0, 3))
-    mass = ds["atom_mass"].values[i]
-    xyz = np.stack([ds[f"atom_{c}"].values[i] for c in "xyz"], axis=1)
+    mass = ds[f"{prefix}_mass"].values[i]
+    xyz = np.stack([ds[f"{prefix}_{c}"].values[i] for c in "xyz"], axis=1)
     ok = np.isfinite(mass) & np.isfinite(xyz).all(axis=1)
     return mass[ok], xyz[ok]
 
@@ -298,12 +304,7 @@ def _tracks_on_map(ax: Axes, ds: xr.Dataset) -> None:
 def dirac_at(ds: xr.Dataset, i: int) -> tuple[np.ndarray, np.ndarray]:
     """Masses (n,) and unit positions (n, 3) of the Dirac atoms of record ``i`` of a
     measure-valued run (``dirac_mass``, ``dirac_x/y/z``; empty otherwise)."""
-    if "dirac_mass" not in ds or "dirac_x" not in ds or ds.sizes.get("dirac", 0) == 0:
-        return np.zeros(0), np.zeros((0, 3))
-    mass = ds["dirac_mass"].values[i]
-    xyz = np.stack([ds[f"dirac_{c}"].values[i] for c in "xyz"], axis=1)
-    ok = np.isfinite(mass) & np.isfinite(xyz).all(axis=1)
-    return mass[ok], xyz[ok]
+    return _masses_and_units(ds, i, "dirac")
 
 
 def _dirac_markers(ax: Axes, ds: xr.Dataset) -> None:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from solvers.core.measure import DiracAtoms, MeasureLayout
+from solvers.core.measure import DiracAtoms, MeasureLayout, MeasureStateAccess
 from solvers.core.point_atoms import AtomSystem
 from solvers.core.snapshot import Diagnostics
 from solvers.model.params import AtomParams, RunConfig
@@ -45,7 +45,7 @@ MASS_FLOOR = 1e-6  # a face moves mass if its upwind density exceeds this times 
 FOUR_PI = 4.0 * np.pi
 
 
-class DiracSphereDiscretization(SphereDiscretization):
+class DiracSphereDiscretization(MeasureStateAccess, SphereDiscretization):
     """Grid density plus Dirac atoms on S^2 (fv scheme, unnormalized attention)."""
 
     representation = "dirac"
@@ -82,12 +82,6 @@ class DiracSphereDiscretization(SphereDiscretization):
         state = self.layout.pack(rho, merge(atoms0, self.width))
         self.total = self.total_mass(state)
         return state
-
-    def density(self, state: np.ndarray) -> np.ndarray:
-        return self.layout.density(state)
-
-    def atoms(self, state: np.ndarray) -> DiracAtoms:
-        return self.layout.atoms(state)
 
     def total_mass(self, state: np.ndarray) -> float:
         """``sum(rho area) + sum(m)``."""
