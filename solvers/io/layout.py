@@ -49,28 +49,26 @@ DIAGNOSTIC_VARIABLES: dict[str, tuple[str, str, str]] = {
     "theorem_3_5_bound": ("f8", "1", "16 / (16 + 3 e^(11/8)), paper Theorem 3.5"),
 }
 # name -> (units, long_name), all (time, atom): column = atom identity, NaN where not alive
-CIRCLE_ATOM_VARIABLES = {
+_ATOM_MASSES = {
     "atom_mass": ("1", "atom mass (whole basin)"),
     "atom_core_mass": ("1", "atom mass within the core radius of its position"),
-    "atom_position": ("radian", "atom position: circular centre of mass of the core in [0, 2 pi)"),
+}
+_ATOM_BUDGET = {
     "atom_mass_gained": ("1", "mass now in cells that joined the atom since the previous "
                          "record (merges, captures; the whole mass at birth)"),
     "atom_mass_lost": ("1", "mass that cells leaving the atom since the previous record held "
                        "there (merges: the whole mass; basin splits: to the diffuse part)"),
 }
-SPHERE_ATOM_VARIABLES = {
-    "atom_mass": ("1", "atom mass (whole basin)"),
-    "atom_core_mass": ("1", "atom mass within the core radius of its position"),
+CIRCLE_ATOM_VARIABLES = _ATOM_MASSES | {
+    "atom_position": ("radian", "atom position: circular centre of mass of the core in [0, 2 pi)"),
+} | _ATOM_BUDGET
+SPHERE_ATOM_VARIABLES = _ATOM_MASSES | {
     "atom_x": ("1", "atom position: x of the unit vector (normalised centre of mass)"),
     "atom_y": ("1", "atom position: y of the unit vector"),
     "atom_z": ("1", "atom position: z of the unit vector"),
     "atom_colatitude": ("radian", "atom colatitude arccos(z) in [0, pi]"),
     "atom_longitude": ("radian", "atom longitude atan2(y, x) in [0, 2 pi)"),
-    "atom_mass_gained": ("1", "mass now in cells that joined the atom since the previous "
-                         "record (merges, captures; the whole mass at birth)"),
-    "atom_mass_lost": ("1", "mass that cells leaving the atom since the previous record held "
-                       "there (merges: the whole mass; basin splits: to the diffuse part)"),
-}
+} | _ATOM_BUDGET
 
 # Dirac atoms of a measure-valued run ([atoms] representation = "dirac"), all (time, dirac):
 # column = the Dirac atom's identity (birth order), NaN where it is not alive

@@ -26,6 +26,7 @@ from matplotlib.figure import Figure
 from solvers.plots.common import (
     LOG_RANGE,
     THEOREM_3_5,
+    basin_splits,
     frame_title,
     panel_energy,
     run_title,
@@ -144,15 +145,11 @@ def _atom_tracks(ax: Axes, ds: xr.Dataset) -> None:
 def _split_marks(ax: Axes, ds: xr.Dataset) -> None:
     """A cross where an atom lost whole cells of its basin (the archive's mass budget: a new
     sink formed inside it), at the atom's position and the record's time."""
-    from solvers.io.atom_history import transfers
-
-    losses = [e for e in transfers(ds) if e["kind"] == "loss"]
-    if not losses:
+    splits = basin_splits(ds)
+    if not splits:
         return
-    time = ds["time"].values
-    rows = [int(np.searchsorted(time, e["time"])) for e in losses]
-    x = [float(ds["atom_position"].values[i, e["atom"]]) for i, e in zip(rows, losses)]
-    ax.plot(x, [e["time"] for e in losses], "x", color="red", ms=6, mew=1.2,
+    x = [float(ds["atom_position"].values[i, k]) for i, k, _ in splits]
+    ax.plot(x, [t for _, _, t in splits], "x", color="red", ms=6, mew=1.2,
             label="basin split", gid="basin-splits")
 
 

@@ -82,3 +82,13 @@ def movie_writer(out: Path, fps: int) -> Any:
                              "(apt-get install ffmpeg) or write a .gif")
         return FFMpegWriter(fps=fps)
     raise ValueError(f"{out}: unknown animation format {suffix or '(none)'!r}: use .gif or .mp4")
+
+
+def basin_splits(ds: xr.Dataset) -> list[tuple[int, int, float]]:
+    """``(record, atom identity, time)`` of every basin split of a run (an atom losing whole
+    cells to a new sink: the budget's "loss" transfers, :mod:`solvers.io.atom_history`)."""
+    from solvers.io.atom_history import transfers
+
+    time = ds["time"].values
+    return [(int(np.searchsorted(time, e["time"])), e["atom"], e["time"])
+            for e in transfers(ds) if e["kind"] == "loss"]

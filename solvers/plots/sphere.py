@@ -32,6 +32,7 @@ from matplotlib.patches import Circle
 from solvers.plots.common import (
     LOG_RANGE,
     THEOREM_3_5,
+    basin_splits,
     frame_title,
     panel_energy,
     run_title,
@@ -344,12 +345,9 @@ def _panel_atoms(ax: Axes, ds: xr.Dataset) -> None:
 def _split_marks(ax: Axes, ds: xr.Dataset, mass: np.ndarray) -> list:
     """Crosses on the mass curves where an atom lost whole cells of its basin (the archive's
     mass budget: a new sink formed inside it)."""
-    from solvers.io.atom_history import transfers
-
-    losses = [e for e in transfers(ds) if e["kind"] == "loss"]
-    if not losses:
+    splits = basin_splits(ds)
+    if not splits:
         return []
-    rows = [int(np.searchsorted(ds["time"].values, e["time"])) for e in losses]
-    y = [float(mass[i, e["atom"]]) for i, e in zip(rows, losses)]
-    return ax.plot([e["time"] for e in losses], y, "x", color="k", ms=5, label="basin split",
+    y = [float(mass[i, k]) for i, k, _ in splits]
+    return ax.plot([t for _, _, t in splits], y, "x", color="k", ms=5, label="basin split",
                    gid="basin-splits")

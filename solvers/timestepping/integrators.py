@@ -164,7 +164,7 @@ def _fusable(*arrays: np.ndarray) -> bool:
 
 def _shu_osher_step(table: ButcherTable, rhs: Rhs, u: np.ndarray, dt: float,
                     backend: str = "numpy") -> tuple[np.ndarray, float]:
-    stages, slopes, speed = [u], [], 0.0
+    stages, speed = [u], 0.0
     fused = getattr(rhs, "fused_stage", None) if backend == "numba" else None
     for i in range(table.stages):
         # u^(0) + sum_j alpha_ij (u^(j) - u^(0)): the weights of a convex combination such as
@@ -172,22 +172,20 @@ def _shu_osher_step(table: ButcherTable, rhs: Rhs, u: np.ndarray, dt: float,
         terms = [j for j in range(1, i + 1) if table.alpha[i, j] != 0.0]
         c = dt * table.beta[i, i]
         # stage i is forward Euler of size dt * beta/alpha from u^(i): limit fluxes with it
+        euler_dt = dt * table.beta[i, i] / table.alpha[i, i]
         if fused is not None and len(terms) <= 1:  # transport and combination, one call
             j = terms[0] if terms else 0
-            new, s = fused(stages[i], dt * table.beta[i, i] / table.alpha[i, i], stages[0], c,
+            new, s = fused(stages[i], euler_dt, stages[0], c,
                            table.alpha[i, j] if terms else 0.0, stages[j])
-            speed = max(speed, s)
-            stages.append(new)
-            continue
-        k, s = rhs(stages[i], dt=dt * table.beta[i, i] / table.alpha[i, i])
-        slopes.append(k)
-        speed = max(speed, s)
-        if backend == "numba" and _fusable(stages[0], k, *(stages[j] for j in terms)):
-            new = _fused_stage(stages, k, c, [(table.alpha[i, j], j) for j in terms])
         else:
-            new = stages[0] + c * k
-            for j in terms:
-                new = new + table.alpha[i, j] * (stages[j] - stages[0])
+            k, s = rhs(stages[i], dt=euler_dt)
+            if backend == "numba" and _fusable(stages[0], k, *(stages[j] for j in terms)):
+                new = _fused_stage(stages, k, c, [(table.alpha[i, j], j) for j in terms])
+            else:
+                new = stages[0] + c * k
+                for j in terms:
+                    new = new + table.alpha[i, j] * (stages[j] - stages[0])
+        speed = max(speed, s)
         stages.append(new)
     return stages[-1], speed
 
