@@ -21,6 +21,29 @@ PAPER_OMEGA = np.array([0.6324575844117477, -0.4696753890279187])
 PAPER_S1_WEIGHTS_TOML = f"a = {PAPER_A.tolist()}\nomega = {PAPER_OMEGA.tolist()}"
 
 
+def ladder_s1_toml(activation: str = "gelu") -> str:
+    """The S^1 refinement-ladder config of the converge tests: the paper's perceptron with
+    ``activation``, beta = 5, shifted kernel, a two-mode start, N = 128, t_end = 2, fv."""
+    return f"""
+[domain]
+manifold = "S1"
+resolution = 128
+[model]
+beta = 5.0
+direction = "descent"
+kernel = "exp_shifted"
+[perceptron]
+activation = "{activation}"
+{PAPER_S1_WEIGHTS_TOML}
+[initial]
+kind = "uniform"
+modes = [[1, 0.5], [3, 0.3]]
+[time]
+t_end = 2.0
+scheme = "fv"
+"""
+
+
 def paper_s1_toml(resolution: int = 64, beta: float = 1.0, activation: str = "relu",
                   t_end: float = 4.0, snapshot_interval: float = 2.0, extra: str = "",
                   time_keys: str = "") -> str:

@@ -11,7 +11,7 @@ import argparse
 
 import numpy as np
 import pytest
-from conftest import PAPER_S1_WEIGHTS_TOML
+from conftest import ladder_s1_toml
 
 from solvers.cli import converge as cli_converge
 from solvers.io.state import initial_density
@@ -19,24 +19,7 @@ from solvers.model.config import ConfigError, load_config
 from solvers.sphere.grid import SphereGrid
 from solvers.studies import converge as cv
 
-S1_TOML = f"""
-[domain]
-manifold = "S1"
-resolution = 128
-[model]
-beta = 5.0
-direction = "descent"
-kernel = "exp_shifted"
-[perceptron]
-activation = "gelu"
-{PAPER_S1_WEIGHTS_TOML}
-[initial]
-kind = "uniform"
-modes = [[1, 0.5], [3, 0.3]]
-[time]
-t_end = 2.0
-scheme = "fv"
-"""
+S1_TOML = ladder_s1_toml("gelu")
 
 S2_TOML = """
 [domain]

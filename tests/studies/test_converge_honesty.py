@@ -9,36 +9,17 @@ import argparse
 import numpy as np
 import pytest
 import xarray as xr
-from conftest import PAPER_S1_WEIGHTS_TOML
+from conftest import ladder_s1_toml
 
 from solvers.cli import converge as cli_converge
 from solvers.studies import converge as cv
-
-TOML = f"""
-[domain]
-manifold = "S1"
-resolution = 128
-[model]
-beta = 5.0
-direction = "descent"
-kernel = "exp_shifted"
-[perceptron]
-activation = "ACTIVATION"
-{PAPER_S1_WEIGHTS_TOML}
-[initial]
-kind = "uniform"
-modes = [[1, 0.5], [3, 0.3]]
-[time]
-t_end = 2.0
-scheme = "fv"
-"""
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
 
 
 def config(tmp_path, activation):
     path = tmp_path / f"{activation}.toml"
-    path.write_text(TOML.replace("ACTIVATION", activation))
+    path.write_text(ladder_s1_toml(activation))
     return path
 
 
