@@ -39,6 +39,38 @@ def resolve_backend(backend: str | None) -> str:
     return backend
 
 
+THREADS_MIN_VALUES = 65536  # below (lmax < 255 grids) waking the threads costs more than they save
+
+
+def compute_threads(n_values: int) -> int:
+    """Threads for the compiled S^2 kernels and the batched row FFTs on a grid of ``n_values``.
+
+    1 below ``THREADS_MIN_VALUES`` or without numba, else numba's thread count
+    (``NUMBA_NUM_THREADS``, default: the machine's cores; :func:`numba.set_num_threads`
+    lowers it, as the sweep workers do). Results do not depend on it: every value is
+    computed by the same operations in the same order on any number of threads.
+    """
+    if n_values < THREADS_MIN_VALUES or not numba_available():
+        return 1
+    import numba
+
+    return int(numba.get_num_threads())
+
+
+def rows_rfft(x, threads: int):
+    """``numpy.fft.rfft(x, axis=1)`` on ``threads`` threads (scipy's pocketfft; the same values)."""
+    import scipy.fft
+
+    return scipy.fft.rfft(x, axis=1, workers=threads)
+
+
+def rows_irfft(spec, n: int, threads: int):
+    """``numpy.fft.irfft(spec, n=n, axis=1)`` on ``threads`` threads (scipy's pocketfft)."""
+    import scipy.fft
+
+    return scipy.fft.irfft(spec, n=n, axis=1, workers=threads)
+
+
 _MALLOC_TUNED: list[bool] = []
 
 

@@ -10,7 +10,7 @@ optional at run time).
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 from solvers.core.kernels_numba import _clip01, limited_slope
 
@@ -47,50 +47,18 @@ def _max0(x, n):
 
 
 @njit(cache=True, inline="always", error_model="numpy")
-def _sphere_fv_body(rho, u_phi, u_theta, merge, offset, n_cells, dtheta, face_len, area_row, zwidth_row,
-                    code, dt, limit, mass_floor):
-    """S^2 on the reduced grid: ``(d rho/dt on the fine (nlat, nphi) grid, max_rate)``.
+def _bands(j0, j1, rho, rf, rho_c, fz, fm, out_s, out_n, u_phi, u_theta, merge, offset, dtheta, face_len,
+           zwidth_row, code, limit, floor):
+    """Fluxes of bands ``j0 <= j < j1`` and of the face rows ``j0 <= j < j1`` north of them;
+    returns this chunk's ``(max zonal rate, max meridional rate)``.
 
-    Same operations as :class:`solvers.sphere.fv.SphereFV` (see there), band by band: band
-    ``j`` holds ``nphi / merge[j]`` cells numbered from ``offset[j]``, cell ``q`` covering the
-    fine cells ``q merge[j] ... (q + 1) merge[j] - 1``; every geometric factor is constant
-    along a band (``dtheta``, ``face_len`` (nlat+1,), ``area_row``, ``zwidth_row``), so the
-    unmerged bands (most of them) need no index maps at all. The loops run over row views
-    (``x[o:o + n]``) so that their indices are affine (vectorisable). Sums over the fine
-    segments of a merged cell are accumulated left to right from 0.0, as the reference's
-    ``bincount``; the mean density behind the mass floor is a 4-way interleaved sum (the
-    reference's is pairwise); maxima do not depend on the order.
+    Writes ``fz`` of these bands, ``fm[j]`` of these face rows and the outflows through them
+    (``out_s`` of band j-1, ``out_n`` of band j): disjoint between chunks. The south-face value
+    of band ``j0 - 1`` (carried from band to band) is recomputed from its three rows.
     """
     nlat, nphi = rho.shape
-    n = n_cells
-    rho_c = np.empty(n)
-    rf = np.empty((nlat, nphi))  # merged bands: the cell value of every fine cell (else: rho's row)
-    for j in range(nlat):
-        r, o = merge[j], offset[j]
-        nc = nphi // r
-        rc, src, dst = rho_c[o:o + nc], rho[j], rf[j]
-        if r == 1:
-            for k in range(nphi):
-                rc[k] = src[k]
-        else:
-            for q in range(nc):
-                v = src[q * r]
-                rc[q] = v
-                for i in range(r):
-                    dst[q * r + i] = v
-    floor = mass_floor * max(_total(rho_c) / n, 0.0)
-    fz = np.empty(n)
     east = np.empty(nphi)
     west = np.empty(nphi + 1)
-    fm = np.empty((nlat + 1, nphi))
-    fm[0] = 0.0  # the poles: zero flux
-    fm[nlat] = 0.0
-    out_s = np.empty(n)  # outflow through the south / north faces of every cell
-    out_n = np.empty(n)
-    if limit:
-        last = nphi // merge[nlat - 1]
-        out_s[offset[nlat - 1]:offset[nlat - 1] + last] = 0.0  # (the south pole)
-        out_n[0:nphi // merge[0]] = 0.0  # (the north pole)
     south_prev = np.empty(nphi)  # south-face value of band j-1
     north_row = np.empty(nphi)
     slope = np.empty(nphi)
@@ -98,9 +66,18 @@ def _sphere_fv_body(rho, u_phi, u_theta, merge, offset, n_cells, dtheta, face_le
     cand = np.empty(nphi)
     cand2 = np.empty(nphi)
     uface = np.empty(nphi)
+    if j0 > 0:
+        jb = j0 - 1
+        jm, jp = (jb - 1 if jb > 0 else 0), jb + 1
+        rf_m = rho[jm] if merge[jm] == 1 else rf[jm]
+        rf_c = rho[jb] if merge[jb] == 1 else rf[jb]
+        rf_p = rho[jp] if merge[jp] == 1 else rf[jp]
+        for k in range(nphi):
+            v = rf_c[k]
+            south_prev[k] = v + 0.5 * limited_slope(v - rf_m[k], rf_p[k] - v, code)
     rz = 0.0
     rm = 0.0
-    for j in range(nlat):
+    for j in range(j0, j1):
         r, o = merge[j], offset[j]
         nc = nphi // r
         rc, fzr = rho_c[o:o + nc], fz[o:o + nc]
@@ -174,48 +151,74 @@ def _sphere_fv_body(rho, u_phi, u_theta, merge, offset, n_cells, dtheta, face_le
                         onr[q] = acc
         for k in range(nphi):
             south_prev[k] = rf_c[k] + 0.5 * slope[k]
-    if limit:
-        scale = np.empty(n)
-        for j in range(nlat):
-            o = offset[j]
-            nc = nphi // merge[j]
-            a = area_row[j]
-            rc, fzr, osr, onr, sc = rho_c[o:o + nc], fz[o:o + nc], out_s[o:o + nc], out_n[o:o + nc], scale[o:o + nc]
-            west[0] = fzr[nc - 1]  # west[q]: the flux through the west face of cell q
-            for q in range(1, nc):
-                west[q] = fzr[q - 1]
+    return rz, rm
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def _sphere_fv_body(rho, u_phi, u_theta, merge, offset, n_cells, dtheta, face_len, area_row, zwidth_row,
+                    code, dt, limit, mass_floor, threads):
+    """S^2 on the reduced grid: ``(d rho/dt on the fine (nlat, nphi) grid, max_rate)``.
+
+    Same operations as :class:`solvers.sphere.fv.SphereFV` (see there), band by band: band
+    ``j`` holds ``nphi / merge[j]`` cells numbered from ``offset[j]``, cell ``q`` covering the
+    fine cells ``q merge[j] ... (q + 1) merge[j] - 1``; every geometric factor is constant
+    along a band (``dtheta``, ``face_len`` (nlat+1,), ``area_row``, ``zwidth_row``), so the
+    unmerged bands (most of them) need no index maps at all. The loops run over row views
+    (``x[o:o + n]``) so that their indices are affine (vectorisable). Sums over the fine
+    segments of a merged cell are accumulated left to right from 0.0, as the reference's
+    ``bincount``; the mean density behind the mass floor is a 4-way interleaved sum (the
+    reference's is pairwise); maxima do not depend on the order.
+
+    Threads: the bands are split into one chunk per numba thread (:func:`_bands`), and the
+    outflow limiter and the divergence run band-parallel; every value is computed by the same
+    operations whatever the split (the rates are maxima), so the result is bitwise the same
+    on any number of threads.
+    """
+    nlat, nphi = rho.shape
+    n = n_cells
+    rho_c = np.empty(n)
+    rf = np.empty((nlat, nphi))  # merged bands: the cell value of every fine cell (else: rho's row)
+    for j in prange(nlat):
+        r, o = merge[j], offset[j]
+        nc = nphi // r
+        rc, src, dst = rho_c[o:o + nc], rho[j], rf[j]
+        if r == 1:
+            for k in range(nphi):
+                rc[k] = src[k]
+        else:
             for q in range(nc):
-                out = max(fzr[q], 0.0) + max(-west[q], 0.0)
-                out += osr[q]
-                out += onr[q]
-                content = rc[q] * a
-                sent = dt * out
-                ratio = content / (sent if sent > 0.0 else 1.0)  # (branch-free: used where sent > content)
-                sc[q] = _clip01(ratio if sent > content else 1.0)
-        for j in range(nlat):
-            o = offset[j]
-            nc = nphi // merge[j]
-            fzr, sc = fz[o:o + nc], scale[o:o + nc]
-            f = fzr[nc - 1]  # the right neighbour of the band's last cell is its first
-            fzr[nc - 1] = f * sc[nc - 1] if f > 0.0 else f * sc[0]
-            for q in range(nc - 1):
-                f = fzr[q]
-                fzr[q] = f * sc[q] if f > 0.0 else f * sc[q + 1]
-        for j in range(1, nlat):
-            rn, on = merge[j - 1], offset[j - 1]
-            r, o = merge[j], offset[j]
-            fmr = fm[j]
-            if rn == 1 and r == 1:
-                scn, scs = scale[on:on + nphi], scale[o:o + nphi]
-                for k in range(nphi):
-                    f = fmr[k]
-                    fmr[k] = f * scn[k] if f > 0.0 else f * scs[k]
-            else:
-                for k in range(nphi):
-                    f = fmr[k]
-                    fmr[k] = f * scale[on + k // rn] if f > 0.0 else f * scale[o + k // r]
+                v = src[q * r]
+                rc[q] = v
+                for i in range(r):
+                    dst[q * r + i] = v
+    floor = mass_floor * max(_total(rho_c) / n, 0.0)
+    fz = np.empty(n)
+    fm = np.empty((nlat + 1, nphi))
+    fm[0] = 0.0  # the poles: zero flux
+    fm[nlat] = 0.0
+    out_s = np.empty(n)  # outflow through the south / north faces of every cell
+    out_n = np.empty(n)
+    if limit:
+        last = nphi // merge[nlat - 1]
+        out_s[offset[nlat - 1]:offset[nlat - 1] + last] = 0.0  # (the south pole)
+        out_n[0:nphi // merge[0]] = 0.0  # (the north pole)
+    n_chunks = max(min(threads, nlat), 1)
+    rates = np.zeros((n_chunks, 2))
+    for c in prange(n_chunks):
+        j0, j1 = (c * nlat) // n_chunks, ((c + 1) * nlat) // n_chunks
+        rz_c, rm_c = _bands(j0, j1, rho, rf, rho_c, fz, fm, out_s, out_n, u_phi, u_theta, merge, offset,
+                            dtheta, face_len, zwidth_row, code, limit, floor)
+        rates[c, 0] = rz_c
+        rates[c, 1] = rm_c
+    rz = 0.0
+    rm = 0.0
+    for c in range(n_chunks):
+        rz = max(rz, rates[c, 0])
+        rm = max(rm, rates[c, 1])
+    if limit:
+        _limit_outflow(rho_c, fz, fm, out_s, out_n, merge, offset, area_row, dt)
     out = np.empty((nlat, nphi))
-    for j in range(nlat):
+    for j in prange(nlat):
         r, o = merge[j], offset[j]
         nc = nphi // r
         a = area_row[j]
@@ -235,131 +238,119 @@ def _sphere_fv_body(rho, u_phi, u_theta, merge, offset, n_cells, dtheta, face_le
     return out, rz + rm
 
 
-# One compiled S^2 kernel per limiter, each with the limiter a constant (its branch folded away);
+@njit(cache=True, inline="always", error_model="numpy")
+def _limit_outflow(rho_c, fz, fm, out_s, out_n, merge, offset, area_row, dt):
+    """Scale every cell's outflow to its content over ``dt`` (in place on ``fz``, ``fm``)."""
+    nlat, nphi = fm.shape[0] - 1, fm.shape[1]
+    scale = np.empty(rho_c.size)
+    for j in prange(nlat):
+        o = offset[j]
+        nc = nphi // merge[j]
+        a = area_row[j]
+        rc, fzr, osr, onr, sc = rho_c[o:o + nc], fz[o:o + nc], out_s[o:o + nc], out_n[o:o + nc], scale[o:o + nc]
+        for q in range(nc):
+            wf = fzr[q - 1 if q > 0 else nc - 1]  # the flux through the west face of cell q
+            out = max(fzr[q], 0.0) + max(-wf, 0.0)
+            out += osr[q]
+            out += onr[q]
+            content = rc[q] * a
+            sent = dt * out
+            ratio = content / (sent if sent > 0.0 else 1.0)  # (branch-free: used where sent > content)
+            sc[q] = _clip01(ratio if sent > content else 1.0)
+    for j in prange(nlat):
+        o = offset[j]
+        nc = nphi // merge[j]
+        fzr, sc = fz[o:o + nc], scale[o:o + nc]
+        f = fzr[nc - 1]  # the right neighbour of the band's last cell is its first
+        fzr[nc - 1] = f * sc[nc - 1] if f > 0.0 else f * sc[0]
+        for q in range(nc - 1):
+            f = fzr[q]
+            fzr[q] = f * sc[q] if f > 0.0 else f * sc[q + 1]
+    for j in prange(1, nlat):
+        rn, on = merge[j - 1], offset[j - 1]
+        r, o = merge[j], offset[j]
+        fmr = fm[j]
+        if rn == 1 and r == 1:
+            scn, scs = scale[on:on + nphi], scale[o:o + nphi]
+            for k in range(nphi):
+                f = fmr[k]
+                fmr[k] = f * scn[k] if f > 0.0 else f * scs[k]
+        else:
+            for k in range(nphi):
+                f = fmr[k]
+                fmr[k] = f * scale[on + k // rn] if f > 0.0 else f * scale[o + k // r]
+
+
+# One compiled S^2 kernel per limiter, each with the limiter a constant (its branch folded away),
+# serial and threaded (``parallel=True``: the prange loops of the body on numba's threads);
 # compiled (or loaded from the cache) only when first used.
+
+
 @njit(cache=True, error_model="numpy")
 def _sphere_fv_minmod(rho, u_phi, u_theta, merge, offset, n_cells, dtheta, face_len, area_row, zwidth_row,
-                      dt, limit, mass_floor):
+                      dt, limit, mass_floor, threads):
     return _sphere_fv_body(rho, u_phi, u_theta, merge, offset, n_cells, dtheta, face_len, area_row, zwidth_row,
-                           0, dt, limit, mass_floor)
+                           0, dt, limit, mass_floor, threads)
+
+
+@njit(cache=True, parallel=True, error_model="numpy")
+def _sphere_fv_minmod_threads(rho, u_phi, u_theta, merge, offset, n_cells, dtheta, face_len, area_row, zwidth_row,
+                              dt, limit, mass_floor, threads):
+    return _sphere_fv_body(rho, u_phi, u_theta, merge, offset, n_cells, dtheta, face_len, area_row, zwidth_row,
+                           0, dt, limit, mass_floor, threads)
 
 
 @njit(cache=True, error_model="numpy")
 def _sphere_fv_mc(rho, u_phi, u_theta, merge, offset, n_cells, dtheta, face_len, area_row, zwidth_row,
-                  dt, limit, mass_floor):
+                  dt, limit, mass_floor, threads):
     return _sphere_fv_body(rho, u_phi, u_theta, merge, offset, n_cells, dtheta, face_len, area_row, zwidth_row,
-                           1, dt, limit, mass_floor)
+                           1, dt, limit, mass_floor, threads)
+
+
+@njit(cache=True, parallel=True, error_model="numpy")
+def _sphere_fv_mc_threads(rho, u_phi, u_theta, merge, offset, n_cells, dtheta, face_len, area_row, zwidth_row,
+                          dt, limit, mass_floor, threads):
+    return _sphere_fv_body(rho, u_phi, u_theta, merge, offset, n_cells, dtheta, face_len, area_row, zwidth_row,
+                           1, dt, limit, mass_floor, threads)
 
 
 @njit(cache=True, error_model="numpy")
 def _sphere_fv_vanleer(rho, u_phi, u_theta, merge, offset, n_cells, dtheta, face_len, area_row, zwidth_row,
-                       dt, limit, mass_floor):
+                       dt, limit, mass_floor, threads):
     return _sphere_fv_body(rho, u_phi, u_theta, merge, offset, n_cells, dtheta, face_len, area_row, zwidth_row,
-                           2, dt, limit, mass_floor)
+                           2, dt, limit, mass_floor, threads)
+
+
+@njit(cache=True, parallel=True, error_model="numpy")
+def _sphere_fv_vanleer_threads(rho, u_phi, u_theta, merge, offset, n_cells, dtheta, face_len, area_row, zwidth_row,
+                               dt, limit, mass_floor, threads):
+    return _sphere_fv_body(rho, u_phi, u_theta, merge, offset, n_cells, dtheta, face_len, area_row, zwidth_row,
+                           2, dt, limit, mass_floor, threads)
 
 
 @njit(cache=True, error_model="numpy")
 def _sphere_fv_none(rho, u_phi, u_theta, merge, offset, n_cells, dtheta, face_len, area_row, zwidth_row,
-                    dt, limit, mass_floor):
+                    dt, limit, mass_floor, threads):
     return _sphere_fv_body(rho, u_phi, u_theta, merge, offset, n_cells, dtheta, face_len, area_row, zwidth_row,
-                           3, dt, limit, mass_floor)
+                           3, dt, limit, mass_floor, threads)
+
+
+@njit(cache=True, parallel=True, error_model="numpy")
+def _sphere_fv_none_threads(rho, u_phi, u_theta, merge, offset, n_cells, dtheta, face_len, area_row, zwidth_row,
+                            dt, limit, mass_floor, threads):
+    return _sphere_fv_body(rho, u_phi, u_theta, merge, offset, n_cells, dtheta, face_len, area_row, zwidth_row,
+                           3, dt, limit, mass_floor, threads)
 
 
 SPHERE_FV_KERNELS = {0: _sphere_fv_minmod, 1: _sphere_fv_mc, 2: _sphere_fv_vanleer, 3: _sphere_fv_none}
+SPHERE_FV_KERNELS_THREADS = {0: _sphere_fv_minmod_threads, 1: _sphere_fv_mc_threads, 2: _sphere_fv_vanleer_threads,
+                             3: _sphere_fv_none_threads}
 
 
 def sphere_fv_rhs(rho, u_phi, u_theta, merge, offset, n_cells, dtheta, face_len, area_row, zwidth_row,
-                  code, dt, limit, mass_floor):
-    """The S^2 fv kernel (see :func:`_sphere_fv_body`) for limiter ``code``."""
-    return SPHERE_FV_KERNELS[code](rho, u_phi, u_theta, merge, offset, n_cells, dtheta, face_len, area_row,
-                                   zwidth_row, dt, limit, mass_floor)
-
-
-@njit(cache=True, error_model="numpy")
-def legendre_spectrum_into(table, c, starts, m_unique, row_scale, spec):
-    """Write ``spec[j, m] = row_scale[j] sum_{l} table[j, (l, m)] c_(l, m)`` for the orders present.
-
-    ``table`` (n_theta, n_sel) real, ``c`` (n_sel,) complex, entries of order
-    ``m_unique[q]`` in ``starts[q]:starts[q+1]``; ``spec`` (n_theta, n_freq) complex: the
-    other columns are left as they are (zero them once).
-    """
-    nt, ns = table.shape
-    nq = m_unique.size
-    for j in range(nt):
-        for q in range(nq):
-            stop = starts[q + 1] if q + 1 < nq else ns
-            re = 0.0
-            im = 0.0
-            for i in range(starts[q], stop):
-                t = table[j, i]
-                re += t * c[i].real
-                im += t * c[i].imag
-            spec[j, m_unique[q]] = complex(re * row_scale[j], im * row_scale[j])
-
-
-@njit(cache=True, error_model="numpy")
-def legendre_spectrum(table, c, starts, m_unique, n_freq, row_scale):
-    """Longitude spectrum ``spec[j, m] = row_scale[j] sum_{l} table[j, (l, m)] c_(l, m)``.
-
-    ``table`` (n_theta, n_sel) real, ``c`` (n_sel,) complex, entries of order
-    ``m_unique[q]`` in ``starts[q]:starts[q+1]``; returns (n_theta, n_freq) complex.
-    """
-    spec = np.zeros((table.shape[0], n_freq), dtype=np.complex128)
-    legendre_spectrum_into(table, c, starts, m_unique, row_scale, spec)
-    return spec
-
-
-@njit(cache=True, error_model="numpy")
-def signed_sum(a, w, sign):
-    """``sign * (a + w)`` elementwise, 2-D."""
-    out = np.empty_like(a)
-    for j in range(a.shape[0]):
-        for k in range(a.shape[1]):
-            out[j, k] = sign * (a[j, k] + w[j, k])
-    return out
-
-
-@njit(cache=True, error_model="numpy")
-def signed_sum_inplace(a, w, sign):
-    """``a <- sign * (a + w)`` elementwise, 2-D (the operations of :func:`signed_sum`)."""
-    for j in range(a.shape[0]):
-        for k in range(a.shape[1]):
-            a[j, k] = sign * (a[j, k] + w[j, k])
-    return a
-
-
-@njit(cache=True, error_model="numpy")
-def signed_ratio_sum(g, f, beta, w, sign):
-    """``sign * (g / (beta f) + w)`` elementwise, 2-D (softmax attention)."""
-    out = np.empty_like(g)
-    for j in range(g.shape[0]):
-        for k in range(g.shape[1]):
-            out[j, k] = sign * (g[j, k] / (beta * f[j, k]) + w[j, k])
-    return out
-
-
-@njit(cache=True, error_model="numpy")
-def legendre_analysis(table, spec, starts, m_unique, scale):
-    """``c_i = scale[i] sum_j table[j, i] spec[j, m_i]`` (sum over j in order), complex (n_sel,).
-
-    ``table`` (n_theta, n_sel) real (quadrature weight times ``Ybar_lm(theta_j)``), ``spec``
-    (n_theta, n_freq) complex (longitude spectra of the rows), entries of order
-    ``m_unique[q]`` in ``starts[q]:starts[q+1]``.
-    """
-    nt, ns = table.shape
-    nq = m_unique.size
-    re = np.zeros(ns)
-    im = np.zeros(ns)
-    for j in range(nt):
-        for q in range(nq):
-            stop = starts[q + 1] if q + 1 < nq else ns
-            z = spec[j, m_unique[q]]
-            zr, zi = z.real, z.imag
-            for i in range(starts[q], stop):
-                t = table[j, i]
-                re[i] += t * zr
-                im[i] += t * zi
-    out = np.empty(ns, dtype=np.complex128)
-    for i in range(ns):
-        out[i] = complex(re[i] * scale[i], im[i] * scale[i])
-    return out
+                  code, dt, limit, mass_floor, threads=1):
+    """The S^2 fv kernel (see :func:`_sphere_fv_body`) for limiter ``code``, on ``threads``
+    threads (1: the serial kernel; bitwise the same result)."""
+    table = SPHERE_FV_KERNELS_THREADS if threads > 1 else SPHERE_FV_KERNELS
+    return table[code](rho, u_phi, u_theta, merge, offset, n_cells, dtheta, face_len, area_row,
+                       zwidth_row, dt, limit, mass_floor, threads)

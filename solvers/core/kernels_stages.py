@@ -10,7 +10,7 @@ is optional at run time).
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 from solvers.core.kernels_numba import circle_fv_rhs
 
@@ -38,6 +38,28 @@ def add_scaled_difference(a, alpha, uj, u0):
     """``a + alpha (uj - u0)`` elementwise, 1-D (further terms of a Shu-Osher stage)."""
     out = np.empty_like(a)
     for i in range(a.size):
+        out[i] = a[i] + alpha * (uj[i] - u0[i])
+    return out
+
+
+@njit(cache=True, parallel=True, error_model="numpy")
+def shu_osher_stage_threads(u0, c, k, alpha, uj, with_j):
+    """:func:`shu_osher_stage` on numba's threads (S^2 grids; every element the same operations)."""
+    out = np.empty_like(u0)
+    if with_j:
+        for i in prange(u0.size):
+            out[i] = (u0[i] + c * k[i]) + alpha * (uj[i] - u0[i])
+    else:
+        for i in prange(u0.size):
+            out[i] = u0[i] + c * k[i]
+    return out
+
+
+@njit(cache=True, parallel=True, error_model="numpy")
+def add_scaled_difference_threads(a, alpha, uj, u0):
+    """:func:`add_scaled_difference` on numba's threads."""
+    out = np.empty_like(a)
+    for i in prange(a.size):
         out[i] = a[i] + alpha * (uj[i] - u0[i])
     return out
 

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from solvers.core.backend import resolve_backend
+from solvers.core.backend import compute_threads, resolve_backend
 from solvers.core.limiters import LIMITERS
 from solvers.sphere.problem import SphereProblem
 
@@ -175,7 +175,7 @@ class SphereFV:
             limit = dt is not None
             return sphere_fv_rhs(np.ascontiguousarray(rho, dtype=float), np.ascontiguousarray(u_phi, dtype=float),
                                  np.ascontiguousarray(u_theta, dtype=float), *self._kernel_maps, self._code,
-                                 float(dt) if limit else 0.0, limit, self.mass_floor)
+                                 float(dt) if limit else 0.0, limit, self.mass_floor, compute_threads(rho.size))
         m = self.maps
         rho_c = self.cells(rho)
         fz = self.zonal_flux(rho_c, u_phi)

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy import special
 
-from solvers.core.backend import resolve_backend
+from solvers.core.backend import compute_threads, resolve_backend, rows_irfft, rows_rfft
 from solvers.core.kernel import kernel_log_shift, max_kernel_second_derivative
 from solvers.model import perceptron
 from solvers.model.activations import get_activation
@@ -100,7 +100,7 @@ class Synthesis:
             c = c * np.exp(1j * self.m * shift)
         table = self.p if which == "p" else self.dp
         if backend == "numba":
-            from solvers.core.kernels_sphere_numba import legendre_spectrum
+            from solvers.core.kernels_sphere_sums_numba import legendre_spectrum
 
             scale = np.full(table.shape[0], float(self.nphi)) if row_scale is None else self.nphi * row_scale
             spec = legendre_spectrum(table, np.ascontiguousarray(c, dtype=complex), self.starts,
@@ -168,7 +168,7 @@ class SphereProblem:
         return self.grid.basis.forward(rho) * self._c["kernel"]
 
     def _kernel_coefficients_truncated(self, rho: np.ndarray) -> np.ndarray:
-        from solvers.core.kernels_sphere_numba import legendre_analysis
+        from solvers.core.kernels_sphere_sums_numba import legendre_analysis, legendre_analysis_threads
 
         syn, g = self._c["centres"], self.grid
         if "analysis" not in self._c:
@@ -179,9 +179,13 @@ class SphereProblem:
         rho = np.asarray(rho, dtype=float)
         if rho.shape != g.shape:
             raise ValueError(f"rho: expected shape {g.shape} (got {rho.shape})")
-        spec = np.fft.rfft(rho, axis=1)
+        threads = compute_threads(rho.size)
+        spec = rows_rfft(rho, threads) if threads > 1 else np.fft.rfft(rho, axis=1)
         out = np.zeros(g.basis.nlm, dtype=complex)
-        out[syn.sel] = legendre_analysis(table, spec, syn.starts, syn.m_unique, lam)
+        if threads > 1:
+            out[syn.sel] = legendre_analysis_threads(table, spec, syn.starts, syn.m_unique, lam, threads)
+        else:
+            out[syn.sel] = legendre_analysis(table, spec, syn.starts, syn.m_unique, lam)
         return out
 
     # -- velocities ---------------------------------------------------------------------
@@ -205,7 +209,7 @@ class SphereProblem:
 
     def _velocity_numba(self, f_lm: np.ndarray, where: str) -> np.ndarray:
         """:meth:`velocity` with the degree sums compiled and the scalings fused."""
-        from solvers.core.kernels_sphere_numba import signed_ratio_sum, signed_sum
+        from solvers.core.kernels_sphere_sums_numba import signed_ratio_sum, signed_sum
 
         beta, g, sign = self.model.beta, self.grid, float(self.sign)
         if "inv_sin" not in self._c:
@@ -238,7 +242,7 @@ class SphereProblem:
         """
         if (backend or self.backend) != "numba":
             return self.velocity(f_lm, "theta_faces", backend), self.velocity(f_lm, "phi_faces", backend)
-        from solvers.core.kernels_sphere_numba import legendre_spectrum_into, signed_ratio_sum, signed_sum_inplace
+        from solvers.core import kernels_sphere_sums_numba as sums
 
         c, beta, sign = self._c, self.model.beta, float(self.sign)
         faces, centres = c["faces"], c["centres"]
@@ -254,6 +258,10 @@ class SphereProblem:
             spec = np.zeros((2 * (nf + nc) if self._softmax else nf + nc, nphi // 2 + 1), dtype=complex)
             c["batched"] = (scales, twist, spec)
         scales, twist, spec = c["batched"]
+        threads = compute_threads(spec.shape[0] * nphi)
+        legendre_spectrum_into = sums.legendre_spectrum_into_threads if threads > 1 else sums.legendre_spectrum_into
+        signed_sum_inplace = sums.signed_sum_inplace_threads if threads > 1 else sums.signed_sum_inplace
+        signed_ratio_sum = sums.signed_ratio_sum
         coef = np.ascontiguousarray(f_lm[faces.sel], dtype=complex)
         legendre_spectrum_into(faces.dp, coef, faces.starts, faces.m_unique, scales[0], spec[:nf])
         legendre_spectrum_into(centres.p, (coef * (1j * centres.m)) * twist, centres.starts, centres.m_unique,
@@ -262,7 +270,7 @@ class SphereProblem:
             legendre_spectrum_into(faces.p, coef, faces.starts, faces.m_unique, scales[2], spec[nf + nc:2 * nf + nc])
             legendre_spectrum_into(centres.p, coef * twist, centres.starts, centres.m_unique, scales[3],
                                    spec[2 * nf + nc:])
-        grid = np.fft.irfft(spec, n=nphi, axis=1)
+        grid = rows_irfft(spec, nphi, threads) if threads > 1 else np.fft.irfft(spec, n=nphi, axis=1)
         if self._softmax:
             return (signed_ratio_sum(grid[:nf], grid[nf + nc:2 * nf + nc], beta, c["w_theta_f"], sign),
                     signed_ratio_sum(grid[nf:nf + nc], grid[2 * nf + nc:], beta, c["w_phi_z"], sign))

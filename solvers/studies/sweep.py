@@ -227,6 +227,16 @@ def config_digest(config: RunConfig) -> str:
     return hashlib.sha256(json.dumps(flat, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
+def one_thread_per_worker() -> None:
+    """Compiled kernels on one thread in this (worker) process: the cores go to the points."""
+    from solvers.core.backend import numba_available
+
+    if numba_available():
+        import numba
+
+        numba.set_num_threads(1)
+
+
 def run_point(config: RunConfig, archive: str, name: str, digest: str) -> dict[str, Any]:
     """Run one configuration into ``archive`` (on a worker); return its summary record.
 
@@ -237,6 +247,7 @@ def run_point(config: RunConfig, archive: str, name: str, digest: str) -> dict[s
     from solvers.io.state import grid_arrays, initial_density
     from solvers.timestepping.simulation import simulate
 
+    one_thread_per_worker()  # the sweep runs points side by side: no threads within a point
     path = Path(archive)
     done_path(path).unlink(missing_ok=True)
     try:

@@ -192,8 +192,12 @@ def _shu_osher_step(table: ButcherTable, rhs: Rhs, u: np.ndarray, dt: float,
 
 def _fused_stage(stages: list[np.ndarray], k: np.ndarray, c: float, terms: list[tuple[float, int]]) -> np.ndarray:
     """The stage of :func:`_shu_osher_step` in compiled passes (same operations, same order)."""
-    from solvers.core.kernels_stages import add_scaled_difference, shu_osher_stage
+    from solvers.core import kernels_stages as ks
+    from solvers.core.backend import compute_threads
 
+    threads = compute_threads(k.size) > 1
+    shu_osher_stage = ks.shu_osher_stage_threads if threads else ks.shu_osher_stage
+    add_scaled_difference = ks.add_scaled_difference_threads if threads else ks.add_scaled_difference
     u0 = stages[0].reshape(-1)
     alpha, j = terms[0] if terms else (0.0, 0)
     new = shu_osher_stage(u0, float(c), k.reshape(-1), float(alpha), stages[j].reshape(-1), bool(terms))
