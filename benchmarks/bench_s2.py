@@ -9,8 +9,8 @@ number of steps the adaptive controller needs to reach ``t = T`` from a perturbe
 (beta = 1, descent, the particle code's 3-unit ReLU perceptron, kernel exp_shifted). With merged
 polar cells the step count grows like lmax (the equatorial cell width), not like lmax^2.
 The pair is timed (best of 20) before and after the run, and the smaller time is kept; "best
-step" is the fastest single step of the run (on a shared machine its ratio to the pair, both
-minima, is the steadier figure; the mean is inflated by other jobs).
+step" is the fastest single step of the run and "median" the median step (on a shared or
+noisy machine these are the steadier figures; the mean is inflated by other jobs and stalls).
 
 ``--breakdown``: best-of costs of the parts of one fv right-hand side (analysis, both face
 velocities, the fv kernel) and of one SSP-RK3 step, in transform pairs.
@@ -70,8 +70,9 @@ def transform_pair_seconds(lmax: int, field: np.ndarray, repeats: int = 20) -> f
 
 
 def measure(lmax: int, scheme: str, t_end: float, backend: str | None = None,
-            integrator: str | None = None) -> tuple[float, float, int, float]:
-    """(mean seconds per step, seconds per transform pair, steps to t_end, fastest step); ``backend`` for fv."""
+            integrator: str | None = None) -> tuple[float, float, int, float, float]:
+    """(mean seconds per step, seconds per transform pair, steps to t_end, fastest step, median
+    step); ``backend`` for fv."""
     cfg = config(lmax, scheme, t_end, integrator)
     solver = Solver(cfg, initial(lmax))
     if backend is not None:
@@ -79,14 +80,15 @@ def measure(lmax: int, scheme: str, t_end: float, backend: str | None = None,
         solver.rhs(solver.rho, 1e-3)  # compile (or load) outside the timing
     pair = transform_pair_seconds(lmax, solver.rho)
     start = time.perf_counter()
-    fastest = np.inf
+    steps = []
     while solver.t < t_end:
         begin = time.perf_counter()
         solver.step(t_end)
-        fastest = min(fastest, time.perf_counter() - begin)
+        steps.append(time.perf_counter() - begin)
     per_step = (time.perf_counter() - start) / solver.n_steps
     # best of before and after: a busy (shared) machine only ever inflates the pair's time
-    return per_step, min(pair, transform_pair_seconds(lmax, solver.rho)), solver.n_steps, fastest
+    return (per_step, min(pair, transform_pair_seconds(lmax, solver.rho)), solver.n_steps, min(steps),
+            float(np.median(steps)))
 
 
 def breakdown(lmax: int, repeats: int = 30) -> dict[str, float]:
@@ -135,13 +137,13 @@ def main() -> None:
     print(f"# beta = 1 descent, ReLU (3 units), exp_shifted; adaptive steps to t = {args.t}")
     print("# ratio: seconds per step over one transform pair; per RHS: that over the stages")
     print(f"{'scheme':>9} {'integrator':>10} {'backend':>7} {'lmax':>5} {'grid':>10} {'s/step':>10} "
-          f"{'pair s':>10} {'ratio':>6} {'per RHS':>7} {'steps':>6} {'wall s':>7} {'best ratio':>10}")
+          f"{'pair s':>10} {'ratio':>6} {'per RHS':>7} {'steps':>6} {'wall s':>7} {'median':>6} {'best ratio':>10}")
     for scheme, integ, backend in (("fv", "ssprk3", "numpy"), ("fv", "ssprk3", "numba"),
                                    ("fv", "ssprk10_2", "numba"), ("spectral", "rk4", None)):
         for lmax in sizes:
             if (scheme == "spectral" or backend == "numpy") and lmax > 255:
                 continue
-            per_step, pair, steps, fastest = measure(lmax, scheme, args.t, backend, integ)
+            per_step, pair, steps, fastest, median = measure(lmax, scheme, args.t, backend, integ)
             grid = "x".join(map(str, SphereGrid(lmax).shape))
             stages = {"ssprk3": 3, "ssprk10_2": 10, "rk4": 4}[integ]
             print(f"{scheme:>9} {integ:>10} {backend or '-':>7} {lmax:>5} {grid:>10} {per_step:10.3e} "

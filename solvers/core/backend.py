@@ -57,20 +57,6 @@ def compute_threads(n_values: int) -> int:
     return int(numba.get_num_threads())
 
 
-def rows_rfft(x, threads: int):
-    """``numpy.fft.rfft(x, axis=1)`` on ``threads`` threads (scipy's pocketfft; the same values)."""
-    import scipy.fft
-
-    return scipy.fft.rfft(x, axis=1, workers=threads)
-
-
-def rows_irfft(spec, n: int, threads: int):
-    """``numpy.fft.irfft(spec, n=n, axis=1)`` on ``threads`` threads (scipy's pocketfft)."""
-    import scipy.fft
-
-    return scipy.fft.irfft(spec, n=n, axis=1, workers=threads)
-
-
 _MALLOC_TUNED: list[bool] = []
 
 

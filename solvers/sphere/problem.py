@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy import special
 
-from solvers.core.backend import compute_threads, resolve_backend, rows_irfft, rows_rfft
+from solvers.core.backend import compute_threads, resolve_backend
 from solvers.core.kernel import kernel_log_shift, max_kernel_second_derivative
 from solvers.model import perceptron
 from solvers.model.activations import get_activation
@@ -180,7 +180,7 @@ class SphereProblem:
         if rho.shape != g.shape:
             raise ValueError(f"rho: expected shape {g.shape} (got {rho.shape})")
         threads = compute_threads(rho.size)
-        spec = rows_rfft(rho, threads) if threads > 1 else np.fft.rfft(rho, axis=1)
+        spec = np.fft.rfft(rho, axis=1)
         out = np.zeros(g.basis.nlm, dtype=complex)
         if threads > 1:
             out[syn.sel] = legendre_analysis_threads(table, spec, syn.starts, syn.m_unique, lam, threads)
@@ -258,7 +258,7 @@ class SphereProblem:
             spec = np.zeros((2 * (nf + nc) if self._softmax else nf + nc, nphi // 2 + 1), dtype=complex)
             c["batched"] = (scales, twist, spec)
         scales, twist, spec = c["batched"]
-        threads = compute_threads(spec.shape[0] * nphi)
+        threads = compute_threads(nc * nphi)  # the grid's size, as the fv kernel
         legendre_spectrum_into = sums.legendre_spectrum_into_threads if threads > 1 else sums.legendre_spectrum_into
         signed_sum_inplace = sums.signed_sum_inplace_threads if threads > 1 else sums.signed_sum_inplace
         signed_ratio_sum = sums.signed_ratio_sum
@@ -270,7 +270,7 @@ class SphereProblem:
             legendre_spectrum_into(faces.p, coef, faces.starts, faces.m_unique, scales[2], spec[nf + nc:2 * nf + nc])
             legendre_spectrum_into(centres.p, coef * twist, centres.starts, centres.m_unique, scales[3],
                                    spec[2 * nf + nc:])
-        grid = rows_irfft(spec, nphi, threads) if threads > 1 else np.fft.irfft(spec, n=nphi, axis=1)
+        grid = np.fft.irfft(spec, n=nphi, axis=1)
         if self._softmax:
             return (signed_ratio_sum(grid[:nf], grid[nf + nc:2 * nf + nc], beta, c["w_theta_f"], sign),
                     signed_ratio_sum(grid[nf:nf + nc], grid[2 * nf + nc:], beta, c["w_phi_z"], sign))

@@ -165,7 +165,7 @@ def test_fused_circle_fv_stages_match_the_reference_step(attention, limiter):
 @pytest.mark.parametrize("integrator", ["ssprk3", "ssprk10_2"])
 def test_threaded_s2_step_is_bitwise_the_serial_one(monkeypatch, attention, integrator):
     """The threaded kernels (fv body in band chunks, Legendre sums split by rows or orders,
-    row FFTs on scipy's workers, stage combinations) give bitwise the serial step on a grid
+    stage combinations) give bitwise the serial step on a grid
     with merged polar cells, with the thread threshold lowered so that lmax 31 uses them."""
     import numba
 
