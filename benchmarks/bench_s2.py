@@ -148,7 +148,7 @@ def main() -> None:
             stages = {"ssprk3": 3, "ssprk10_2": 10, "rk4": 4}[integ]
             print(f"{scheme:>9} {integ:>10} {backend or '-':>7} {lmax:>5} {grid:>10} {per_step:10.3e} "
                   f"{pair:10.3e} {per_step / pair:6.2f} {per_step / pair / stages:7.2f} {steps:>6} "
-                  f"{per_step * steps:7.2f} {fastest / pair:10.2f}")
+                  f"{per_step * steps:7.2f} {median / pair:6.2f} {fastest / pair:10.2f}")
 
 
 if __name__ == "__main__":
