@@ -16,7 +16,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from solvers.core.atoms import CAP_SLACK, CellGraph, Radii, detect, resolve_radii
+from solvers.core.atoms import CAP_SLACK, CONCENTRATED, CellGraph, Radii, detect, resolve_radii
 from solvers.core.backend import resolve_backend
 from solvers.model.params import AtomParams
 
@@ -142,7 +142,7 @@ def _detect_compiled(graph: CellGraph, face_velocity: np.ndarray, cell_mass: np.
     ok, labels, mass, core, x, y, diffuse = detect_ring(
         face_velocity, cell_mass, graph.points[:, 0], graph.points[:, 1], nbr, length,
         float(params.contrast), float(params.min_mass), float(params.saddle_ratio),
-        radii.core, radii.cap, CAP_SLACK)
+        radii.core, radii.cap, CAP_SLACK, CONCENTRATED)
     if not ok:
         return None
     return _sorted(mass, core, x, y, float(diffuse), labels)

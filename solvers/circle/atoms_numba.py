@@ -174,9 +174,23 @@ def _core(cells: np.ndarray, cell_mass: np.ndarray, px: np.ndarray, py: np.ndarr
 
 
 @njit(cache=True)
+def _cell_scale_atom(cells, top, density, cell_mass, h, contrast, mass, concentrated):
+    """:func:`solvers.core.atoms._cell_scale_atom` on the ring (neighbours: top - 1, top + 1)."""
+    n = density.size
+    left, right = (top - 1) % n, (top + 1) % n
+    near = 0.0
+    for c in cells:
+        if c == top or c == left or c == right:
+            near += cell_mass[c]
+    if near < concentrated * mass:
+        return False
+    return density[top] > contrast * mass / (cells.size * h)
+
+
+@njit(cache=True)
 def detect_ring(face_velocity: np.ndarray, cell_mass: np.ndarray, px: np.ndarray, py: np.ndarray,
                 nbr: np.ndarray, length: np.ndarray, contrast: float, min_mass: float,
-                ratio: float, core: float, cap: float, slack: float):
+                ratio: float, core: float, cap: float, slack: float, concentrated: float):
     """Basin atoms of a density on the ring of N cells.
 
     Returns ``(ok, labels (N,), mass (n,), core_mass (n,), x (n,), y (n,), diffuse)`` in
@@ -219,8 +233,6 @@ def detect_ring(face_velocity: np.ndarray, cell_mass: np.ndarray, px: np.ndarray
         for c in group:
             if density[c] > density[top]:
                 top = c
-        if density[top] <= floor:
-            continue
         k, m = 0, 0.0
         for c in group:
             dot = px[c] * px[top] + py[c] * py[top]
@@ -231,6 +243,9 @@ def detect_ring(face_velocity: np.ndarray, cell_mass: np.ndarray, px: np.ndarray
                 k += 1
                 m += cell_mass[c]
         if m < min_mass:
+            continue
+        if density[top] <= floor and not _cell_scale_atom(keep[:k], top, density, cell_mass, h,
+                                                          contrast, m, concentrated):
             continue
         ux, uy, cm = _core(keep[:k], cell_mass, px, py, h, px[top], py[top], core)
         for c in keep[:k]:

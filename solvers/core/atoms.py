@@ -11,8 +11,11 @@ detectors share it:
     2. Inside each basin the density is split into its peaks by steepest ascent; two peaks stay
        one region only if the saddle between them is at least ``saddle_ratio`` times the lower
        peak (persistence, :func:`split_at_saddles`). So two atoms are never one group.
-    3. A region is an atom if its peak density exceeds ``contrast * M / |S|`` and it holds at
-       least ``min_mass`` within ``max_radius`` of its peak (cells farther are diffuse).
+    3. A region is an atom if it holds at least ``min_mass`` within ``max_radius`` of its peak
+       (cells farther are diffuse) and its peak density exceeds ``contrast * M / |S|``, or, at
+       the cell scale, its peak cell and the peak's neighbours hold ``CONCENTRATED`` (0.9) of
+       that mass and the peak exceeds ``contrast`` times the region's own mean density (an atom
+       lighter than ``2 contrast / N`` on S^1 cannot pass the first test in two cells).
 ``paper``
     The paper particle code's convention: cells denser than ``contrast * M / |S|`` are
     particles, grouped by single linkage within ``radius`` (:func:`paper_labels`).
@@ -250,10 +253,30 @@ def core_of(cells: np.ndarray, cell_mass: np.ndarray, graph: CellGraph, start: n
     return unit, float(weight.sum())
 
 
+CONCENTRATED = 0.9  # fraction of a region's mass in its peak cell and neighbours: an atom at the cell scale
+
+
+def _cell_scale_atom(cells: np.ndarray, top: int, density: np.ndarray, cell_mass: np.ndarray,
+                     graph: CellGraph, contrast: float, mass: float) -> bool:
+    """Whether a region too light to pass the global contrast is an atom at the cell scale:
+    its peak cell and the peak's neighbours hold ``CONCENTRATED`` of its mass, and the peak
+    density exceeds ``contrast`` times the region's own mean density (so that a uniform
+    density, whatever its basins, has none). On a coarse grid an atom of mass ``m`` spread
+    over two cells has density ``m / 2h``, below ``contrast M / |S|`` for ``m N < 2 contrast``
+    (S^1): without this rule a concentrated atom of mass 0.04 at N = 128 stayed "diffuse"."""
+    nbr = graph.neighbours[0][top]
+    near = np.isin(cells, nbr[nbr >= 0]) | (cells == top)
+    if float(cell_mass[cells[near]].sum()) < CONCENTRATED * mass:
+        return False
+    area = float(np.sum(graph.width[cells] ** (graph.points.shape[1] - 1)))
+    return bool(density[top] > contrast * mass / area)
+
+
 def measure_atoms(labels: np.ndarray, density: np.ndarray, cell_mass: np.ndarray,
                   graph: CellGraph, params: AtomParams, radii: Radii, cap: float) -> AtomSet:
-    """Atoms of the regions ``labels`` (shape (n,), -1 = none): a region counts if its peak
-    density exceeds ``contrast * M / |S|`` and it holds ``min_mass`` within ``cap`` of the peak."""
+    """Atoms of the regions ``labels`` (shape (n,), -1 = none): a region counts if it holds
+    ``min_mass`` within ``cap`` of the peak and its peak density exceeds ``contrast * M / |S|``
+    or it is an atom at the cell scale (:func:`_cell_scale_atom`)."""
     total = float(np.sum(cell_mass))
     floor = params.contrast * abs(total) / graph.measure
     masses, cores, units = [], [], []
@@ -264,12 +287,13 @@ def measure_atoms(labels: np.ndarray, density: np.ndarray, cell_mass: np.ndarray
         if cells.size == 0 or labels[cells[0]] < 0:
             continue
         top = cells[np.argmax(density[cells])]
-        if density[top] <= floor:
-            continue
         # a cell exactly at the cap (N/8 cells away on S^1) is in, whatever the round-off
         cells = cells[graph.distance(graph.points[top])[cells] <= cap * CAP_SLACK]
         mass = float(cell_mass[cells].sum())
         if mass < params.min_mass:
+            continue
+        if density[top] <= floor and not _cell_scale_atom(cells, top, density, cell_mass, graph,
+                                                          params.contrast, mass):
             continue
         unit, core = core_of(cells, cell_mass, graph, graph.points[top], radii.core)
         owner[cells] = len(masses)
