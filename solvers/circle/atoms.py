@@ -122,7 +122,7 @@ def _sorted(mass: np.ndarray, core: np.ndarray, x: np.ndarray, y: np.ndarray, di
     """:class:`Atoms` sorted by position from atoms in detection order."""
     position = np.mod(np.arctan2(y, x), 2.0 * np.pi)
     order = np.argsort(position)
-    return Atoms(mass[order], position[order], core[order], diffuse, _relabel(labels, order))
+    return Atoms(mass[order], position[order], core[order], diffuse, relabel(labels, order))
 
 
 @lru_cache(maxsize=8)
@@ -148,7 +148,7 @@ def _detect_compiled(graph: CellGraph, face_velocity: np.ndarray, cell_mass: np.
     return _sorted(mass, core, x, y, float(diffuse), labels)
 
 
-def _relabel(labels: np.ndarray | None, order: np.ndarray) -> np.ndarray | None:
+def relabel(labels: np.ndarray | None, order: np.ndarray) -> np.ndarray | None:
     """Cell labels after the atoms are reordered by ``order`` (new k = old ``order[k]``)."""
     if labels is None:
         return None

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from solvers.circle.atoms import Atoms, detect_atoms
+from solvers.circle.atoms import Atoms, relabel, detect_atoms
 from solvers.circle.dirac import CircleMeasureField, absorb, capture, merge
 from solvers.circle.discretization import SUPPORT_FLOOR, CircleDiscretization, tail_energy
 from solvers.circle.fv import transport
@@ -114,7 +114,8 @@ def measure_energy(disc: DiracCircleDiscretization, rho: np.ndarray, dirac: Dira
 def measure_atoms(disc: DiracCircleDiscretization, rho: np.ndarray, dirac: DiracAtoms,
                   u: np.ndarray, params: AtomParams) -> Atoms:
     """Basin atoms of the measure (Dirac masses deposited in their cells); a basin holding Dirac
-    atoms takes their mass-weighted exact position."""
+    atoms takes their mass-weighted exact position; a Dirac atom in no basin is an atom of its
+    own. ``labels``: the atom of every cell (-1: diffuse), as for a grid density."""
     b = disc.problem.basis
     cells = np.rint(dirac.position / b.h).astype(int) % b.n
     deposit = np.bincount(cells, weights=dirac.mass, minlength=b.n)
@@ -128,7 +129,9 @@ def measure_atoms(disc: DiracCircleDiscretization, rho: np.ndarray, dirac: Dirac
     diffuse = found.diffuse_mass - float(dirac.mass[alone].sum())
     pos, mass = np.append(pos, dirac.position[alone]), np.append(mass, dirac.mass[alone])
     order = np.argsort(pos)
-    return Atoms(mass[order], pos[order], np.append(core, dirac.mass[alone])[order], max(diffuse, 0.0))
+    labels = None if found.labels is None else relabel(found.labels, order)
+    return Atoms(mass[order], pos[order], np.append(core, dirac.mass[alone])[order], max(diffuse, 0.0),
+                 labels)
 
 
 def measure_diagnostics(disc: DiracCircleDiscretization, state: np.ndarray, params: AtomParams) -> Diagnostics:
@@ -154,6 +157,6 @@ def measure_diagnostics(disc: DiracCircleDiscretization, state: np.ndarray, para
         tail_energy=tail_energy(rho_hat, disc.k_max),
         n_atoms=found.count, atom_mass=found.mass, atom_position=found.position,
         atom_core_mass=found.core_mass, diffuse_mass=found.diffuse_mass,
-        atom_labels=found.labels,
+        atom_labels=None,  # no per-atom mass budget: Dirac masses move between atoms without cells
         dirac_mass=m.copy(), dirac_position=x.copy(), dirac_id=dirac.ids.copy(),
     )

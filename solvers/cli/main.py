@@ -86,6 +86,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
     run.add_argument("--overwrite", action="store_true", help="replace an existing archive")
     run.add_argument("--resume", metavar="RUN.nc", help="continue the run stored in RUN.nc")
+    run.add_argument("--polish", action="store_true",
+                     help="at the end, polish the last snapshot's atoms (as `meanfield polish`: "
+                          "writes RUN.polished.nc)")
     run.set_defaults(func=lazy("solvers.cli.run", "cmd_run"))
     plot = sub.add_parser("plot", help="plot a run archive")
     plot.add_argument("run", metavar="RUN.nc")

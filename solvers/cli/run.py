@@ -161,7 +161,23 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(_interrupted_line(path, result.final.t), file=sys.stderr)
         return stop.exit_code
     print(summary(result, mass0, path))
+    if getattr(args, "polish", False):
+        _polish_at_end(path)
     return lowest.verdict(config)
+
+
+def _polish_at_end(path: Path) -> None:
+    """``--polish``: :func:`solvers.studies.polish.polish_archive` on the finished archive; a
+    state without atoms (or a Newton failure) is reported, the run's exit code stays."""
+    from solvers.studies.polish import format_report, polish_archive
+
+    try:
+        result, out = polish_archive(path)
+    except ValueError as err:
+        print(f"polish: {err}", file=sys.stderr)
+        return
+    print(format_report(result))
+    print(f"polished: {out}")
 
 
 def _open_writer(path: Path, config: RunConfig, args: argparse.Namespace) -> Any:

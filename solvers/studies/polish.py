@@ -12,7 +12,10 @@ nearest atom cell by cell when it is at most ``merge_tol``, else kept as fixed s
   a local minimum has none < 0; zero modes are symmetries, e.g. rotations without a perceptron).
 
 The output archive is the input's last record (the grid density, so every command reads it)
-plus the polished atoms (``dirac_*`` variables) and ``polish_*`` attributes.
+plus the polished atoms (``dirac_*`` variables) and ``polish_*`` attributes. A measure-valued
+run (``[atoms] representation = "dirac"``) is polished as density plus its Dirac atoms: the
+basins of the whole measure (its own diagnostics) give the masses; its ``dirac_*`` record is
+replaced by the polished atoms.
 """
 
 from __future__ import annotations
@@ -74,6 +77,33 @@ def grid_atoms(config: RunConfig, rho: np.ndarray) -> tuple[Any, np.ndarray, np.
     return found, points, (rho * g.area).ravel(), found.labels
 
 
+def measure_atoms(config: RunConfig, rho: np.ndarray, dirac: Any
+                  ) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`grid_atoms` of a measure-valued state (``[atoms] representation = "dirac"``): the
+    basins of density plus Dirac atoms (``dirac``: :class:`solvers.core.measure.DiracAtoms`), by
+    the run's own measure diagnostics; ``cell_mass`` is the density's (the Dirac masses are in
+    the atoms' masses), so the remainder is the density in no basin."""
+    from types import SimpleNamespace
+
+    from solvers.timestepping.simulation import make_discretization
+
+    disc = make_discretization(config)
+    state = disc.prepare_state(rho, dirac, fresh=False)  # (atoms closer than a cell merged)
+    if config.domain.manifold == "S1":
+        from solvers.circle.dirac_discretization import measure_atoms as circle_measure_atoms
+
+        b, atoms = disc.problem.basis, disc.atoms(state)
+        u = disc.field.face_velocity(b.forward(rho), atoms.position, atoms.mass)
+        found = circle_measure_atoms(disc, rho, atoms, u, config.atoms)
+        return found, np.stack([np.cos(b.theta), np.sin(b.theta)], axis=1), rho * b.cell_weight, found.labels
+    diag = disc.diagnostics(state, config.atoms)
+    labels = np.asarray(diag.atom_labels).ravel()
+    found = SimpleNamespace(count=int(diag.n_atoms), mass=np.asarray(diag.atom_mass, float),
+                            position=np.asarray(diag.atom_position, float), labels=labels)
+    g = disc.grid
+    return found, g.points(g.theta, g.phi).reshape(-1, 3), (rho * g.area).ravel(), labels
+
+
 def _positions(found: Any, d: int) -> np.ndarray:
     if d == 2:
         return np.stack([np.cos(found.position), np.sin(found.position)], axis=1)
@@ -81,9 +111,11 @@ def _positions(found: Any, d: int) -> np.ndarray:
 
 
 def polish(config: RunConfig, rho: np.ndarray, merge_tol: float = MERGE_TOL,
-           tol: float = 1e-13) -> Polished:
-    """Polish the atoms of the grid state ``rho`` (module docstring)."""
-    found, points, cell_mass, labels = grid_atoms(config, rho)
+           tol: float = 1e-13, dirac: Any = None) -> Polished:
+    """Polish the atoms of the grid state ``rho`` (module docstring); with ``dirac`` (the Dirac
+    atoms of a measure-valued run) those of density plus atoms."""
+    found, points, cell_mass, labels = (grid_atoms(config, rho) if dirac is None
+                                        else measure_atoms(config, rho, dirac))
     if found.count == 0:
         raise ValueError("the state has no atoms to polish")
     d = points.shape[1]
@@ -121,6 +153,7 @@ def polish_archive(path: str | Path, out: str | Path | None = None,
                    merge_tol: float = MERGE_TOL, tol: float = 1e-13) -> tuple[Polished, Path]:
     """Polish the last snapshot of a run archive and write ``out`` (default ``RUN.polished.nc``)."""
     from solvers.io.archive import open_run
+    from solvers.io.reading import read_last_dirac
 
     path = Path(path)
     ds = open_run(path)
@@ -128,7 +161,10 @@ def polish_archive(path: str | Path, out: str | Path | None = None,
         raise ValueError(f"{path}: the archive holds no snapshots")
     config = load_config(str(ds.attrs["config_text"]))
     last = ds.isel(time=[-1])
-    result = polish(config, np.asarray(last["rho"].values[0], dtype=float), merge_tol, tol)
+    dirac = read_last_dirac(path) if config.atoms.representation == "dirac" else None
+    result = polish(config, np.asarray(last["rho"].values[0], dtype=float), merge_tol, tol, dirac)
+    last = last.drop_vars([v for v in last.data_vars if str(v).startswith("dirac_")])
+    last = last.drop_dims([d for d in ("dirac",) if d in last.dims])
     target = Path(out) if out else path.with_name(path.stem + ".polished.nc")
     if target.resolve() == path.resolve():
         raise ValueError("-o: would overwrite the input archive; choose another path")

@@ -43,3 +43,53 @@ def test_polish_command_and_the_archive_it_writes(demo, tmp_path, capsys):
     text = capsys.readouterr().out
     assert "converged" in text and "descent: stable stationary point" in text
     assert main(["info", str(out)]) == 0 and main(["plot", str(out), "-o", str(tmp_path / "q.png")]) == 0
+
+
+def test_dirac_run_polishes_density_plus_atoms(tmp_path, capsys):
+    """A measure-valued S^1 run (the demo at N = 128 with Dirac atoms): the atoms are those of the
+    whole measure (basin masses of the archive), already near stationary, polished to 1e-12; the
+    polished archive replaces the Dirac record and is read by the other commands. ``run
+    --polish`` does the same at the end of a run."""
+    path = tmp_path / "dirac.nc"
+    code = main(["run", str(ROOT / "runs" / "demo.toml"), "-o", str(path), "--no-progress", "--polish",
+                 "--set", "domain.resolution=128", "--set", 'atoms.representation="dirac"'])
+    assert code == 0
+    text = capsys.readouterr().out
+    assert "descent: stable stationary point" in text and "polished:" in text
+    run = solvers.open_run(path)
+    result, out = polish_archive(path, tmp_path / "again.nc")
+    assert result.converged and result.residuals[-1] <= 1e-12
+    assert result.energy_after <= result.energy_before and result.stable
+    basins = run["atom_mass"].isel(time=-1).values
+    assert result.m.size == int(run["n_atoms"][-1]) == 5
+    assert np.sort(result.m) == pytest.approx(np.sort(basins[np.isfinite(basins)]), abs=1e-4)
+    assert result.m.sum() == pytest.approx(1.0, abs=1e-12)  # merged remainder: the whole mass
+    moved = np.arccos(np.clip(np.sum(result.x * result.x0, axis=1), -1, 1))
+    assert np.all(moved < 0.5 * 2 * np.pi / 128)  # the Dirac atoms were nearly stationary
+    ds = solvers.open_run(out)
+    assert ds["dirac_mass"].values == pytest.approx(result.m, abs=0)
+    assert (tmp_path / "dirac.polished.nc").is_file()
+    assert main(["info", str(out)]) == 0
+
+
+def test_two_dirac_atoms_on_s2_polish_to_the_antipodal_pair(tmp_path):
+    """Two Dirac atoms of mass 1/2 on S^2, repulsive (descent, no perceptron): the exact stationary
+    points with fixed masses are the antipodal pairs. Newton lands on one to 1e-12; the energy
+    Hessian in the positions has the two rotation zero modes and is otherwise positive, and each
+    atom sits at a maximum of its own repulsive potential (``hess_u < 0``): not stable against
+    splitting, as reported."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "tests" / "sphere"))
+    from test_sphere_dirac import two_atoms
+
+    path = tmp_path / "two.nc"
+    solvers.run(two_atoms(), path=path)
+    result, _ = polish_archive(path, tmp_path / "two_p.nc")
+    assert result.converged and result.residuals[-1] <= 1e-12
+    assert result.m == pytest.approx([0.5, 0.5], abs=1e-14)
+    assert float(result.x[0] @ result.x[1]) == pytest.approx(-1.0, abs=1e-12)
+    assert result.energy_after < result.energy_before
+    eig = np.sort(result.energy_hessian)
+    assert np.all(np.abs(eig[:2]) < 1e-10) and np.all(eig[2:] > 1e-3)
+    assert np.all(result.hess_u < 0) and not result.stable
