@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from solvers.circle.atoms import Atoms, detect_atoms
-from solvers.circle.dirac import CircleMeasureField, absorb, capture, merge
+from solvers.circle.dirac import CircleMeasureField, CompiledCircleField, absorb, capture, merge
 from solvers.circle.discretization import SUPPORT_FLOOR, CircleDiscretization, tail_energy
 from solvers.circle.fv import transport
 from solvers.core.measure import DiracAtoms, MeasureLayout, MeasureStateAccess
@@ -42,7 +42,16 @@ class DiracCircleDiscretization(MeasureStateAccess, CircleDiscretization):
         self.limiter = config.time.limiter
         self.total = 1.0
         self.next_id = 0
-        self.rhs = self._rhs
+        # numba: one compiled call per stage (rhs.fused_stage); numpy: the reference _rhs
+        self.compiled = CompiledCircleField(self.problem, self.limiter) \
+            if CompiledCircleField.available(self.problem) else None
+        self.rhs = self._rhs if self.compiled is None else self.compiled
+        self._set_total(self.total)
+
+    @property
+    def fields(self) -> CircleMeasureField | CompiledCircleField:
+        """The measure's fields: compiled when available, else the numpy reference ``field``."""
+        return self.field if self.compiled is None else self.compiled
 
     # -- the state ------------------------------------------------------------------------
     def prepare_state(self, rho0: np.ndarray, atoms0: DiracAtoms | None, fresh: bool) -> np.ndarray:
@@ -58,8 +67,14 @@ class DiracCircleDiscretization(MeasureStateAccess, CircleDiscretization):
                 atoms0 = DiracAtoms.empty(1)
         self.next_id = int(atoms0.ids.max()) + 1 if atoms0.count else 0
         state = self.layout.pack(rho0, merge(atoms0, self.problem.basis.h))
-        self.total = self.total_mass(state)
+        self._set_total(self.total_mass(state))
         return state
+
+    def _set_total(self, total: float) -> None:
+        """The whole mass ``M``: the mass floor of the moving faces is ``MASS_FLOOR M / (2 pi)``."""
+        self.total = total
+        if self.compiled is not None:
+            self.compiled.set_mass_floor(MASS_FLOOR * total / (2 * np.pi))
 
     def total_mass(self, state: np.ndarray) -> float:
         """``sum(rho) h + sum(m)``."""
@@ -83,11 +98,24 @@ class DiracCircleDiscretization(MeasureStateAccess, CircleDiscretization):
         return np.concatenate([drho, vx, np.zeros(2 * n)]), rate
 
     def after_step(self, state: np.ndarray, step: int) -> np.ndarray:
-        """Absorption and merging (every step) and capture (every ``CAPTURE_EVERY`` steps)."""
+        """Absorption and merging (every step) and capture (every ``CAPTURE_EVERY`` steps).
+
+        Compiled path, steps without capture: positions mod 2 pi, the face velocity and the
+        absorption in one call (:meth:`CompiledCircleField.absorb_step`); :func:`merge` only
+        when two atoms are closer than a cell (it would change nothing otherwise).
+        """
+        h = self.problem.basis.h
+        if self.compiled is not None and step % CAPTURE_EVERY:
+            new, _, closest = self.compiled.absorb_step(state)
+            return new if closest >= h else self.layout.pack(self.density(new), merge(self.atoms(new), h))
+        return self._after_step_reference(state, step)
+
+    def _after_step_reference(self, state: np.ndarray, step: int) -> np.ndarray:
+        """:meth:`after_step` with :func:`capture`, :func:`absorb` and :func:`merge`."""
         b = self.problem.basis
         rho, atoms = self.density(state).copy(), self.atoms(state)
         atoms = DiracAtoms(atoms.mass, np.mod(atoms.position, 2 * np.pi), atoms.ids)
-        u = self.field.face_velocity(b.forward(rho), atoms.position, atoms.mass)
+        u = self.fields.face_velocity(b.forward(rho), atoms.position, atoms.mass)
         if step % CAPTURE_EVERY == 0:
             rho, atoms = capture(rho, atoms, u, self.problem, self.config.atoms, self.next_id)
             self.next_id = max(self.next_id, int(atoms.ids.max()) + 1 if atoms.count else 0)
@@ -105,7 +133,7 @@ def measure_energy(disc: DiracCircleDiscretization, rho: np.ndarray, dirac: Dira
     p, x = disc.problem, dirac.position
     e = p.energy(rho)
     if dirac.count:
-        e += float(dirac.mass @ disc.field.density_potential_at(p.basis.forward(rho), x)) / p.model.beta
+        e += float(dirac.mass @ disc.fields.density_potential_at(p.basis.forward(rho), x)) / p.model.beta
         unit = np.stack([np.cos(x), np.sin(x)], axis=1)
         e += AtomSystem(p.model, dirac.mass).energy(unit)
     return e
@@ -133,7 +161,7 @@ def measure_atoms(disc: DiracCircleDiscretization, rho: np.ndarray, dirac: Dirac
 
 def measure_diagnostics(disc: DiracCircleDiscretization, state: np.ndarray, params: AtomParams) -> Diagnostics:
     """Snapshot diagnostics of the measure (mass, energy and dissipation include the atoms)."""
-    b, f = disc.problem.basis, disc.field
+    b, f = disc.problem.basis, disc.fields
     rho, dirac = disc.density(state), disc.atoms(state)
     x, m = dirac.position, dirac.mass
     rho_hat = b.forward(rho)
