@@ -38,6 +38,7 @@ from solvers.model.params import AtomParams
 
 TWO_PI = 2.0 * np.pi
 CORE_CELLS = 1  # the core of a captured atom: the peak cell and CORE_CELLS cells on each side
+MODE_TOL = 1e-30  # compiled path: density modes whose multiplier is below this (relative) are left out
 
 
 def wrap_difference(a: np.ndarray, b: np.ndarray | float) -> np.ndarray:
@@ -133,6 +134,7 @@ class CompiledCircleField:
         self.faces = np.ascontiguousarray(np.stack([np.cos(b.faces), np.sin(b.faces), problem.multipliers("w_face"),
                                                     np.cos(b.theta), np.sin(b.theta)]))
         self.d_center, self.d_face = problem.multipliers("d_center"), problem.multipliers("d_face")
+        self.n_modes = kernel_modes(self.d_center)
         self.code = kd.ACTIVATION_CODES[units.activation] if units.n_units else 0
         self.units = np.zeros((0, 4)) if not units.n_units else np.ascontiguousarray(
             np.column_stack([np.asarray(units.a, float).reshape(-1, 2), units.b, units.omega]), dtype=float)
@@ -164,14 +166,14 @@ class CompiledCircleField:
     def __call__(self, state: np.ndarray, dt: float | None = None) -> tuple[np.ndarray, float]:
         """``(d state/dt, max_rate)`` of the flat state (``kernels_dirac_circle_numba.dirac_rhs``)."""
         rho_hat, g = self.spectra(state[: self.n])
-        return self.kd.dirac_rhs(state, g, rho_hat, self.d_center, self.faces, self.units, self.code,
+        return self.kd.dirac_rhs(state, g, rho_hat, self.d_center, self.n_modes, self.faces, self.units, self.code,
                                  self.consts, self.limiter, 0.0 if dt is None else float(dt), dt is not None)
 
     def fused_stage(self, state: np.ndarray, dt: float, u0: np.ndarray, c: float, alpha: float,
                     uj: np.ndarray) -> tuple[np.ndarray, float]:
         """``(u0 + c rhs(state, dt)) + alpha (uj - u0)`` and the rate, one compiled call."""
         rho_hat, g = self.spectra(state[: self.n])
-        return self.kd.dirac_stage(state, g, rho_hat, self.d_center, self.faces, self.units, self.code,
+        return self.kd.dirac_stage(state, g, rho_hat, self.d_center, self.n_modes, self.faces, self.units, self.code,
                                    self.consts, self.limiter, float(dt), u0, float(c), float(alpha), uj,
                                    alpha != 0.0)
 
@@ -187,7 +189,7 @@ class CompiledCircleField:
 
     def density_potential_at(self, rho_hat: np.ndarray, points: np.ndarray) -> np.ndarray:
         """``(K*rho)(p)`` at any ``points`` (P,)."""
-        return self.kd.evaluate(rho_hat * self.problem.multipliers("kernel"), _floats(points))
+        return self.kd.evaluate(rho_hat * self.problem.multipliers("kernel"), _floats(points), rho_hat.size)
 
     def face_velocity(self, rho_hat: np.ndarray, x: np.ndarray, m: np.ndarray) -> np.ndarray:
         """Signed velocity of the whole measure at the right faces, shape (N,)."""
@@ -202,8 +204,17 @@ class CompiledCircleField:
 
     def atom_gradient(self, rho_hat: np.ndarray, x: np.ndarray, m: np.ndarray) -> np.ndarray:
         """``dU/dx`` at every atom, its own mass excluded, shape (n,)."""
-        return self.kd.atom_gradient(rho_hat, self.d_center, _floats(x), _floats(m), self.units, self.code,
-                                     self.beta, self.log_c)
+        return self.kd.atom_gradient(rho_hat, self.d_center, self.n_modes, _floats(x), _floats(m), self.units,
+                                     self.code, self.beta, self.log_c)
+
+
+def kernel_modes(multiplier: np.ndarray, tol: float = MODE_TOL) -> int:
+    """Modes ``k < K`` that carry a Fourier multiplier (N//2 + 1,): beyond ``K`` every entry is
+    below ``tol`` times the largest (the kernel's bandwidth, docs/math.md §2), so those modes
+    change a field by less than ``tol`` of its scale, far below round-off."""
+    size = np.abs(multiplier)
+    kept = np.flatnonzero(size >= tol * size.max()) if size.max() > 0 else np.arange(size.size)
+    return int(kept.max()) + 1
 
 
 def _floats(a: np.ndarray) -> np.ndarray:

@@ -159,34 +159,36 @@ def face_attention(cos_p, sin_p, x, m, beta, log_c):
 
 
 @njit(cache=True, error_model="numpy")
-def evaluate(coef, x):
-    """``Re sum_k w_k coef_k e^{i k x}`` (``w`` = 1 at k = 0 and N/2, else 2) at ``x`` (n,): the
-    band-limited interpolant of ``spectral.CircleBasis.evaluate``; ``coef`` (N/2 + 1,) complex.
+def evaluate(coef, x, n_modes):
+    """``Re sum_{k < n_modes} w_k coef_k e^{i k x}`` (``w`` = 1 at k = 0 and N/2, else 2) at
+    ``x`` (n,): the band-limited interpolant of ``spectral.CircleBasis.evaluate``; ``coef``
+    (N/2 + 1,) complex, ``n_modes = N/2 + 1`` for every mode.
 
-    ``e^{ikx}`` is rotated by ``e^{ix}`` from an exact ``cos``/``sin`` of ``k x`` every
-    ``ANCHOR`` modes (the reference computes each exactly: they agree to ~``ANCHOR eps``); the
-    points advance together, mode by mode (independent rotations: no serial dependency chain).
+    Per point, ``e^{ikx}`` is rotated by ``e^{ix}`` from an exact ``cos``/``sin`` of ``k x``
+    every ``ANCHOR`` modes (the reference computes each exactly: they agree to ~``ANCHOR eps``).
     """
-    n_k, n = coef.size, x.size
-    c1, s1 = np.cos(x), np.sin(x)
-    c, s, acc = np.empty(n), np.empty(n), np.zeros(n)
-    for k in range(n_k):
-        re, im = coef[k].real, coef[k].imag
-        w = 1.0 if k == 0 or k == n_k - 1 else 2.0
-        if k % ANCHOR == 0:
-            for i in range(n):
-                c[i], s[i] = math.cos(x[i] * k), math.sin(x[i] * k)
-        for i in range(n):
-            acc[i] += w * (c[i] * re - s[i] * im)
-            c[i], s[i] = c[i] * c1[i] - s[i] * s1[i], s[i] * c1[i] + c[i] * s1[i]
-    return acc
+    nyquist = coef.size - 1
+    out = np.empty(x.size)
+    for i in range(x.size):
+        c1, s1 = math.cos(x[i]), math.sin(x[i])
+        acc = c = s = 0.0
+        for k in range(n_modes):
+            if k % ANCHOR == 0:
+                c, s = math.cos(x[i] * k), math.sin(x[i] * k)
+            term = c * coef[k].real - s * coef[k].imag
+            acc += term if k == 0 or k == nyquist else 2.0 * term
+            c, s = c * c1 - s * s1, s * c1 + c * s1
+        out[i] = acc
+    return out
 
 
 @njit(cache=True, error_model="numpy")
-def atom_gradient(rho_hat, d_center, x, m, units, code, beta, log_c):
+def atom_gradient(rho_hat, d_center, n_modes, x, m, units, code, beta, log_c):
     """``dU/dx(x_i)`` (n,): ``(1/beta) d/dx (K*rho) + atoms' attention + perceptron``, the atom's
-    own mass excluded (:meth:`~solvers.circle.dirac.CircleMeasureField.atom_gradient`)."""
-    dens = evaluate(rho_hat * d_center, x)
+    own mass excluded (:meth:`~solvers.circle.dirac.CircleMeasureField.atom_gradient`); the
+    density's part from the modes ``k < n_modes`` (the kernel's bandwidth: ``d_center`` beyond
+    is below ``1e-30`` of its largest entry)."""
+    dens = evaluate(rho_hat * d_center, x, n_modes)
     pair = atom_attention(x, x, m, beta, log_c)
     perc = perceptron_velocity(x, units, code)
     out = np.empty(x.size)
@@ -210,7 +212,7 @@ def face_velocity(g, x, m, faces, consts):
 
 
 @njit(cache=True, error_model="numpy")
-def dirac_rhs(state, g, rho_hat, d_center, faces, units, code, consts, limiter, dt, limit):
+def dirac_rhs(state, g, rho_hat, d_center, n_modes, faces, units, code, consts, limiter, dt, limit):
     """``(d state/dt, max_rate)`` of the flat state ``[rho (N), x (n), m (n), ids (n)]``.
 
     fv transport of ``rho`` with the measure's face velocity (outflow limited over ``dt`` when
@@ -234,7 +236,7 @@ def dirac_rhs(state, g, rho_hat, d_center, faces, units, code, consts, limiter, 
     k = np.zeros(state.size)
     k[:n_grid] = drho
     if n:
-        vx = atom_gradient(rho_hat, d_center, x, m, units, code, consts[0], consts[1])
+        vx = atom_gradient(rho_hat, d_center, n_modes, x, m, units, code, consts[0], consts[1])
         for i in range(n):
             k[n_grid + i] = consts[2] * vx[i]  # dx_i/dt = s dU/dx(x_i), docs/math.md §3.3
         rate = max(rate, np.max(np.abs(k[n_grid : n_grid + n])) / h)
@@ -242,11 +244,11 @@ def dirac_rhs(state, g, rho_hat, d_center, faces, units, code, consts, limiter, 
 
 
 @njit(cache=True, error_model="numpy")
-def dirac_stage(state, g, rho_hat, d_center, faces, units, code, consts, limiter, dt,
+def dirac_stage(state, g, rho_hat, d_center, n_modes, faces, units, code, consts, limiter, dt,
                 u0, c, alpha, uj, with_j):
     """A Shu-Osher stage in one call: :func:`dirac_rhs` (outflow limited over ``dt``), then
     ``(u0 + c k) + alpha (uj - u0)`` (``with_j``) or ``u0 + c k``; returns ``(stage, max_rate)``."""
-    k, rate = dirac_rhs(state, g, rho_hat, d_center, faces, units, code, consts, limiter, dt, True)
+    k, rate = dirac_rhs(state, g, rho_hat, d_center, n_modes, faces, units, code, consts, limiter, dt, True)
     return shu_osher_stage(u0, c, k, alpha, uj, with_j), rate
 
 

@@ -11,7 +11,7 @@ import pytest
 pytest.importorskip("numba")
 
 from solvers.api import load_config  # noqa: E402
-from solvers.circle.dirac import CircleMeasureField, CompiledCircleField  # noqa: E402
+from solvers.circle.dirac import CircleMeasureField, CompiledCircleField, kernel_modes  # noqa: E402
 from solvers.circle.dirac_discretization import DiracCircleDiscretization  # noqa: E402
 from solvers.circle.problem import CircleProblem  # noqa: E402
 from solvers.core import kernels_dirac_circle_numba as kd  # noqa: E402
@@ -90,8 +90,20 @@ def test_evaluate_is_the_band_limited_interpolant(n):
     coef = rng.normal(size=n // 2 + 1) + 1j * rng.normal(size=n // 2 + 1)
     coef /= 1.0 + np.arange(n // 2 + 1)  # every mode present, a kinked density's decay
     points = np.concatenate([X, rng.uniform(-0.1, 2 * np.pi + 0.1, 50), b.theta[:5], b.faces[-5:]])
-    assert close(kd.evaluate(coef, points), b.evaluate(coef, points))
-    assert kd.evaluate(coef, points[:0]).shape == (0,)
+    assert close(kd.evaluate(coef, points, coef.size), b.evaluate(coef, points))
+    assert kd.evaluate(coef, points[:0], coef.size).shape == (0,)
+    cut = coef.copy()
+    cut[n // 4 :] = 0.0
+    assert close(kd.evaluate(coef, points, n // 4), b.evaluate(cut, points))
+
+
+@pytest.mark.parametrize("beta", [0.5, 5.0, 50.0, 200.0])
+def test_kernel_modes_drop_only_negligible_modes(beta):
+    p, _, fast = fields(1024, beta, "exp_shifted")
+    d = np.abs(p.multipliers("d_center"))
+    assert fast.n_modes < d.size and np.all(d[fast.n_modes :] < 1e-30 * d.max())
+    assert d[fast.n_modes - 1] >= 1e-30 * d.max()
+    assert kernel_modes(np.zeros(9)) == 9
 
 
 @pytest.mark.parametrize("activation", ["relu", "gelu", "linear", "tanh", "leaky_relu", "none"])
