@@ -158,22 +158,23 @@ class CompiledCircleField:
 
     # -- the right-hand side ------------------------------------------------------------
     def spectra(self, rho: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """``rho_hat`` (N//2 + 1,) and ``g = irfft(rho_hat d_face)`` (N,), the density's face
-        attention before the factor ``N / beta`` (``CircleProblem.attention_field``)."""
-        rho_hat = np.fft.rfft(rho) / self.n
-        return rho_hat, np.fft.irfft(rho_hat * self.d_face, n=self.n)
+        """``rfft(rho)`` (N//2 + 1,) and ``g = irfft(rfft(rho) d_face)`` (N,): the density's face
+        attention times ``beta`` (``CircleProblem.attention_field``; the ``1/N`` of ``rho_hat``
+        and the ``N`` of the inverse transform left out: bitwise the same for N a power of two)."""
+        fft = np.fft.rfft(rho)
+        return fft, np.fft.irfft(fft * self.d_face, n=self.n)
 
     def __call__(self, state: np.ndarray, dt: float | None = None) -> tuple[np.ndarray, float]:
         """``(d state/dt, max_rate)`` of the flat state (``kernels_dirac_circle_numba.dirac_rhs``)."""
-        rho_hat, g = self.spectra(state[: self.n])
-        return self.kd.dirac_rhs(state, g, rho_hat, self.d_center, self.n_modes, self.faces, self.units, self.code,
+        fft, g = self.spectra(state[: self.n])
+        return self.kd.dirac_rhs(state, g, fft, self.d_center, self.n_modes, self.faces, self.units, self.code,
                                  self.consts, self.limiter, 0.0 if dt is None else float(dt), dt is not None)
 
     def fused_stage(self, state: np.ndarray, dt: float, u0: np.ndarray, c: float, alpha: float,
                     uj: np.ndarray) -> tuple[np.ndarray, float]:
         """``(u0 + c rhs(state, dt)) + alpha (uj - u0)`` and the rate, one compiled call."""
-        rho_hat, g = self.spectra(state[: self.n])
-        return self.kd.dirac_stage(state, g, rho_hat, self.d_center, self.n_modes, self.faces, self.units, self.code,
+        fft, g = self.spectra(state[: self.n])
+        return self.kd.dirac_stage(state, g, fft, self.d_center, self.n_modes, self.faces, self.units, self.code,
                                    self.consts, self.limiter, float(dt), u0, float(c), float(alpha), uj,
                                    alpha != 0.0)
 
@@ -194,7 +195,7 @@ class CompiledCircleField:
     def face_velocity(self, rho_hat: np.ndarray, x: np.ndarray, m: np.ndarray) -> np.ndarray:
         """Signed velocity of the whole measure at the right faces, shape (N,)."""
         g = np.fft.irfft(rho_hat * self.d_face, n=self.n)
-        return self.kd.face_velocity(g, _floats(x), _floats(m), self.faces, self.consts)
+        return self.kd.face_velocity(g, float(self.n), _floats(x), _floats(m), self.faces, self.consts)
 
     def center_gradient(self, rho_hat: np.ndarray, x: np.ndarray, m: np.ndarray) -> np.ndarray:
         """``dU/dtheta`` of the whole measure at the cell centres, shape (N,)."""

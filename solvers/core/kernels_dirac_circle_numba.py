@@ -198,22 +198,24 @@ def atom_gradient(rho_hat, d_center, n_modes, x, m, units, code, beta, log_c):
 
 
 @njit(cache=True, error_model="numpy")
-def face_velocity(g, x, m, faces, consts):
-    """Signed velocity of the measure at the right faces (N,): ``s ((g N / beta + atoms) + w)``
-    with ``g = irfft(rho_hat * d_face)`` the density's part before the ``N / beta``
-    (:meth:`~solvers.circle.dirac.CircleMeasureField.face_velocity`, same operations)."""
+def face_velocity(g, g_scale, x, m, faces, consts):
+    """Signed velocity of the measure at the right faces (N,): ``s ((g g_scale / beta + atoms) + w)``
+    with ``g g_scale = N irfft(rho_hat d_face)`` the density's part times ``beta``
+    (:meth:`~solvers.circle.dirac.CircleMeasureField.face_velocity`, same operations):
+    ``g = irfft(rho_hat d_face)``, ``g_scale = N``, or ``g = irfft(rfft(rho) d_face)``,
+    ``g_scale = 1`` (bitwise the same when N is a power of two)."""
     beta, log_c, sign = consts[0], consts[1], consts[2]
-    n = g.size
     atoms = face_attention(faces[0], faces[1], x, m, beta, log_c)
-    out = np.empty(n)
-    for j in range(n):
-        out[j] = sign * ((g[j] * n / beta + atoms[j]) + faces[2, j])
+    out = np.empty(g.size)
+    for j in range(g.size):
+        out[j] = sign * ((g[j] * g_scale / beta + atoms[j]) + faces[2, j])
     return out
 
 
 @njit(cache=True, error_model="numpy")
-def dirac_rhs(state, g, rho_hat, d_center, n_modes, faces, units, code, consts, limiter, dt, limit):
-    """``(d state/dt, max_rate)`` of the flat state ``[rho (N), x (n), m (n), ids (n)]``.
+def dirac_rhs(state, g, fft, d_center, n_modes, faces, units, code, consts, limiter, dt, limit):
+    """``(d state/dt, max_rate)`` of the flat state ``[rho (N), x (n), m (n), ids (n)]``, given
+    ``fft = rfft(rho)`` and ``g = irfft(fft d_face)`` (:meth:`CompiledCircleField.spectra`).
 
     fv transport of ``rho`` with the measure's face velocity (outflow limited over ``dt`` when
     ``limit``), ``s dU/dx(x_i)`` for the atoms, zero for ``m`` and ``ids``; ``max_rate`` is the
@@ -224,7 +226,7 @@ def dirac_rhs(state, g, rho_hat, d_center, n_modes, faces, units, code, consts, 
     n = (state.size - n_grid) // 3
     h = consts[3]
     rho, x, m = state[:n_grid], state[n_grid : n_grid + n], state[n_grid + n : n_grid + 2 * n]
-    u = face_velocity(g, x, m, faces, consts)
+    u = face_velocity(g, 1.0, x, m, faces, consts)
     total = 0.0
     for j in range(n_grid):
         total += rho[j]
@@ -236,6 +238,9 @@ def dirac_rhs(state, g, rho_hat, d_center, n_modes, faces, units, code, consts, 
     k = np.zeros(state.size)
     k[:n_grid] = drho
     if n:
+        rho_hat = np.zeros(fft.size, dtype=np.complex128)  # rfft / N (as spectral.CircleBasis.forward)
+        for j in range(n_modes):
+            rho_hat[j] = complex(fft[j].real / n_grid, fft[j].imag / n_grid)
         vx = atom_gradient(rho_hat, d_center, n_modes, x, m, units, code, consts[0], consts[1])
         for i in range(n):
             k[n_grid + i] = consts[2] * vx[i]  # dx_i/dt = s dU/dx(x_i), docs/math.md §3.3
@@ -244,11 +249,11 @@ def dirac_rhs(state, g, rho_hat, d_center, n_modes, faces, units, code, consts, 
 
 
 @njit(cache=True, error_model="numpy")
-def dirac_stage(state, g, rho_hat, d_center, n_modes, faces, units, code, consts, limiter, dt,
+def dirac_stage(state, g, fft, d_center, n_modes, faces, units, code, consts, limiter, dt,
                 u0, c, alpha, uj, with_j):
     """A Shu-Osher stage in one call: :func:`dirac_rhs` (outflow limited over ``dt``), then
     ``(u0 + c k) + alpha (uj - u0)`` (``with_j``) or ``u0 + c k``; returns ``(stage, max_rate)``."""
-    k, rate = dirac_rhs(state, g, rho_hat, d_center, n_modes, faces, units, code, consts, limiter, dt, True)
+    k, rate = dirac_rhs(state, g, fft, d_center, n_modes, faces, units, code, consts, limiter, dt, True)
     return shu_osher_stage(u0, c, k, alpha, uj, with_j), rate
 
 
@@ -267,7 +272,8 @@ def min_separation(x):
 @njit(cache=True, error_model="numpy")
 def absorb_step(state, g, faces, consts):
     """After an accepted step: positions mod 2 pi, then :func:`solvers.circle.dirac.absorb` with
-    the face velocity of that state. Returns ``(new state, u (N,), smallest separation)``.
+    the face velocity of that state (``g = irfft(rfft(rho) d_face)``). Returns ``(new state,
+    u (N,), smallest separation)``.
 
     Atom i (in order) takes the density of its cell ``c = rint(x_i / h) mod N`` when both faces
     point into it (``u_c <= 0 <= u_{c-1}``) and ``rho_c > 0``; mass is conserved exactly up to
@@ -280,7 +286,7 @@ def absorb_step(state, g, faces, consts):
     rho, x, m = new[:n_grid], new[n_grid : n_grid + n], new[n_grid + n : n_grid + 2 * n]
     for i in range(n):
         x[i] = np.mod(x[i], TWO_PI)
-    u = face_velocity(g, x, m, faces, consts)
+    u = face_velocity(g, 1.0, x, m, faces, consts)
     for i in range(n):
         c = int(np.rint(x[i] / h)) % n_grid
         left = c - 1 if c > 0 else n_grid - 1
