@@ -183,6 +183,11 @@ class CompiledCircleField:
         separation of the atoms)`` (merge when below ``h``)."""
         return self.kd.absorb_step(state, self.spectra(state[: self.n])[1], self.faces, self.consts)
 
+    def absorb(self, state: np.ndarray, u: np.ndarray) -> float:
+        """:func:`absorb` in place on a flat state (positions mod 2 pi) with the face velocity
+        ``u`` (N,); returns the atoms' smallest separation."""
+        return self.kd.absorb(state, u, self.n, self.h)
+
     # -- the fields of CircleMeasureField ---------------------------------------------------
     def atom_attention(self, points: np.ndarray, x: np.ndarray, m: np.ndarray) -> np.ndarray:
         """``(1/beta) d/dp sum_i m_i K(p, x_i)`` at ``points`` (P,), shape (P,)."""

@@ -100,22 +100,39 @@ class DiracCircleDiscretization(MeasureStateAccess, CircleDiscretization):
     def after_step(self, state: np.ndarray, step: int) -> np.ndarray:
         """Absorption and merging (every step) and capture (every ``CAPTURE_EVERY`` steps).
 
-        Compiled path, steps without capture: positions mod 2 pi, the face velocity and the
-        absorption in one call (:meth:`CompiledCircleField.absorb_step`); :func:`merge` only
-        when two atoms are closer than a cell (it would change nothing otherwise).
+        Compiled path: positions mod 2 pi, the face velocity and the absorption in one call
+        (:meth:`CompiledCircleField.absorb_step`; after :func:`capture` on its steps), nothing
+        without atoms; :func:`merge` only when two atoms are closer than a cell (it would change
+        nothing otherwise). numpy: :meth:`_after_step_reference`.
         """
+        if self.compiled is None:
+            return self._after_step_reference(state, step)
         h = self.problem.basis.h
-        if self.compiled is not None and step % CAPTURE_EVERY:
+        if step % CAPTURE_EVERY == 0:
+            new, closest = self._capture_step(state)
+        elif self.layout.count(state) == 0:
+            return state  # no atom to move, absorb into or merge
+        else:
             new, _, closest = self.compiled.absorb_step(state)
-            return new if closest >= h else self.layout.pack(self.density(new), merge(self.atoms(new), h))
-        return self._after_step_reference(state, step)
+        return new if closest >= h else self.layout.pack(self.density(new), merge(self.atoms(new), h))
+
+    def _capture_step(self, state: np.ndarray) -> tuple[np.ndarray, float]:
+        """Compiled path, capture steps: :func:`capture` then the compiled absorption; returns the
+        new state and the atoms' smallest separation."""
+        rho, atoms = self.density(state).copy(), self.atoms(state)
+        atoms = DiracAtoms(atoms.mass, np.mod(atoms.position, 2 * np.pi), atoms.ids)
+        u = self.compiled.face_velocity(self.problem.basis.forward(rho), atoms.position, atoms.mass)
+        rho, atoms = capture(rho, atoms, u, self.problem, self.config.atoms, self.next_id)
+        self.next_id = max(self.next_id, int(atoms.ids.max()) + 1 if atoms.count else 0)
+        new = self.layout.pack(rho, atoms)
+        return new, self.compiled.absorb(new, u)
 
     def _after_step_reference(self, state: np.ndarray, step: int) -> np.ndarray:
-        """:meth:`after_step` with :func:`capture`, :func:`absorb` and :func:`merge`."""
+        """:meth:`after_step` by :func:`capture`, :func:`absorb` and :func:`merge` (numpy)."""
         b = self.problem.basis
         rho, atoms = self.density(state).copy(), self.atoms(state)
         atoms = DiracAtoms(atoms.mass, np.mod(atoms.position, 2 * np.pi), atoms.ids)
-        u = self.fields.face_velocity(b.forward(rho), atoms.position, atoms.mass)
+        u = self.field.face_velocity(b.forward(rho), atoms.position, atoms.mass)
         if step % CAPTURE_EVERY == 0:
             rho, atoms = capture(rho, atoms, u, self.problem, self.config.atoms, self.next_id)
             self.next_id = max(self.next_id, int(atoms.ids.max()) + 1 if atoms.count else 0)

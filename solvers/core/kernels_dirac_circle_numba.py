@@ -270,27 +270,35 @@ def min_separation(x):
 
 
 @njit(cache=True, error_model="numpy")
-def absorb_step(state, g, faces, consts):
-    """After an accepted step: positions mod 2 pi, then :func:`solvers.circle.dirac.absorb` with
-    the face velocity of that state (``g = irfft(rfft(rho) d_face)``). Returns ``(new state,
-    u (N,), smallest separation)``.
+def absorb(state, u, n_grid, h):
+    """:func:`solvers.circle.dirac.absorb` in place on a flat state (positions in [0, 2 pi]) with
+    the face velocity ``u`` (N,); returns the atoms' smallest separation (:func:`min_separation`).
 
     Atom i (in order) takes the density of its cell ``c = rint(x_i / h) mod N`` when both faces
     point into it (``u_c <= 0 <= u_{c-1}``) and ``rho_c > 0``; mass is conserved exactly up to
     the one rounding of ``m_i + rho_c h``.
     """
-    n_grid = g.size
     n = (state.size - n_grid) // 3
-    h = consts[3]
-    new = state.copy()
-    rho, x, m = new[:n_grid], new[n_grid : n_grid + n], new[n_grid + n : n_grid + 2 * n]
-    for i in range(n):
-        x[i] = np.mod(x[i], TWO_PI)
-    u = face_velocity(g, 1.0, x, m, faces, consts)
+    rho, x, m = state[:n_grid], state[n_grid : n_grid + n], state[n_grid + n : n_grid + 2 * n]
     for i in range(n):
         c = int(np.rint(x[i] / h)) % n_grid
         left = c - 1 if c > 0 else n_grid - 1
         if u[c] <= 0.0 and u[left] >= 0.0 and rho[c] > 0.0:
             m[i] += rho[c] * h
             rho[c] = 0.0
-    return new, u, min_separation(x)
+    return min_separation(x)
+
+
+@njit(cache=True, error_model="numpy")
+def absorb_step(state, g, faces, consts):
+    """After an accepted step, on a copy of the flat state: positions mod 2 pi, then
+    :func:`absorb` with the face velocity of that state (``g = irfft(rfft(rho) d_face)``).
+    Returns ``(new state, u (N,), smallest separation)``."""
+    n_grid = g.size
+    n = (state.size - n_grid) // 3
+    new = state.copy()
+    x, m = new[n_grid : n_grid + n], new[n_grid + n : n_grid + 2 * n]
+    for i in range(n):
+        x[i] = np.mod(x[i], TWO_PI)
+    u = face_velocity(g, 1.0, x, m, faces, consts)
+    return new, u, absorb(new, u, n_grid, consts[3])

@@ -188,6 +188,15 @@ def test_after_step_absorbs_and_merges_as_the_reference(monkeypatch):
         assert fast.total_mass(got) == pytest.approx(fast.total_mass(state), rel=1e-14)
         assert (1 in keep) == (got.size < state.size)  # merged
         assert np.sum(got[: b.n] != rho) >= 1  # absorbed: a cell's density moved to its atom
+    spike = rho.copy()
+    spike[100:103] += np.array([2.0, 5.0, 3.0])  # captured on a capture step
+    for keep in ([0, 2], [0, 1, 3]):
+        state = fast.layout.pack(spike, DiracAtoms(m[keep], x[keep], np.arange(len(keep))))
+        got, want = fast.after_step(state, 10), ref.after_step(state, 10)
+        assert got.shape == want.shape and close(got, want) and fast.next_id == ref.next_id
+        assert fast.layout.count(got) == len(keep) + 1 - (1 in keep)
+    empty = fast.layout.pack(rho, DiracAtoms.empty(1))
+    assert np.array_equal(fast.after_step(empty, 3), ref.after_step(empty, 3))
 
 
 def test_short_run_matches_the_numpy_path(monkeypatch):
