@@ -21,6 +21,11 @@ keeping ``rho >= 0``:
 - absorption: the density in an atom's cell is added to the atom when that cell has no outflow
   (both faces point into it), at the atom's position;
 - merging: atoms closer than a cell become one, at the mass-weighted mean angle.
+
+Two implementations of the fields: :class:`CircleMeasureField` (numpy, the reference) and
+:class:`CompiledCircleField` (numba kernels of :mod:`solvers.core.kernels_dirac_circle_numba`,
+the default when numba imports; ``MEANFIELD_NUMPY=1`` selects the reference,
+:mod:`solvers.core.backend`). They agree to round-off (tests/circle/test_dirac_kernels.py).
 """
 
 from __future__ import annotations

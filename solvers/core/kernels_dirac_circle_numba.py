@@ -66,7 +66,7 @@ def _sigma(s: float, code: int) -> float:
 
 
 @njit(cache=True, error_model="numpy")
-def perceptron_velocity(x, units, code):
+def perceptron_velocity(x: np.ndarray, units: np.ndarray, code: int) -> np.ndarray:
     """Perceptron velocity on S^1 at angles ``x`` (n,): ``(P_x e).tau``, ``e = sum_j omega_j
     sigma(a_j.x + b_j) a_j``, ``x = (cos, sin)``, ``tau = (-sin, cos)`` (docs/math.md §1); (n,).
 
@@ -88,7 +88,7 @@ def perceptron_velocity(x, units, code):
 
 
 @njit(cache=True, error_model="numpy")
-def atom_attention(points, x, m, beta, log_c):
+def atom_attention(points: np.ndarray, x: np.ndarray, m: np.ndarray, beta: float, log_c: float) -> np.ndarray:
     """``-sum_i m_i sin(p - x_i) e^{beta cos(p - x_i) + log_c}`` at ``points`` (P,); (P,).
 
     The closed form of :meth:`solvers.circle.dirac.CircleMeasureField.atom_attention`, same
@@ -105,7 +105,7 @@ def atom_attention(points, x, m, beta, log_c):
 
 
 @njit(cache=True, error_model="numpy")
-def vexp(arg):
+def vexp(arg: np.ndarray) -> np.ndarray:
     """``exp`` of every entry of ``arg`` (1-D) in loops the compiler vectorises (libm's ``exp``
     is one call per value): ``e^x = 2^k e^r``, ``k = round(x / ln 2)``, ``|r| <= ln(2) / 2``
     (Cody-Waite reduction), ``e^r`` by its Taylor polynomial of degree 13 (remainder below
@@ -137,7 +137,8 @@ def vexp(arg):
 
 
 @njit(cache=True, error_model="numpy")
-def face_attention(cos_p, sin_p, x, m, beta, log_c):
+def face_attention(cos_p: np.ndarray, sin_p: np.ndarray, x: np.ndarray, m: np.ndarray, beta: float,
+                   log_c: float) -> np.ndarray:
     """:func:`atom_attention` at points given by ``cos p``, ``sin p`` (P,) (faces, centres), with
     ``cos(p - x) = cos p cos x + sin p sin x`` and ``sin(p - x) = sin p cos x - cos p sin x``
     and :func:`vexp`: no ``sin``/``cos`` per point; equal to the direct form to ``~beta eps``
@@ -159,7 +160,7 @@ def face_attention(cos_p, sin_p, x, m, beta, log_c):
 
 
 @njit(cache=True, error_model="numpy")
-def evaluate(coef, x, n_modes):
+def evaluate(coef: np.ndarray, x: np.ndarray, n_modes: int) -> np.ndarray:
     """``Re sum_{k < n_modes} w_k coef_k e^{i k x}`` (``w`` = 1 at k = 0 and N/2, else 2) at
     ``x`` (n,): the band-limited interpolant of ``spectral.CircleBasis.evaluate``; ``coef``
     (N/2 + 1,) complex, ``n_modes = N/2 + 1`` for every mode.
@@ -183,7 +184,8 @@ def evaluate(coef, x, n_modes):
 
 
 @njit(cache=True, error_model="numpy")
-def atom_gradient(rho_hat, d_center, n_modes, x, m, units, code, beta, log_c):
+def atom_gradient(rho_hat: np.ndarray, d_center: np.ndarray, n_modes: int, x: np.ndarray, m: np.ndarray,
+                  units: np.ndarray, code: int, beta: float, log_c: float) -> np.ndarray:
     """``dU/dx(x_i)`` (n,): ``(1/beta) d/dx (K*rho) + atoms' attention + perceptron``, the atom's
     own mass excluded (:meth:`~solvers.circle.dirac.CircleMeasureField.atom_gradient`); the
     density's part from the modes ``k < n_modes`` (the kernel's bandwidth: ``d_center`` beyond
@@ -198,7 +200,8 @@ def atom_gradient(rho_hat, d_center, n_modes, x, m, units, code, beta, log_c):
 
 
 @njit(cache=True, error_model="numpy")
-def face_velocity(g, g_scale, x, m, faces, consts):
+def face_velocity(g: np.ndarray, g_scale: float, x: np.ndarray, m: np.ndarray, faces: np.ndarray,
+                  consts: np.ndarray) -> np.ndarray:
     """Signed velocity of the measure at the right faces (N,): ``s ((g g_scale / beta + atoms) + w)``
     with ``g g_scale = N irfft(rho_hat d_face)`` the density's part times ``beta``
     (:meth:`~solvers.circle.dirac.CircleMeasureField.face_velocity`, same operations):
@@ -213,7 +216,9 @@ def face_velocity(g, g_scale, x, m, faces, consts):
 
 
 @njit(cache=True, error_model="numpy")
-def dirac_rhs(state, g, fft, d_center, n_modes, faces, units, code, consts, limiter, dt, limit):
+def dirac_rhs(state: np.ndarray, g: np.ndarray, fft: np.ndarray, d_center: np.ndarray, n_modes: int,
+              faces: np.ndarray, units: np.ndarray, code: int, consts: np.ndarray, limiter: int, dt: float,
+              limit: bool) -> tuple[np.ndarray, float]:
     """``(d state/dt, max_rate)`` of the flat state ``[rho (N), x (n), m (n), ids (n)]``, given
     ``fft = rfft(rho)`` and ``g = irfft(fft d_face)`` (:meth:`CompiledCircleField.spectra`).
 
@@ -249,8 +254,9 @@ def dirac_rhs(state, g, fft, d_center, n_modes, faces, units, code, consts, limi
 
 
 @njit(cache=True, error_model="numpy")
-def dirac_stage(state, g, fft, d_center, n_modes, faces, units, code, consts, limiter, dt,
-                u0, c, alpha, uj, with_j):
+def dirac_stage(state: np.ndarray, g: np.ndarray, fft: np.ndarray, d_center: np.ndarray, n_modes: int,
+                faces: np.ndarray, units: np.ndarray, code: int, consts: np.ndarray, limiter: int, dt: float,
+                u0: np.ndarray, c: float, alpha: float, uj: np.ndarray, with_j: bool) -> tuple[np.ndarray, float]:
     """A Shu-Osher stage in one call: :func:`dirac_rhs` (outflow limited over ``dt``), then
     ``(u0 + c k) + alpha (uj - u0)`` (``with_j``) or ``u0 + c k``; returns ``(stage, max_rate)``."""
     k, rate = dirac_rhs(state, g, fft, d_center, n_modes, faces, units, code, consts, limiter, dt, True)
@@ -258,7 +264,7 @@ def dirac_stage(state, g, fft, d_center, n_modes, faces, units, code, consts, li
 
 
 @njit(cache=True, error_model="numpy")
-def min_separation(x):
+def min_separation(x: np.ndarray) -> float:
     """Smallest ``|x_i - x_j|`` mod 2 pi over pairs (``inf`` below two atoms), as
     :func:`solvers.circle.dirac.merge` measures it."""
     best = np.inf
@@ -270,7 +276,7 @@ def min_separation(x):
 
 
 @njit(cache=True, error_model="numpy")
-def absorb(state, u, n_grid, h):
+def absorb(state: np.ndarray, u: np.ndarray, n_grid: int, h: float) -> float:
     """:func:`solvers.circle.dirac.absorb` in place on a flat state (positions in [0, 2 pi]) with
     the face velocity ``u`` (N,); returns the atoms' smallest separation (:func:`min_separation`).
 
@@ -290,7 +296,8 @@ def absorb(state, u, n_grid, h):
 
 
 @njit(cache=True, error_model="numpy")
-def absorb_step(state, g, faces, consts):
+def absorb_step(state: np.ndarray, g: np.ndarray, faces: np.ndarray,
+                consts: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
     """After an accepted step, on a copy of the flat state: positions mod 2 pi, then
     :func:`absorb` with the face velocity of that state (``g = irfft(rfft(rho) d_face)``).
     Returns ``(new state, u (N,), smallest separation)``."""
