@@ -138,6 +138,7 @@ def test_measure_fields_match_the_reference(kernel, beta, activation):
 def discretizations(monkeypatch, n: int = 256, beta: float = 20.0, **overrides):
     """(compiled, numpy reference) discretisations of one config."""
     cfg = load_config(config_text(n, beta, "exp_shifted"), **overrides)
+    monkeypatch.delenv("MEANFIELD_NUMPY", raising=False)
     fast = DiracCircleDiscretization(cfg)
     monkeypatch.setenv("MEANFIELD_NUMPY", "1")
     ref = DiracCircleDiscretization(cfg)
@@ -207,6 +208,7 @@ def test_short_run_matches_the_numpy_path(monkeypatch):
     cfg = load_config("runs/demo.toml", domain__resolution=128, atoms__representation="dirac",
                       time__t_end=150.0, time__stop_when_stationary=False, output__snapshot_interval=50.0,
                       output__progress=False)
+    monkeypatch.delenv("MEANFIELD_NUMPY", raising=False)
     fast = simulate(cfg, initial_density(cfg))
     monkeypatch.setenv("MEANFIELD_NUMPY", "1")
     ref = simulate(cfg, initial_density(cfg))
