@@ -21,6 +21,11 @@ keeping ``rho >= 0``:
 - absorption: the density in an atom's cell is added to the atom when that cell has no outflow
   (both faces point into it), at the atom's position;
 - merging: atoms closer than a cell become one, at the mass-weighted mean angle.
+
+Two implementations of the fields: :class:`CircleMeasureField` (numpy, the reference) and
+:class:`CompiledCircleField` (numba kernels of :mod:`solvers.core.kernels_dirac_circle_numba`,
+the default when numba imports; ``MEANFIELD_NUMPY=1`` selects the reference,
+:mod:`solvers.core.backend`). They agree to round-off (tests/circle/test_dirac_kernels.py).
 """
 
 from __future__ import annotations
@@ -31,12 +36,14 @@ import numpy as np
 
 from solvers.circle.atoms import detect_atoms
 from solvers.circle.problem import CircleProblem, kernel_log_shift
+from solvers.core.backend import default_backend
 from solvers.core.measure import DiracAtoms
 from solvers.model import perceptron
 from solvers.model.params import AtomParams
 
 TWO_PI = 2.0 * np.pi
 CORE_CELLS = 1  # the core of a captured atom: the peak cell and CORE_CELLS cells on each side
+MODE_TOL = 1e-30  # compiled path: density modes whose multiplier is below this (relative) are left out
 
 
 def wrap_difference(a: np.ndarray, b: np.ndarray | float) -> np.ndarray:
@@ -103,6 +110,126 @@ class CircleMeasureField:
         return (self.density_attention_at(rho_hat, x) + self.atom_attention(x, x, m)
                 + perceptron.circle_velocity(p.model.perceptron, x))
 
+
+class CompiledCircleField:
+    """:class:`CircleMeasureField` (same methods, same signatures) and the Dirac right-hand side
+    through the compiled kernels of :mod:`solvers.core.kernels_dirac_circle_numba`: one call per
+    Runge-Kutta stage after the two FFTs.
+
+    Grid-only data are tabulated once (``faces``, shape (5, N): ``cos``, ``sin`` of the right
+    faces, the perceptron face velocity, ``cos``, ``sin`` of the centres), with the Fourier
+    multipliers and the perceptron's units (J, 4); the perceptron at the atoms is evaluated
+    exactly at their positions. Call as ``rhs(state, dt=None)``; :meth:`fused_stage` is the
+    integrator's one-call stage (:func:`solvers.timestepping.integrators.rk_step`).
+
+    Parameters
+    ----------
+    problem : CircleProblem
+        Unnormalised attention (the only one a Dirac run allows).
+    limiter : str
+        Key of :data:`solvers.core.kernels_numba.LIMITER_CODES`.
+    """
+
+    def __init__(self, problem: CircleProblem, limiter: str) -> None:
+        from solvers.core import kernels_dirac_circle_numba as kd
+        from solvers.core.kernels_numba import LIMITER_CODES
+
+        b, model, units = problem.basis, problem.model, problem.model.perceptron
+        self.kd, self.problem, self.n, self.h = kd, problem, b.n, b.h
+        self.faces = np.ascontiguousarray(np.stack([np.cos(b.faces), np.sin(b.faces), problem.multipliers("w_face"),
+                                                    np.cos(b.theta), np.sin(b.theta)]))
+        self.d_center, self.d_face = problem.multipliers("d_center"), problem.multipliers("d_face")
+        self.n_modes = kernel_modes(self.d_center)
+        self.code = kd.ACTIVATION_CODES[units.activation] if units.n_units else 0
+        self.units = np.zeros((0, 4)) if not units.n_units else np.ascontiguousarray(
+            np.column_stack([np.asarray(units.a, float).reshape(-1, 2), units.b, units.omega]), dtype=float)
+        self.limiter = LIMITER_CODES[limiter]
+        self.beta, self.log_c = float(model.beta), float(kernel_log_shift(model))
+        # (beta, log c_K, s, h, absolute mass floor: set_mass_floor)
+        self.consts = np.array([self.beta, self.log_c, problem.sign, b.h, 0.0])
+
+    @staticmethod
+    def available(problem: CircleProblem) -> bool:
+        """Whether the compiled path runs: the numba backend and an activation it compiles."""
+        if default_backend() != "numba":
+            return False
+        from solvers.core.kernels_dirac_circle_numba import ACTIVATION_CODES
+
+        return problem.model.perceptron.activation in ACTIVATION_CODES
+
+    def set_mass_floor(self, floor: float) -> None:
+        """A face moves mass when its upwind density exceeds ``floor`` (absolute)."""
+        self.consts[4] = floor
+
+    # -- the right-hand side ------------------------------------------------------------
+    def spectra(self, rho: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``rfft(rho)`` (N//2 + 1,) and ``g = irfft(rfft(rho) d_face)`` (N,): the density's face
+        attention times ``beta`` (``CircleProblem.attention_field``; the ``1/N`` of ``rho_hat``
+        and the ``N`` of the inverse transform left out: bitwise the same for N a power of two)."""
+        fft = np.fft.rfft(rho)
+        return fft, np.fft.irfft(fft * self.d_face, n=self.n)
+
+    def __call__(self, state: np.ndarray, dt: float | None = None) -> tuple[np.ndarray, float]:
+        """``(d state/dt, max_rate)`` of the flat state (``kernels_dirac_circle_numba.dirac_rhs``)."""
+        fft, g = self.spectra(state[: self.n])
+        return self.kd.dirac_rhs(state, g, fft, self.d_center, self.n_modes, self.faces, self.units, self.code,
+                                 self.consts, self.limiter, 0.0 if dt is None else float(dt), dt is not None)
+
+    def fused_stage(self, state: np.ndarray, dt: float, u0: np.ndarray, c: float, alpha: float,
+                    uj: np.ndarray) -> tuple[np.ndarray, float]:
+        """``(u0 + c rhs(state, dt)) + alpha (uj - u0)`` and the rate, one compiled call."""
+        fft, g = self.spectra(state[: self.n])
+        return self.kd.dirac_stage(state, g, fft, self.d_center, self.n_modes, self.faces, self.units, self.code,
+                                   self.consts, self.limiter, float(dt), u0, float(c), float(alpha), uj,
+                                   alpha != 0.0)
+
+    def absorb_step(self, state: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
+        """Positions mod 2 pi and :func:`absorb` on a flat state: ``(new state, u, smallest
+        separation of the atoms)`` (merge when below ``h``)."""
+        return self.kd.absorb_step(state, self.spectra(state[: self.n])[1], self.faces, self.consts)
+
+    def absorb(self, state: np.ndarray, u: np.ndarray) -> float:
+        """:func:`absorb` in place on a flat state (positions mod 2 pi) with the face velocity
+        ``u`` (N,); returns the atoms' smallest separation."""
+        return self.kd.absorb(state, u, self.n, self.h)
+
+    # -- the fields of CircleMeasureField ---------------------------------------------------
+    def atom_attention(self, points: np.ndarray, x: np.ndarray, m: np.ndarray) -> np.ndarray:
+        """``(1/beta) d/dp sum_i m_i K(p, x_i)`` at ``points`` (P,), shape (P,)."""
+        return self.kd.atom_attention(_floats(points), _floats(x), _floats(m), self.beta, self.log_c)
+
+    def density_potential_at(self, rho_hat: np.ndarray, points: np.ndarray) -> np.ndarray:
+        """``(K*rho)(p)`` at any ``points`` (P,)."""
+        return self.kd.evaluate(rho_hat * self.problem.multipliers("kernel"), _floats(points), rho_hat.size)
+
+    def face_velocity(self, rho_hat: np.ndarray, x: np.ndarray, m: np.ndarray) -> np.ndarray:
+        """Signed velocity of the whole measure at the right faces, shape (N,)."""
+        g = np.fft.irfft(rho_hat * self.d_face, n=self.n)
+        return self.kd.face_velocity(g, float(self.n), _floats(x), _floats(m), self.faces, self.consts)
+
+    def center_gradient(self, rho_hat: np.ndarray, x: np.ndarray, m: np.ndarray) -> np.ndarray:
+        """``dU/dtheta`` of the whole measure at the cell centres, shape (N,)."""
+        f = self.faces
+        atoms = self.kd.face_attention(f[3], f[4], _floats(x), _floats(m), self.beta, self.log_c)
+        return self.problem.potential_gradient(rho_hat) + atoms
+
+    def atom_gradient(self, rho_hat: np.ndarray, x: np.ndarray, m: np.ndarray) -> np.ndarray:
+        """``dU/dx`` at every atom, its own mass excluded, shape (n,)."""
+        return self.kd.atom_gradient(rho_hat, self.d_center, self.n_modes, _floats(x), _floats(m), self.units,
+                                     self.code, self.beta, self.log_c)
+
+
+def kernel_modes(multiplier: np.ndarray, tol: float = MODE_TOL) -> int:
+    """Modes ``k < K`` that carry a Fourier multiplier (N//2 + 1,): beyond ``K`` every entry is
+    below ``tol`` times the largest (the kernel's bandwidth, docs/math.md §2), so those modes
+    change a field by less than ``tol`` of its scale, far below round-off."""
+    size = np.abs(multiplier)
+    kept = np.flatnonzero(size >= tol * size.max()) if size.max() > 0 else np.arange(size.size)
+    return int(kept.max()) + 1
+
+
+def _floats(a: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(a, dtype=float)
 
 def absorb(rho: np.ndarray, atoms: DiracAtoms, u_face: np.ndarray, h: float) -> tuple[np.ndarray, DiracAtoms]:
     """Add the density of every atom's cell to the atom when that cell has no outflow.

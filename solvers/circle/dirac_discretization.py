@@ -4,6 +4,9 @@ The state the integrator sees is the flat vector of :class:`solvers.core.measure
 (``[rho (N), x (n), m (n), ids (n)]``); the right-hand side moves the density by finite volumes
 and the atoms by their velocity (:mod:`solvers.circle.dirac`), and :meth:`after_step` applies
 absorption and merging after every accepted step and capture every ``CAPTURE_EVERY`` steps.
+With numba (:class:`solvers.circle.dirac.CompiledCircleField`) a Runge-Kutta stage is two FFTs
+and one compiled call, and a step's bookkeeping two FFTs and one call (capture steps aside);
+the numpy methods (``_rhs``, ``_after_step_reference``) are the reference.
 
 Step size (docs/math.md §6): ``max_rate`` is the largest ``|u|/h`` over the faces that move mass
 and over the atoms (an atom must not cross more than a cell per step, so that it sees the
@@ -16,8 +19,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from solvers.circle.atoms import Atoms, relabel, detect_atoms
-from solvers.circle.dirac import CircleMeasureField, absorb, capture, merge
+from solvers.circle.atoms import Atoms, detect_atoms, relabel
+from solvers.circle.dirac import CircleMeasureField, CompiledCircleField, absorb, capture, merge
 from solvers.circle.discretization import SUPPORT_FLOOR, CircleDiscretization, tail_energy
 from solvers.circle.fv import transport
 from solvers.core.measure import DiracAtoms, MeasureLayout, MeasureStateAccess
@@ -42,7 +45,16 @@ class DiracCircleDiscretization(MeasureStateAccess, CircleDiscretization):
         self.limiter = config.time.limiter
         self.total = 1.0
         self.next_id = 0
-        self.rhs = self._rhs
+        # numba: one compiled call per stage (rhs.fused_stage); numpy: the reference _rhs
+        self.compiled = CompiledCircleField(self.problem, self.limiter) \
+            if CompiledCircleField.available(self.problem) else None
+        self.rhs = self._rhs if self.compiled is None else self.compiled
+        self._set_total(self.total)
+
+    @property
+    def fields(self) -> CircleMeasureField | CompiledCircleField:
+        """The measure's fields: compiled when available, else the numpy reference ``field``."""
+        return self.field if self.compiled is None else self.compiled
 
     # -- the state ------------------------------------------------------------------------
     def prepare_state(self, rho0: np.ndarray, atoms0: DiracAtoms | None, fresh: bool) -> np.ndarray:
@@ -58,8 +70,14 @@ class DiracCircleDiscretization(MeasureStateAccess, CircleDiscretization):
                 atoms0 = DiracAtoms.empty(1)
         self.next_id = int(atoms0.ids.max()) + 1 if atoms0.count else 0
         state = self.layout.pack(rho0, merge(atoms0, self.problem.basis.h))
-        self.total = self.total_mass(state)
+        self._set_total(self.total_mass(state))
         return state
+
+    def _set_total(self, total: float) -> None:
+        """The whole mass ``M``: the mass floor of the moving faces is ``MASS_FLOOR M / (2 pi)``."""
+        self.total = total
+        if self.compiled is not None:
+            self.compiled.set_mass_floor(MASS_FLOOR * total / (2 * np.pi))
 
     def total_mass(self, state: np.ndarray) -> float:
         """``sum(rho) h + sum(m)``."""
@@ -83,7 +101,37 @@ class DiracCircleDiscretization(MeasureStateAccess, CircleDiscretization):
         return np.concatenate([drho, vx, np.zeros(2 * n)]), rate
 
     def after_step(self, state: np.ndarray, step: int) -> np.ndarray:
-        """Absorption and merging (every step) and capture (every ``CAPTURE_EVERY`` steps)."""
+        """Absorption and merging (every step) and capture (every ``CAPTURE_EVERY`` steps).
+
+        Compiled path: positions mod 2 pi, the face velocity and the absorption in one call
+        (:meth:`CompiledCircleField.absorb_step`; after :func:`capture` on its steps), nothing
+        without atoms; :func:`merge` only when two atoms are closer than a cell (it would change
+        nothing otherwise). numpy: :meth:`_after_step_reference`.
+        """
+        if self.compiled is None:
+            return self._after_step_reference(state, step)
+        h = self.problem.basis.h
+        if step % CAPTURE_EVERY == 0:
+            new, closest = self._capture_step(state)
+        elif self.layout.count(state) == 0:
+            return state  # no atom to move, absorb into or merge
+        else:
+            new, _, closest = self.compiled.absorb_step(state)
+        return new if closest >= h else self.layout.pack(self.density(new), merge(self.atoms(new), h))
+
+    def _capture_step(self, state: np.ndarray) -> tuple[np.ndarray, float]:
+        """Compiled path, capture steps: :func:`capture` then the compiled absorption; returns the
+        new state and the atoms' smallest separation."""
+        rho, atoms = self.density(state).copy(), self.atoms(state)
+        atoms = DiracAtoms(atoms.mass, np.mod(atoms.position, 2 * np.pi), atoms.ids)
+        u = self.compiled.face_velocity(self.problem.basis.forward(rho), atoms.position, atoms.mass)
+        rho, atoms = capture(rho, atoms, u, self.problem, self.config.atoms, self.next_id)
+        self.next_id = max(self.next_id, int(atoms.ids.max()) + 1 if atoms.count else 0)
+        new = self.layout.pack(rho, atoms)
+        return new, self.compiled.absorb(new, u)
+
+    def _after_step_reference(self, state: np.ndarray, step: int) -> np.ndarray:
+        """:meth:`after_step` by :func:`capture`, :func:`absorb` and :func:`merge` (numpy)."""
         b = self.problem.basis
         rho, atoms = self.density(state).copy(), self.atoms(state)
         atoms = DiracAtoms(atoms.mass, np.mod(atoms.position, 2 * np.pi), atoms.ids)
@@ -105,7 +153,7 @@ def measure_energy(disc: DiracCircleDiscretization, rho: np.ndarray, dirac: Dira
     p, x = disc.problem, dirac.position
     e = p.energy(rho)
     if dirac.count:
-        e += float(dirac.mass @ disc.field.density_potential_at(p.basis.forward(rho), x)) / p.model.beta
+        e += float(dirac.mass @ disc.fields.density_potential_at(p.basis.forward(rho), x)) / p.model.beta
         unit = np.stack([np.cos(x), np.sin(x)], axis=1)
         e += AtomSystem(p.model, dirac.mass).energy(unit)
     return e
@@ -136,13 +184,13 @@ def measure_atoms(disc: DiracCircleDiscretization, rho: np.ndarray, dirac: Dirac
 
 def measure_diagnostics(disc: DiracCircleDiscretization, state: np.ndarray, params: AtomParams) -> Diagnostics:
     """Snapshot diagnostics of the measure (mass, energy and dissipation include the atoms)."""
-    b, f = disc.problem.basis, disc.field
+    b, f = disc.problem.basis, disc.fields
     rho, dirac = disc.density(state), disc.atoms(state)
     x, m = dirac.position, dirac.mass
     rho_hat = b.forward(rho)
     mass = float(rho.sum() * b.h + m.sum())
     u = f.face_velocity(rho_hat, x, m)
-    grad = f.center_gradient(rho_hat, x, m) + disc.problem.multipliers("w_center")
+    grad = f.center_gradient(rho_hat, x, m)  # dU/dtheta: the perceptron term is in it
     g_atoms = f.atom_gradient(rho_hat, x, m)
     drho, _ = transport(rho, u, b.h, disc.limiter)
     support = rho > SUPPORT_FLOOR * abs(mass) / (2.0 * np.pi)

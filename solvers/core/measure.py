@@ -9,7 +9,8 @@ bitwise (``alpha_j (m - m) = 0``); capture, absorption and merges change them be
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -38,10 +39,10 @@ class MeasureLayout:
 
     grid_shape: tuple[int, ...]
     dim: int  # 1 on S^1 (an angle), 3 on S^2 (a unit vector)
+    grid_size: int = field(init=False, repr=False, compare=False)  # prod(grid_shape), read on every right-hand side
 
-    @property
-    def grid_size(self) -> int:
-        return int(np.prod(self.grid_shape))
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "grid_size", int(math.prod(self.grid_shape)))
 
     def count(self, state: np.ndarray) -> int:
         """Number of atoms in a flat state."""

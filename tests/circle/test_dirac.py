@@ -150,3 +150,26 @@ def test_config_rules():
         load_config(
             TWO_ATOMS.replace('direction = "descent"', 'direction = "descent"\nattention = "softmax"'))
     assert load_config("runs/demo.toml").atoms.representation == "grid"
+
+
+@pytest.mark.parametrize("backend", ["numpy", "numba"])
+def test_dissipation_is_the_energy_rate(backend, monkeypatch):
+    """``dE/dt = s * dissipation`` (docs/math.md §1) for density plus atoms with the demo's
+    perceptron: the directional derivative of the measure's energy along the right-hand side
+    against the reported dissipation (the perceptron term was counted twice in it)."""
+    monkeypatch.setenv("MEANFIELD_NUMPY", "1" if backend == "numpy" else "0")
+    cfg = load_config("runs/demo.toml", domain__resolution=512, atoms__representation="dirac")
+    disc = DiracCircleDiscretization(cfg)
+    theta = disc.problem.basis.theta
+    rho = 0.6 * (1 + 0.3 * np.cos(theta - 1.0)) / (2 * np.pi)
+    state = disc.prepare_state(rho, DiracAtoms(np.array([0.2, 0.2]), np.array([1.0, 4.0]), np.arange(2)),
+                               fresh=False)
+    k = disc.rhs(state)[0]
+
+    def energy(s):
+        return measure_energy(disc, disc.density(s), disc.atoms(s))
+
+    step = 1e-4
+    rate = (energy(state + step * k) - energy(state - step * k)) / (2 * step)
+    d = disc.diagnostics(state, cfg.atoms)
+    assert rate == pytest.approx(disc.problem.sign * d.dissipation, rel=2e-3)
