@@ -28,6 +28,10 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from solvers.core.backend import spinning_thread_waits  # noqa: E402
+
+spinning_thread_waits()  # as `meanfield run` does, before shtns loads libgomp
+
 from solvers.model.params import (  # noqa: E402
     DomainParams,
     ModelParams,

@@ -126,6 +126,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     """``meanfield run``: validate, build the initial state, simulate, archive, summarise."""
     if not args.config and not args.resume:
         raise CliError("run needs CONFIG.toml (or --resume RUN.nc)")
+    from solvers.core.backend import spinning_thread_waits
+
+    spinning_thread_waits()  # before shtns / numba load libgomp (threaded S^2 steps)
     config, state = _resume_state(args) if args.resume else _fresh_state(args)
     from solvers.timestepping.simulation import simulate
 

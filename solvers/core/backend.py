@@ -57,6 +57,22 @@ def compute_threads(n_values: int) -> int:
     return int(numba.get_num_threads())
 
 
+def spinning_thread_waits() -> None:
+    """Let OpenMP worker threads spin between parallel regions (``OMP_WAIT_POLICY=active``,
+    unless the variable is set): for the threaded S^2 kernels of this process.
+
+    A threaded step (lmax >= 255) runs a dozen short parallel regions between serial FFTs.
+    With libgomp's default policy a worker that finds no work for a while sleeps, and waking
+    it again costs tens of microseconds per region on a virtual machine: measured on 2 cores,
+    a fresh process ran the lmax 255 step at 3.3 transform pairs in some runs and 7.0-7.8 in
+    others (bimodal), 3.3-3.8 in every run with this setting. The price: the worker keeps one
+    core busy while the process lives. libgomp reads the variable when it is loaded (by shtns
+    or numba's OpenMP pool), so call this before either: ``meanfield run`` and the benchmarks
+    do; the library itself leaves the environment as it is.
+    """
+    os.environ.setdefault("OMP_WAIT_POLICY", "active")
+
+
 _MALLOC_TUNED: list[bool] = []
 
 
