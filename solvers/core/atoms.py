@@ -287,13 +287,16 @@ def measure_atoms(labels: np.ndarray, density: np.ndarray, cell_mass: np.ndarray
         if cells.size == 0 or labels[cells[0]] < 0:
             continue
         top = cells[np.argmax(density[cells])]
+        faint = density[top] <= floor
+        if faint and float(cell_mass[cells].sum()) < params.min_mass:
+            continue  # (the cap only removes mass: most basins of a spread density end here)
         # a cell exactly at the cap (N/8 cells away on S^1) is in, whatever the round-off
-        cells = cells[graph.distance(graph.points[top])[cells] <= cap * CAP_SLACK]
+        dist = np.arccos(np.clip(graph.points[cells] @ graph.points[top], -1.0, 1.0))
+        cells = cells[dist <= cap * CAP_SLACK]
         mass = float(cell_mass[cells].sum())
         if mass < params.min_mass:
             continue
-        if density[top] <= floor and not _cell_scale_atom(cells, top, density, cell_mass, graph,
-                                                          params.contrast, mass):
+        if faint and not _cell_scale_atom(cells, top, density, cell_mass, graph, params.contrast, mass):
             continue
         unit, core = core_of(cells, cell_mass, graph, graph.points[top], radii.core)
         owner[cells] = len(masses)
