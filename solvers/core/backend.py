@@ -42,24 +42,49 @@ def resolve_backend(backend: str | None) -> str:
 THREADS_MIN_VALUES = 65536  # below (lmax < 255 grids) waking the threads costs more than they save
 
 
-def compute_threads(n_values: int) -> int:
-    """Threads for the compiled S^2 kernels and the batched row FFTs on a grid of ``n_values``.
+def requested_threads() -> int:
+    """``MEANFIELD_THREADS`` (default 1): threads asked for the compiled S^2 kernels.
 
-    1 below ``THREADS_MIN_VALUES`` or without numba, else numba's thread count
-    (``NUMBA_NUM_THREADS``, default: the machine's cores; :func:`numba.set_num_threads`
-    lowers it, as the sweep workers do). Results do not depend on it: every value is
-    computed by the same operations in the same order on any number of threads.
+    Opt-in: on the 2-core virtual machine this project is developed on, threads made the lmax
+    255 step 26% faster (stepping alone, 1104 steps: 18.4 s against 24.8 s) but whole runs with
+    their snapshots were not faster (90-100 s against 81-85 s, three pairs), so one thread is
+    the default; on a machine with real cores to spare, set ``MEANFIELD_THREADS`` to use them.
+    """
+    text = os.environ.get("MEANFIELD_THREADS", "").strip()
+    if not text:
+        return 1
+    try:
+        value = int(text)
+    except ValueError:
+        raise ValueError(f"MEANFIELD_THREADS={text!r}: expected a positive integer (threads for the "
+                         "compiled S^2 kernels), e.g. MEANFIELD_THREADS=4") from None
+    if value < 1:
+        raise ValueError(f"MEANFIELD_THREADS={value}: expected a positive integer, e.g. 1 or 4")
+    return value
+
+
+def compute_threads(n_values: int) -> int:
+    """Threads for the compiled S^2 kernels on a grid of ``n_values``.
+
+    1 below ``THREADS_MIN_VALUES``, without numba, or unless ``MEANFIELD_THREADS`` asks for
+    more (:func:`requested_threads`); else that many, at most numba's thread count
+    (``NUMBA_NUM_THREADS``, default the machine's cores; :func:`numba.set_num_threads` lowers
+    it, as the sweep workers do). Results do not depend on it: every value is computed by the
+    same operations in the same order on any number of threads.
     """
     if n_values < THREADS_MIN_VALUES or not numba_available():
         return 1
+    wanted = requested_threads()
+    if wanted == 1:
+        return 1
     import numba
 
-    return int(numba.get_num_threads())
+    return max(1, min(wanted, int(numba.get_num_threads())))
 
 
 def spinning_thread_waits() -> None:
-    """Let OpenMP worker threads spin between parallel regions (``OMP_WAIT_POLICY=active``,
-    unless the variable is set): for the threaded S^2 kernels of this process.
+    """With threads asked for (``MEANFIELD_THREADS`` > 1), let OpenMP worker threads spin
+    between parallel regions (``OMP_WAIT_POLICY=active``, unless the variable is set).
 
     A threaded step (lmax >= 255) runs a dozen short parallel regions between serial FFTs.
     With libgomp's default policy a worker that finds no work for a while sleeps, and waking
@@ -70,7 +95,8 @@ def spinning_thread_waits() -> None:
     or numba's OpenMP pool), so call this before either: ``meanfield run`` and the benchmarks
     do; the library itself leaves the environment as it is.
     """
-    os.environ.setdefault("OMP_WAIT_POLICY", "active")
+    if requested_threads() > 1:
+        os.environ.setdefault("OMP_WAIT_POLICY", "active")
 
 
 _MALLOC_TUNED: list[bool] = []

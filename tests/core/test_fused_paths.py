@@ -180,6 +180,7 @@ def test_threaded_s2_step_is_bitwise_the_serial_one(monkeypatch, attention, inte
     rho = (1 + 0.3 * x[..., 0] * x[..., 2] + 0.2 * x[..., 1]) / (4 * np.pi)
     table = INTEGRATORS[integrator]
     monkeypatch.setattr(backend, "THREADS_MIN_VALUES", 0)
+    monkeypatch.setenv("MEANFIELD_THREADS", "2")
     results = []
     before = numba.get_num_threads()
     try:
@@ -196,3 +197,17 @@ def test_threaded_s2_step_is_bitwise_the_serial_one(monkeypatch, attention, inte
     assert np.array_equal(results[0][0], results[1][0])
     assert results[0][1] == results[1][1]
     assert not np.array_equal(results[0][0], rho)  # it moved
+
+
+def test_threads_are_opt_in(monkeypatch):
+    """One thread unless ``MEANFIELD_THREADS`` asks for more; a bad value names the variable."""
+    import solvers.core.backend as backend
+
+    monkeypatch.delenv("MEANFIELD_THREADS", raising=False)
+    assert backend.compute_threads(10**6) == 1
+    monkeypatch.setenv("MEANFIELD_THREADS", "2")
+    assert backend.compute_threads(10) == 1  # small grids stay serial
+    assert backend.compute_threads(10**6) == min(2, __import__("numba").get_num_threads())
+    monkeypatch.setenv("MEANFIELD_THREADS", "two")
+    with pytest.raises(ValueError, match="MEANFIELD_THREADS"):
+        backend.compute_threads(10**6)
