@@ -281,76 +281,30 @@ def _limit_outflow(rho_c, fz, fm, out_s, out_n, merge, offset, area_row, dt):
                 fmr[k] = f * scale[on + k // rn] if f > 0.0 else f * scale[o + k // r]
 
 
-# One compiled S^2 kernel per limiter, each with the limiter a constant (its branch folded away),
-# serial and threaded (``parallel=True``: the prange loops of the body on numba's threads);
-# compiled (or loaded from the cache) only when first used.
+LIMITER_NAMES = ("minmod", "mc", "vanleer", "none")  # the codes of limited_slope
 
 
-@njit(cache=True, error_model="numpy")
-def _sphere_fv_minmod(rho, u_phi, u_theta, merge, offset, n_cells, dtheta, face_len, area_row, zwidth_row,
-                      dt, limit, mass_floor, threads):
-    return _sphere_fv_body(rho, u_phi, u_theta, merge, offset, n_cells, dtheta, face_len, area_row, zwidth_row,
-                           0, dt, limit, mass_floor, threads)
+def _entry(code: int, threads: bool):
+    """The S^2 fv kernel for limiter ``code``, a closure constant (its branch folded away),
+    serial or threaded (``parallel=True``: the prange loops of the body on numba's threads);
+    each has its own name, hence its own cache entry, and is compiled (or loaded) when first
+    used."""
+    def kernel(rho, u_phi, u_theta, merge, offset, n_cells, dtheta, face_len, area_row, zwidth_row,
+               dt, limit, mass_floor, n_threads):
+        return _sphere_fv_body(rho, u_phi, u_theta, merge, offset, n_cells, dtheta, face_len, area_row,
+                               zwidth_row, code, dt, limit, mass_floor, n_threads)
+
+    kernel.__name__ = kernel.__qualname__ = f"sphere_fv_{LIMITER_NAMES[code]}{'_threads' if threads else ''}"
+    return njit(cache=True, parallel=threads, error_model="numpy")(kernel)
 
 
-@njit(cache=True, parallel=True, error_model="numpy")
-def _sphere_fv_minmod_threads(rho, u_phi, u_theta, merge, offset, n_cells, dtheta, face_len, area_row, zwidth_row,
-                              dt, limit, mass_floor, threads):
-    return _sphere_fv_body(rho, u_phi, u_theta, merge, offset, n_cells, dtheta, face_len, area_row, zwidth_row,
-                           0, dt, limit, mass_floor, threads)
-
-
-@njit(cache=True, error_model="numpy")
-def _sphere_fv_mc(rho, u_phi, u_theta, merge, offset, n_cells, dtheta, face_len, area_row, zwidth_row,
-                  dt, limit, mass_floor, threads):
-    return _sphere_fv_body(rho, u_phi, u_theta, merge, offset, n_cells, dtheta, face_len, area_row, zwidth_row,
-                           1, dt, limit, mass_floor, threads)
-
-
-@njit(cache=True, parallel=True, error_model="numpy")
-def _sphere_fv_mc_threads(rho, u_phi, u_theta, merge, offset, n_cells, dtheta, face_len, area_row, zwidth_row,
-                          dt, limit, mass_floor, threads):
-    return _sphere_fv_body(rho, u_phi, u_theta, merge, offset, n_cells, dtheta, face_len, area_row, zwidth_row,
-                           1, dt, limit, mass_floor, threads)
-
-
-@njit(cache=True, error_model="numpy")
-def _sphere_fv_vanleer(rho, u_phi, u_theta, merge, offset, n_cells, dtheta, face_len, area_row, zwidth_row,
-                       dt, limit, mass_floor, threads):
-    return _sphere_fv_body(rho, u_phi, u_theta, merge, offset, n_cells, dtheta, face_len, area_row, zwidth_row,
-                           2, dt, limit, mass_floor, threads)
-
-
-@njit(cache=True, parallel=True, error_model="numpy")
-def _sphere_fv_vanleer_threads(rho, u_phi, u_theta, merge, offset, n_cells, dtheta, face_len, area_row, zwidth_row,
-                               dt, limit, mass_floor, threads):
-    return _sphere_fv_body(rho, u_phi, u_theta, merge, offset, n_cells, dtheta, face_len, area_row, zwidth_row,
-                           2, dt, limit, mass_floor, threads)
-
-
-@njit(cache=True, error_model="numpy")
-def _sphere_fv_none(rho, u_phi, u_theta, merge, offset, n_cells, dtheta, face_len, area_row, zwidth_row,
-                    dt, limit, mass_floor, threads):
-    return _sphere_fv_body(rho, u_phi, u_theta, merge, offset, n_cells, dtheta, face_len, area_row, zwidth_row,
-                           3, dt, limit, mass_floor, threads)
-
-
-@njit(cache=True, parallel=True, error_model="numpy")
-def _sphere_fv_none_threads(rho, u_phi, u_theta, merge, offset, n_cells, dtheta, face_len, area_row, zwidth_row,
-                            dt, limit, mass_floor, threads):
-    return _sphere_fv_body(rho, u_phi, u_theta, merge, offset, n_cells, dtheta, face_len, area_row, zwidth_row,
-                           3, dt, limit, mass_floor, threads)
-
-
-SPHERE_FV_KERNELS = {0: _sphere_fv_minmod, 1: _sphere_fv_mc, 2: _sphere_fv_vanleer, 3: _sphere_fv_none}
-SPHERE_FV_KERNELS_THREADS = {0: _sphere_fv_minmod_threads, 1: _sphere_fv_mc_threads, 2: _sphere_fv_vanleer_threads,
-                             3: _sphere_fv_none_threads}
+SPHERE_FV_KERNELS = {(code, threads): _entry(code, threads) for code in range(len(LIMITER_NAMES))
+                     for threads in (False, True)}
 
 
 def sphere_fv_rhs(rho, u_phi, u_theta, merge, offset, n_cells, dtheta, face_len, area_row, zwidth_row,
                   code, dt, limit, mass_floor, threads=1):
     """The S^2 fv kernel (see :func:`_sphere_fv_body`) for limiter ``code``, on ``threads``
     threads (1: the serial kernel; bitwise the same result)."""
-    table = SPHERE_FV_KERNELS_THREADS if threads > 1 else SPHERE_FV_KERNELS
-    return table[code](rho, u_phi, u_theta, merge, offset, n_cells, dtheta, face_len, area_row,
-                       zwidth_row, dt, limit, mass_floor, threads)
+    return SPHERE_FV_KERNELS[code, threads > 1](rho, u_phi, u_theta, merge, offset, n_cells, dtheta,
+                                                face_len, area_row, zwidth_row, dt, limit, mass_floor, threads)
