@@ -122,23 +122,26 @@ class DiracCircleDiscretization(MeasureStateAccess, CircleDiscretization):
     def _capture_step(self, state: np.ndarray) -> tuple[np.ndarray, float]:
         """Compiled path, capture steps: :func:`capture` then the compiled absorption; returns the
         new state and the atoms' smallest separation."""
-        rho, atoms = self.density(state).copy(), self.atoms(state)
-        atoms = DiracAtoms(atoms.mass, np.mod(atoms.position, 2 * np.pi), atoms.ids)
-        u = self.compiled.face_velocity(self.problem.basis.forward(rho), atoms.position, atoms.mass)
-        rho, atoms = capture(rho, atoms, u, self.problem, self.config.atoms, self.next_id)
-        self.next_id = max(self.next_id, int(atoms.ids.max()) + 1 if atoms.count else 0)
+        rho, atoms, u = self._captured(state, self.compiled, capture_now=True)
         new = self.layout.pack(rho, atoms)
         return new, self.compiled.absorb(new, u)
+
+    def _captured(self, state: np.ndarray, field: CircleMeasureField | CompiledCircleField,
+                  capture_now: bool) -> tuple[np.ndarray, DiracAtoms, np.ndarray]:
+        """``(rho, atoms, u)``: the density (a copy), the atoms (positions mod 2 pi) and the face
+        velocity ``u`` (N,) by ``field``, after :func:`capture` when ``capture_now``."""
+        rho, atoms = self.density(state).copy(), self.atoms(state)
+        atoms = DiracAtoms(atoms.mass, np.mod(atoms.position, 2 * np.pi), atoms.ids)
+        u = field.face_velocity(self.problem.basis.forward(rho), atoms.position, atoms.mass)
+        if capture_now:
+            rho, atoms = capture(rho, atoms, u, self.problem, self.config.atoms, self.next_id)
+            self.next_id = max(self.next_id, int(atoms.ids.max()) + 1 if atoms.count else 0)
+        return rho, atoms, u
 
     def _after_step_reference(self, state: np.ndarray, step: int) -> np.ndarray:
         """:meth:`after_step` by :func:`capture`, :func:`absorb` and :func:`merge` (numpy)."""
         b = self.problem.basis
-        rho, atoms = self.density(state).copy(), self.atoms(state)
-        atoms = DiracAtoms(atoms.mass, np.mod(atoms.position, 2 * np.pi), atoms.ids)
-        u = self.field.face_velocity(b.forward(rho), atoms.position, atoms.mass)
-        if step % CAPTURE_EVERY == 0:
-            rho, atoms = capture(rho, atoms, u, self.problem, self.config.atoms, self.next_id)
-            self.next_id = max(self.next_id, int(atoms.ids.max()) + 1 if atoms.count else 0)
+        rho, atoms, u = self._captured(state, self.field, step % CAPTURE_EVERY == 0)
         rho, atoms = absorb(rho, atoms, u, b.h)
         return self.layout.pack(rho, merge(atoms, b.h))
 

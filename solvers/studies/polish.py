@@ -93,7 +93,7 @@ def measure_atoms(config: RunConfig, rho: np.ndarray, dirac: Any
         from solvers.circle.dirac_discretization import measure_atoms as circle_measure_atoms
 
         b, atoms = disc.problem.basis, disc.atoms(state)
-        u = disc.field.face_velocity(b.forward(rho), atoms.position, atoms.mass)
+        u = disc.fields.face_velocity(b.forward(rho), atoms.position, atoms.mass)
         found = circle_measure_atoms(disc, rho, atoms, u, config.atoms)
         return found, np.stack([np.cos(b.theta), np.sin(b.theta)], axis=1), rho * b.cell_weight, found.labels
     diag = disc.diagnostics(state, config.atoms)
