@@ -21,8 +21,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from solvers.core.backend import resolve_backend
+
 
 DEFAULT_LINK_RADIUS = float(np.pi / 8.0)
+TIE_MARGIN = 1e-12  # a pairing faster than greedy matching must win by more than round-off
 
 
 def link_radius(value: float | None) -> float:
@@ -82,10 +85,7 @@ class AtomTracks:
         old = self.alive
         if old.size == 0 or mass.size == 0:
             return np.zeros(0, np.int64), np.zeros(0, np.int64)
-        dist = np.arccos(np.clip(self.unit[old] @ unit.T, -1.0, 1.0))
-        m_old = self.mass[old][:, None]
-        cost = dist / self.link_radius + np.abs(mass - m_old) / np.maximum(np.maximum(mass, m_old), 1e-300)
-        cost[dist > self.link_radius] = np.inf
+        cost = self._cost(old, unit, mass)
         flat = np.argsort(cost, axis=None, kind="stable")
         flat = flat[np.isfinite(cost.ravel()[flat])].tolist()
         cols = cost.shape[1]
@@ -95,6 +95,53 @@ class AtomTracks:
             if o not in used_o and n not in used_n:
                 used_o.add(o), used_n.add(n), pairs_o.append(old[o]), pairs_n.append(n)
         return np.asarray(pairs_o, np.int64), np.asarray(pairs_n, np.int64)
+
+    def _cost(self, old: np.ndarray, unit: np.ndarray, mass: np.ndarray) -> np.ndarray:
+        """Matching cost (old identities, new atoms); inf beyond ``link_radius``."""
+        dist = np.arccos(np.clip(self.unit[old] @ unit.T, -1.0, 1.0))
+        m_old = self.mass[old][:, None]
+        cost = dist / self.link_radius + np.abs(mass - m_old) / np.maximum(np.maximum(mass, m_old), 1e-300)
+        cost[dist > self.link_radius] = np.inf
+        return cost
+
+    def _same_atoms(self, old: np.ndarray, unit: np.ndarray, mass: np.ndarray) -> np.ndarray | None:
+        """The identities of the new atoms when each new atom and one living identity are each
+        other's strictly cheapest partner (by :data:`TIE_MARGIN`), with finite cost, as many
+        atoms as identities: greedy matching then pairs exactly these (the cheapest remaining
+        pair is always one of them), so this is :meth:`_match` without its loop. None otherwise.
+        Compiled (:mod:`solvers.core.atom_tracks_numba`) with the numba backend."""
+        n = mass.size
+        if old.size != n or n == 0:
+            return None if old.size or n else np.zeros(0, np.int64)
+        if resolve_backend(None) == "numba":
+            from solvers.core.atom_tracks_numba import same_atoms
+
+            row = same_atoms(self.unit[old], self.mass[old], unit, mass, self.link_radius, TIE_MARGIN)
+            if row.size == 0:
+                return None
+        else:
+            row = self._same_atoms_numpy(old, unit, mass)
+            if row is None:
+                return None
+        ids = np.empty(n, np.int64)
+        ids[row] = old
+        return ids
+
+    def _same_atoms_numpy(self, old: np.ndarray, unit: np.ndarray, mass: np.ndarray) -> np.ndarray | None:
+        """Reference of the compiled kernel: ``row`` (n,), the new atom of each old identity."""
+        n = mass.size
+        cost = self._cost(old, unit, mass)
+        row = np.argmin(cost, axis=1)
+        best = cost[np.arange(n), row]
+        others = cost.copy()
+        others[np.arange(n), row] = np.inf
+        if (not np.all(np.isfinite(best)) or np.unique(row).size != n
+                or np.any(others.min(axis=1) <= best + TIE_MARGIN)):
+            return None
+        col = others[:, row]  # column row[i]: the other identities' costs for that atom
+        if np.any(col.min(axis=0) <= best + TIE_MARGIN):
+            return None
+        return row
 
     def _nearest(self, unit: np.ndarray, candidates: np.ndarray, targets: np.ndarray) -> int:
         """Index into ``targets`` (m, d) nearest to ``unit`` within link_radius, else -1."""
@@ -120,6 +167,10 @@ class AtomTracks:
         mass = np.asarray(mass, dtype=float).reshape(-1)
         unit = unit_vectors(position).reshape(mass.size, self.dim)
         old_alive = self.alive
+        same = self._same_atoms(old_alive, unit, mass)
+        if same is not None:  # every atom continues an identity: nothing born or ended
+            self.unit[same], self.mass[same] = unit, mass
+            return same
         old_unit = self.unit.copy()
         m_o, m_n = self._match(unit, mass)
         ids = np.full(mass.size, -1, dtype=np.int64)

@@ -125,3 +125,61 @@ def test_tracks_restore_continues_identities():
                            a.end_time, a.parent, a.merged_into)
     for tr in (a, b):
         np.testing.assert_array_equal(tr.link(1.0, np.array([0.6, 0.4]), np.array([3.05, 1.02])), [1, 0])
+
+
+class _GreedyOnly(AtomTracks):
+    """The general greedy matching, without the fast path for unchanged atoms."""
+
+    def _same_atoms(self, old, unit, mass):
+        return None
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_link_fast_path_equals_greedy_matching(seed):
+    """Linking a sequence of snapshots (atoms drifting, some born, some ending, some ties) gives
+    the same identities and records with and without the fast path."""
+    rng = np.random.default_rng(seed)
+    dim = 2 if seed % 2 else 3
+    fast, slow = AtomTracks(0.3, dim), _GreedyOnly(0.3, dim)
+    n = int(rng.integers(0, 5))
+    pos = rng.normal(size=(n, 3))
+    mass = rng.uniform(0.05, 0.5, n)
+    for t in range(12):
+        if rng.random() < 0.25:  # an atom appears or ends
+            if rng.random() < 0.5 and mass.size:
+                keep = rng.random(mass.size) > 0.4
+                pos, mass = pos[keep], mass[keep]
+            else:
+                pos, mass = np.vstack([pos, rng.normal(size=(1, 3))]), np.append(mass, 0.1)
+        pos = pos + rng.normal(scale=0.05 if seed % 3 else 0.2, size=pos.shape)
+        mass = np.round(mass * rng.uniform(0.9, 1.1, mass.size), 1 if seed % 5 == 0 else 12)
+        position = np.arctan2(pos[:, 1], pos[:, 0]) % (2 * np.pi) if dim == 2 else pos
+        a, b = fast.link(float(t), mass, position), slow.link(float(t), mass, position)
+        np.testing.assert_array_equal(a, b)
+    for name in ("mass", "birth_time", "end_time", "parent", "merged_into"):
+        np.testing.assert_array_equal(getattr(fast, name), getattr(slow, name))
+
+
+@pytest.mark.parametrize("seed", range(200))
+def test_link_fast_path_kernel_equals_numpy_reference(seed):
+    """The compiled pairing test agrees with the numpy one (ties, far atoms, near atoms)."""
+    pytest.importorskip("numba")
+    from solvers.core.atom_tracks import TIE_MARGIN
+    from solvers.core.atom_tracks_numba import same_atoms
+
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 6))
+    tracks = AtomTracks(0.3, 3)
+    old = rng.normal(size=(n, 3))
+    tracks.link(0.0, rng.uniform(0.1, 0.3, n).round(1), old)
+    new = old + rng.normal(scale=[0.01, 0.1, 0.3][seed % 3], size=old.shape)
+    if seed % 4 == 0:
+        new[0] = new[-1]  # two new atoms at one place
+    unit = new / np.linalg.norm(new, axis=1, keepdims=True)
+    mass = rng.uniform(0.1, 0.3, n).round(1 if seed % 2 else 12)
+    alive = tracks.alive
+    ref = tracks._same_atoms_numpy(alive, unit, mass)
+    got = same_atoms(tracks.unit[alive], tracks.mass[alive], unit, mass, 0.3, TIE_MARGIN)
+    assert (ref is None) == (got.size == 0)
+    if ref is not None:
+        np.testing.assert_array_equal(ref, got)
