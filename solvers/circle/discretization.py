@@ -16,6 +16,7 @@ from solvers.circle.spectral import (
     project,
     spectral,
 )
+from solvers.core.backend import resolve_backend
 from solvers.core.discretization import Rhs
 from solvers.core.snapshot import Diagnostics
 from solvers.model.params import AtomParams, RunConfig
@@ -85,7 +86,11 @@ def compute_diagnostics(problem: CircleProblem, rhs: Rhs, rho: np.ndarray,
     """All snapshot diagnostics of the grid density ``rho`` (shape (N,)).
 
     ``transport_rate`` is ``||rhs(rho)||_1``, the mass moved per unit time by the scheme.
+    Unnormalised attention with the numba backend: :func:`_compiled_diagnostics` (the same
+    values to round-off); this function is its reference.
     """
+    if not problem.softmax and hasattr(rhs, "with_velocity") and resolve_backend(None) == "numba":
+        return _compiled_diagnostics(problem, rhs, rho, atoms, k_max)
     b = problem.basis
     cell_mass = rho * b.cell_weight
     mass = float(cell_mass.sum())
@@ -108,3 +113,36 @@ def compute_diagnostics(problem: CircleProblem, rhs: Rhs, rho: np.ndarray,
         atom_core_mass=found.core_mass, diffuse_mass=found.diffuse_mass,
         atom_labels=found.labels,
     )
+
+
+def _compiled_diagnostics(problem: CircleProblem, rhs: Rhs, rho: np.ndarray,
+                          atoms: AtomParams, k_max: int) -> Diagnostics:
+    """:func:`compute_diagnostics` for unnormalised attention: one forward and one batched
+    inverse transform, the fields and the reductions in two compiled calls
+    (:mod:`solvers.circle.diagnostics_numba`)."""
+    from solvers.circle.diagnostics_numba import fields, reductions
+
+    b, beta, c = problem.basis, problem.model.beta, problem.multipliers
+    rho_hat = b.forward(rho)
+    stack = b.backward(rho_hat * _diagnostic_multipliers(problem))
+    face, grad_u = fields(stack, beta, float(problem.sign), c("w_face"), c("w_center"))
+    drho = rhs.with_velocity(rho, face)[0]
+    mass, low, high, e_att, e_v, diss, moved, speed, tail = reductions(
+        rho, b.cell_weight, grad_u, stack[2], c("v_center"), drho, rho_hat, k_max,
+        SUPPORT_FLOOR / (2.0 * np.pi))
+    found = detect_atoms(b.theta, rho * b.cell_weight, beta, atoms, face_velocity=face)
+    return Diagnostics(
+        mass=mass, min_rho=low, max_rho=high, energy=e_att / (2.0 * beta) + 0.5 * e_v,
+        dissipation=diss, transport_rate=moved * b.h, max_support_velocity=speed,
+        tail_energy=tail, n_atoms=found.count, atom_mass=found.mass,
+        atom_position=found.position, atom_core_mass=found.core_mass,
+        diffuse_mass=found.diffuse_mass, atom_labels=found.labels,
+    )
+
+
+def _diagnostic_multipliers(problem: CircleProblem) -> np.ndarray:
+    """``(d_face, d_center, kernel)`` stacked (3, N//2 + 1), built once per problem."""
+    cache = problem._cache
+    if "diagnostic_stack" not in cache:
+        cache["diagnostic_stack"] = np.stack([cache["d_face"], cache["d_center"], cache["kernel"]])
+    return cache["diagnostic_stack"]

@@ -1,0 +1,62 @@
+"""The reductions of the S^1 snapshot diagnostics as one compiled call (unnormalised attention).
+
+:func:`solvers.circle.discretization.compute_diagnostics` is the numpy reference: a dozen
+array passes over the grid (cell masses, extremes, energy, dissipation, transport rate,
+support velocity, spectral tail), each costing more in call overhead than in arithmetic at
+the grid sizes of the paper's runs. Here they are one pass (two for the support floor, which
+needs the mass). The fields themselves come from one batched inverse transform. Sums run
+left to right (numpy sums pairwise): the two agree to round-off (tests/circle/test_diagnostics_numba.py).
+Import through :func:`solvers.core.backend.resolve_backend` (numba is optional).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+
+@njit(cache=True, error_model="numpy")
+def fields(stack: np.ndarray, beta: float, sign: float, w_face: np.ndarray,
+           w_center: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Face velocity and ``grad U`` at the centres (N,) each from the inverse transforms
+    ``stack`` (3, N) of ``rho_hat`` times the face derivative, the centre derivative and the
+    kernel multipliers (the same operations as :meth:`CircleProblem.velocity` and
+    :meth:`CircleProblem.potential_gradient`)."""
+    n = stack.shape[1]
+    face, grad_u = np.empty(n), np.empty(n)
+    for i in range(n):
+        face[i] = sign * (stack[0, i] / beta + w_face[i])
+        grad_u[i] = stack[1, i] / beta + w_center[i]
+    return face, grad_u
+
+
+@njit(cache=True, error_model="numpy")
+def reductions(rho: np.ndarray, weight: np.ndarray, grad_u: np.ndarray, conv: np.ndarray,
+               v_center: np.ndarray, drho: np.ndarray, rho_hat: np.ndarray, k_max: int,
+               floor: float) -> tuple[float, float, float, float, float, float, float, float, float]:
+    """``(mass, min, max, <w, K*rho>, <w, v>, dissipation, sum |drho|, max support speed,
+    tail)`` of the grid density ``rho`` (N,), ``w = rho * weight`` the cell masses;
+    ``floor``: a cell is in the support when ``rho > floor * |mass|``; ``tail``: the share of
+    ``sum |rho_hat_k|^2`` (0 < k <= k_max) held by ``k > 2 k_max / 3``."""
+    n = rho.size
+    mass, low, high, e_att, e_v, diss, moved = 0.0, np.inf, -np.inf, 0.0, 0.0, 0.0, 0.0
+    for i in range(n):
+        w = rho[i] * weight[i]
+        mass += w
+        low, high = min(low, rho[i]), max(high, rho[i])
+        e_att += w * conv[i]
+        e_v += w * v_center[i]
+        diss += rho[i] * grad_u[i] * grad_u[i] * weight[i]
+        moved += abs(drho[i])
+    level, speed = floor * abs(mass), 0.0
+    for i in range(n):
+        if rho[i] > level:
+            speed = max(speed, abs(grad_u[i]))
+    total, top = 0.0, 0.0
+    for k in range(1, k_max + 1):
+        p = rho_hat[k].real ** 2 + rho_hat[k].imag ** 2
+        total += p
+        if k > 2 * k_max / 3:
+            top += p
+    tail = top / total if total != 0.0 else 0.0
+    return mass, low, high, e_att, e_v, diss, moved, speed, tail
