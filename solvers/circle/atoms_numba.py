@@ -16,40 +16,7 @@ import math
 import numpy as np
 from numba import njit
 
-
-@njit(cache=True)
-def _roots(pointer: np.ndarray) -> np.ndarray:
-    """Root of every cell under ``pointer`` (-1: leads to a source); all -2 on a cycle."""
-    n = pointer.size
-    root = np.full(n, -3, dtype=np.int64)  # -3: not yet known
-    path = np.empty(n, dtype=np.int64)
-    for start in range(n):
-        k, c = 0, start
-        while c >= 0 and root[c] == -3:
-            if k >= n:  # longer than the ring: a cycle
-                return np.full(n, -2, dtype=np.int64)
-            path[k] = c
-            k += 1
-            nxt = pointer[c]
-            if nxt == c:
-                break
-            c = nxt
-        if c < 0:
-            r = -1
-        elif root[c] != -3:
-            r = root[c]
-        else:  # c is a root (points to itself)
-            r = c
-        for i in range(k):
-            root[path[i]] = r
-    return root
-
-
-@njit(cache=True)
-def _find(parent: np.ndarray, x: int) -> int:
-    while parent[x] != x:
-        x = parent[x]
-    return x
+from solvers.core.atoms_numba import _find, _groups, _inside, _roots
 
 
 @njit(cache=True)
@@ -105,40 +72,6 @@ def _split(labels: np.ndarray, density: np.ndarray, nbr: np.ndarray, length: np.
     for i in range(n):
         out[i] = _find(parent, peak[i]) if peak[i] >= 0 else -1
     return out
-
-
-@njit(cache=True)
-def _groups(labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Cells grouped by label (labels in 0..N-1; -1 left out), groups in ascending label and
-    cells in ascending index (as a stable argsort): ``(order, bounds)``."""
-    n = labels.size
-    counts = np.zeros(n + 1, dtype=np.int64)
-    for i in range(n):
-        if labels[i] >= 0:
-            counts[labels[i] + 1] += 1
-    start = np.cumsum(counts)
-    fill = start[:-1].copy()
-    order = np.empty(start[-1], dtype=np.int64)
-    for i in range(n):
-        if labels[i] >= 0:
-            order[fill[labels[i]]] = i
-            fill[labels[i]] += 1
-    used = 1
-    for v in range(n):
-        if counts[v + 1] > 0:
-            used += 1
-    bounds = np.empty(used, dtype=np.int64)
-    bounds[0], j = 0, 1
-    for v in range(n):
-        if counts[v + 1] > 0:
-            bounds[j] = start[v + 1]
-            j += 1
-    return order, bounds
-
-
-@njit(cache=True, inline="always")
-def _inside(dist: float, radius: float, width: float) -> float:
-    return min(max((radius - dist) / width + 0.5, 0.0), 1.0)
 
 
 @njit(cache=True)

@@ -16,7 +16,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from solvers.core.atoms import CellGraph, detect, resolve_radii, steepest_ascent
+from solvers.core.atoms import (
+    CAP_SLACK,
+    CONCENTRATED,
+    AtomSet,
+    CellGraph,
+    Radii,
+    detect,
+    resolve_radii,
+    steepest_ascent,
+)
+from solvers.core.backend import resolve_backend
 from solvers.model.params import AtomParams
 
 
@@ -74,7 +84,7 @@ def _cached_graph(points: np.ndarray, area: np.ndarray) -> CellGraph:
     """:func:`sphere_graph`, built once per grid (its neighbour table is the costly part)."""
     import hashlib
 
-    key = hashlib.blake2b(points.tobytes() + area.tobytes(), digest_size=16).digest()
+    key = hashlib.blake2b(_fingerprint(points) + _fingerprint(area), digest_size=16).digest()
     if key not in _GRAPHS:
         if len(_GRAPHS) >= 4:
             _GRAPHS.clear()
@@ -82,9 +92,17 @@ def _cached_graph(points: np.ndarray, area: np.ndarray) -> CellGraph:
     return _GRAPHS[key]
 
 
+def _fingerprint(values: np.ndarray, samples: int = 4096) -> bytes:
+    """Shape and about ``samples`` evenly spaced values of an array (every latitude of a grid):
+    a graph key costing microseconds where hashing a whole lmax 255 grid took milliseconds."""
+    flat = values.reshape(-1)
+    step = max(1, flat.size // samples)
+    return repr(values.shape).encode() + np.ascontiguousarray(flat[::step]).tobytes() + flat[-1:].tobytes()
+
+
 def detect_atoms(points: np.ndarray, cell_mass: np.ndarray, area: np.ndarray, beta: float,
-                 params: AtomParams, cell: float = 0.0, potential: np.ndarray | None = None
-                 ) -> SphereAtoms:
+                 params: AtomParams, cell: float = 0.0, potential: np.ndarray | None = None,
+                 backend: str | None = None) -> SphereAtoms:
     """Atoms of a grid density on S^2 (see :mod:`solvers.core.atoms`).
 
     Parameters
@@ -102,17 +120,38 @@ def detect_atoms(points: np.ndarray, cell_mass: np.ndarray, area: np.ndarray, be
     potential : ndarray, same size as ``cell_mass``, optional
         ``s U``, whose steepest ascent is the flow (``basin``); without it the density's
         steepest ascent stands in.
+    backend : {"numba", "numpy"}, optional
+        ``numba`` (the default where it imports) runs the basin detector as compiled calls
+        (:mod:`solvers.core.atoms_numba`); ``numpy`` the reference.
     """
     area = np.asarray(area, dtype=float)
     graph = _cached_graph(np.asarray(points, dtype=float), area)
     mass = np.asarray(cell_mass, dtype=float).ravel()
     density = mass / area.ravel()
     ascent = density if potential is None else np.asarray(potential, dtype=float).ravel()
-    found = detect(steepest_ascent(ascent, graph), density, mass, graph, params,
-                   resolve_radii(params, beta, cell, np.pi / 6.0))
+    radii = resolve_radii(params, beta, cell, np.pi / 6.0)
+    found = None
+    if params.method == "basin" and resolve_backend(backend) == "numba":
+        found = _detect_compiled(graph, ascent, density, mass, params, radii)
+    if found is None:
+        found = detect(steepest_ascent(ascent, graph), density, mass, graph, params, radii)
     order = np.argsort(-found.mass, kind="stable")
     new = np.empty(order.size, dtype=int)
     new[order] = np.arange(order.size)
     labels = np.where(found.labels >= 0, new[np.maximum(found.labels, 0)] if order.size else -1, -1)
     return SphereAtoms(found.mass[order], found.unit[order], found.core_mass[order],
                        found.diffuse_mass, labels)
+
+
+def _detect_compiled(graph: CellGraph, ascent: np.ndarray, density: np.ndarray, mass: np.ndarray,
+                     params: AtomParams, radii: Radii) -> AtomSet | None:
+    """The basin detector in two compiled calls (None on a pointer cycle: use the reference)."""
+    from solvers.core.atoms_numba import ascent as steepest, detect_graph
+
+    nbr, length = graph.neighbours
+    pointer = steepest(ascent, np.zeros(ascent.size, dtype=np.int64), nbr, length)
+    ok, labels, m, core, unit, diffuse = detect_graph(
+        pointer, density, mass, graph.points, graph.width, graph.edges, nbr, length,
+        graph.measure, float(params.contrast), float(params.min_mass), float(params.saddle_ratio),
+        radii.core, radii.cap, CAP_SLACK, CONCENTRATED)
+    return AtomSet(m, core, unit, float(diffuse), labels) if ok else None
