@@ -126,13 +126,22 @@ class NetCDFStore:
     def last_time(self) -> float:
         return float(self.nc["time"][self.n - 1]) if self.n else -np.inf
 
+    def _bytes_per_record(self) -> int:
+        """Bytes one record allocates over all variables on ``time``; recomputed only when the
+        variables or the sizes of the other dimensions (atoms, Dirac atoms) change."""
+        nc = self.nc
+        key = (len(nc.variables), tuple(len(d) for name, d in nc.dimensions.items() if name != "time"))
+        if getattr(self, "_per_record", (None, 0))[0] != key:
+            self._per_record = (key, sum(_bytes_per_record(var) for var in nc.variables.values()
+                                         if var.dimensions[:1] == ("time",)))
+        return self._per_record[1]
+
     def check_room(self, count: int) -> str | None:
         """Why a block of ``count`` records cannot be written (None: it can). Chunks are
         stored uncompressed: the block allocates, for each variable on ``time``, the whole
         chunks it starts (``records`` records each) and rewrites the others in place; plus a
         margin for metadata."""
-        per_record = sum(_bytes_per_record(var) for var in self.nc.variables.values()
-                         if var.dimensions[:1] == ("time",))
+        per_record = self._bytes_per_record()
         new_chunks = -(-(self.n + count) // self.records) - (-(-self.n // self.records))
         need = _MARGIN + new_chunks * self.records * per_record
         size = self.path.stat().st_size
