@@ -156,7 +156,7 @@ def _bands(j0, j1, rho, rf, rho_c, fz, fm, out_s, out_n, u_phi, u_theta, merge, 
 
 @njit(cache=True, inline="always", error_model="numpy")
 def _sphere_fv_body(rho, u_phi, u_theta, merge, offset, n_cells, dtheta, face_len, area_row, zwidth_row,
-                    code, dt, limit, mass_floor, threads):
+                    code, dt, limit, mass_floor, threads, u0, coef, alpha, uj, mode):
     """S^2 on the reduced grid: ``(d rho/dt on the fine (nlat, nphi) grid, max_rate)``.
 
     Same operations as :class:`solvers.sphere.fv.SphereFV` (see there), band by band: band
@@ -173,6 +173,10 @@ def _sphere_fv_body(rho, u_phi, u_theta, merge, offset, n_cells, dtheta, face_le
     outflow limiter and the divergence run band-parallel; every value is computed by the same
     operations whatever the split (the rates are maxima), so the result is bitwise the same
     on any number of threads.
+
+    ``mode`` 1 or 2 returns the Shu-Osher stage ``u0 + coef k`` or ``(u0 + coef k) + alpha (uj - u0)``
+    of ``k = d rho/dt`` instead (``u0``, ``uj`` (nlat, nphi)), combined row by row as each row
+    of ``k`` is done (:func:`_stage_row`); mode 0 ignores them.
     """
     nlat, nphi = rho.shape
     n = n_cells
@@ -235,7 +239,21 @@ def _sphere_fv_body(rho, u_phi, u_theta, merge, offset, n_cells, dtheta, face_le
                 v = ((fzr[q - 1 if q > 0 else nc - 1] - fzr[q]) + acc) / a
                 for i in range(r):
                     dst[q * r + i] = v
+        if mode > 0:
+            _stage_row(dst, u0[j], coef, alpha, uj[j], mode == 2)
     return out, rz + rm
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def _stage_row(k, u0, c, alpha, uj, with_j):
+    """``k <- (u0 + c k) + alpha (uj - u0)`` (``with_j``), else ``k <- u0 + c k``, 1-D: the
+    operations of :func:`solvers.core.kernels_stages.shu_osher_stage`, in place."""
+    if with_j:
+        for i in range(k.size):
+            k[i] = (u0[i] + c * k[i]) + alpha * (uj[i] - u0[i])
+    else:
+        for i in range(k.size):
+            k[i] = u0[i] + c * k[i]
 
 
 @njit(cache=True, inline="always", error_model="numpy")
@@ -290,9 +308,9 @@ def _entry(code: int, threads: bool):
     each has its own name, hence its own cache entry, and is compiled (or loaded) when first
     used."""
     def kernel(rho, u_phi, u_theta, merge, offset, n_cells, dtheta, face_len, area_row, zwidth_row,
-               dt, limit, mass_floor, n_threads):
+               dt, limit, mass_floor, n_threads, u0, c, alpha, uj, mode):
         return _sphere_fv_body(rho, u_phi, u_theta, merge, offset, n_cells, dtheta, face_len, area_row,
-                               zwidth_row, code, dt, limit, mass_floor, n_threads)
+                               zwidth_row, code, dt, limit, mass_floor, n_threads, u0, c, alpha, uj, mode)
 
     kernel.__name__ = kernel.__qualname__ = f"sphere_fv_{LIMITER_NAMES[code]}{'_threads' if threads else ''}"
     return njit(cache=True, parallel=threads, error_model="numpy")(kernel)
@@ -307,4 +325,16 @@ def sphere_fv_rhs(rho, u_phi, u_theta, merge, offset, n_cells, dtheta, face_len,
     """The S^2 fv kernel (see :func:`_sphere_fv_body`) for limiter ``code``, on ``threads``
     threads (1: the serial kernel; bitwise the same result)."""
     return SPHERE_FV_KERNELS[code, threads > 1](rho, u_phi, u_theta, merge, offset, n_cells, dtheta,
-                                                face_len, area_row, zwidth_row, dt, limit, mass_floor, threads)
+                                                face_len, area_row, zwidth_row, dt, limit, mass_floor, threads,
+                                                rho, 0.0, 0.0, rho, 0)
+
+
+def sphere_fv_stage(rho, u_phi, u_theta, merge, offset, n_cells, dtheta, face_len, area_row, zwidth_row,
+                    code, dt, mass_floor, threads, u0, c, alpha, uj, with_j):
+    """The limited S^2 fv right-hand side ``k`` of ``rho`` combined into the Shu-Osher stage
+    ``(u0 + c k) + alpha (uj - u0)`` (``with_j``) or ``u0 + c k`` in the same call, bitwise
+    :func:`sphere_fv_rhs` followed by :func:`solvers.core.kernels_stages.shu_osher_stage`;
+    returns ``(stage (nlat, nphi), max_rate)``."""
+    return SPHERE_FV_KERNELS[code, threads > 1](rho, u_phi, u_theta, merge, offset, n_cells, dtheta,
+                                                face_len, area_row, zwidth_row, dt, True, mass_floor, threads,
+                                                u0, c, alpha, uj, 2 if with_j else 1)
