@@ -104,7 +104,8 @@ def _bands(j0, j1, rho, rf, rho_c, fz, fm, out_s, out_n, u_phi, u_theta, merge, 
         for q in range(nc):
             u = uface[q]
             fzr[q] = (max(u, 0.0) * east[q] + min(u, 0.0) * west[q + 1]) * dth
-            up = ext[q + 1] if u > 0.0 else ext[q + 2]
+            own, nxt = ext[q + 1], ext[q + 2]  # (both loaded: a select, not a branch, vectorises)
+            up = own if u > 0.0 else nxt
             cand[q] = abs(u) if up > floor else 0.0
         rz = max(rz, _max0(cand, nc) / zwidth_row[j])  # = max |u| / width: division is monotone
         # meridional: face row j lies between bands j-1 and j
@@ -124,8 +125,9 @@ def _bands(j0, j1, rho, rf, rho_c, fz, fm, out_s, out_n, u_phi, u_theta, merge, 
                 u = ut[k]
                 fmr[k] = (max(u, 0.0) * south_prev[k] + min(u, 0.0) * north_row[k]) * fl
                 a = abs(u)
-                cand[k] = a if (u > 0.0 and rf_m[k] > floor) else 0.0
-                cand2[k] = a if (u <= 0.0 and rf_c[k] > floor) else 0.0
+                pos = u > 0.0
+                cand[k] = a if (pos & (rf_m[k] > floor)) else 0.0  # (& not and: no branch)
+                cand2[k] = a if ((not pos) & (rf_c[k] > floor)) else 0.0
             rm = max(rm, max(_max0(cand, nphi) / dtheta[j - 1], _max0(cand2, nphi) / dtheta[j]))
             if limit:
                 rs, os_ = merge[j - 1], offset[j - 1]
@@ -266,15 +268,10 @@ def _limit_outflow(rho_c, fz, fm, out_s, out_n, merge, offset, area_row, dt):
         nc = nphi // merge[j]
         a = area_row[j]
         rc, fzr, osr, onr, sc = rho_c[o:o + nc], fz[o:o + nc], out_s[o:o + nc], out_n[o:o + nc], scale[o:o + nc]
-        for q in range(nc):
-            wf = fzr[q - 1 if q > 0 else nc - 1]  # the flux through the west face of cell q
-            out = max(fzr[q], 0.0) + max(-wf, 0.0)
-            out += osr[q]
-            out += onr[q]
-            content = rc[q] * a
-            sent = dt * out
-            ratio = content / (sent if sent > 0.0 else 1.0)  # (branch-free: used where sent > content)
-            sc[q] = _clip01(ratio if sent > content else 1.0)
+        # the flux through the west face of cell q is fzr[q - 1] (of cell 0: the band's last)
+        sc[0] = _outflow_scale(fzr[0], fzr[nc - 1], osr[0], onr[0], rc[0] * a, dt)
+        for q in range(1, nc):
+            sc[q] = _outflow_scale(fzr[q], fzr[q - 1], osr[q], onr[q], rc[q] * a, dt)
     for j in prange(nlat):
         o = offset[j]
         nc = nphi // merge[j]
@@ -282,8 +279,8 @@ def _limit_outflow(rho_c, fz, fm, out_s, out_n, merge, offset, area_row, dt):
         f = fzr[nc - 1]  # the right neighbour of the band's last cell is its first
         fzr[nc - 1] = f * sc[nc - 1] if f > 0.0 else f * sc[0]
         for q in range(nc - 1):
-            f = fzr[q]
-            fzr[q] = f * sc[q] if f > 0.0 else f * sc[q + 1]
+            f, own, nxt = fzr[q], sc[q], sc[q + 1]  # (both loaded: a select, vectorised)
+            fzr[q] = f * (own if f > 0.0 else nxt)
     for j in prange(1, nlat):
         rn, on = merge[j - 1], offset[j - 1]
         r, o = merge[j], offset[j]
@@ -291,12 +288,24 @@ def _limit_outflow(rho_c, fz, fm, out_s, out_n, merge, offset, area_row, dt):
         if rn == 1 and r == 1:
             scn, scs = scale[on:on + nphi], scale[o:o + nphi]
             for k in range(nphi):
-                f = fmr[k]
-                fmr[k] = f * scn[k] if f > 0.0 else f * scs[k]
+                f, north, south = fmr[k], scn[k], scs[k]
+                fmr[k] = f * (north if f > 0.0 else south)
         else:
             for k in range(nphi):
                 f = fmr[k]
                 fmr[k] = f * scale[on + k // rn] if f > 0.0 else f * scale[o + k // r]
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def _outflow_scale(east, west, south, north, content, dt):
+    """The factor in [0, 1] that scales a cell's outflow (east/west face fluxes, south/north
+    outflows) to its ``content`` over ``dt``."""
+    out = max(east, 0.0) + max(-west, 0.0)
+    out += south
+    out += north
+    sent = dt * out
+    ratio = content / (sent if sent > 0.0 else 1.0)  # (branch-free: used where sent > content)
+    return _clip01(ratio if sent > content else 1.0)
 
 
 LIMITER_NAMES = ("minmod", "mc", "vanleer", "none")  # the codes of limited_slope
