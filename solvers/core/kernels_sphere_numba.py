@@ -94,15 +94,14 @@ def _bands(j0, j1, rho, rf, rho_c, fz, fm, out_s, out_n, u_phi, u_theta, merge, 
             west[q] = v - 0.5 * s
         west[nc] = west[0]
         uz = u_phi[j]
-        if r == 1:
-            for q in range(nc):
-                uface[q] = uz[q]
-        else:
+        uf = uz  # unmerged bands: the fine faces are the cells' east faces
+        if r > 1:
             for q in range(nc):
                 uface[q] = uz[q * r + r - 1]
+            uf = uface
         dth = dtheta[j]
         for q in range(nc):
-            u = uface[q]
+            u = uf[q]
             fzr[q] = (max(u, 0.0) * east[q] + min(u, 0.0) * west[q + 1]) * dth
             own, nxt = ext[q + 1], ext[q + 2]  # (both loaded: a select, not a branch, vectorises)
             up = own if u > 0.0 else nxt
@@ -115,9 +114,9 @@ def _bands(j0, j1, rho, rf, rho_c, fz, fm, out_s, out_n, u_phi, u_theta, merge, 
         rf_p = rho[jp] if merge[jp] == 1 else rf[jp]
         for k in range(nphi):
             v = rf_c[k]
-            slope[k] = limited_slope(v - rf_m[k], rf_p[k] - v, code)
-        for k in range(nphi):
-            north_row[k] = rf_c[k] - 0.5 * slope[k]
+            s = limited_slope(v - rf_m[k], rf_p[k] - v, code)
+            slope[k] = s
+            north_row[k] = v - 0.5 * s
         if j > 0:
             fl = face_len[j]
             ut, fmr = u_theta[j], fm[j]
