@@ -94,17 +94,17 @@ def _bands(j0, j1, rho, rf, rho_c, fz, fm, out_s, out_n, u_phi, u_theta, merge, 
             west[q] = v - 0.5 * s
         west[nc] = west[0]
         uz = u_phi[j]
-        if r == 1:
-            for q in range(nc):
-                uface[q] = uz[q]
-        else:
+        uf = uz  # unmerged bands: the fine faces are the cells' east faces
+        if r > 1:
             for q in range(nc):
                 uface[q] = uz[q * r + r - 1]
+            uf = uface
         dth = dtheta[j]
         for q in range(nc):
-            u = uface[q]
+            u = uf[q]
             fzr[q] = (max(u, 0.0) * east[q] + min(u, 0.0) * west[q + 1]) * dth
-            up = ext[q + 1] if u > 0.0 else ext[q + 2]
+            own, nxt = ext[q + 1], ext[q + 2]  # (both loaded: a select, not a branch, vectorises)
+            up = own if u > 0.0 else nxt
             cand[q] = abs(u) if up > floor else 0.0
         rz = max(rz, _max0(cand, nc) / zwidth_row[j])  # = max |u| / width: division is monotone
         # meridional: face row j lies between bands j-1 and j
@@ -114,9 +114,9 @@ def _bands(j0, j1, rho, rf, rho_c, fz, fm, out_s, out_n, u_phi, u_theta, merge, 
         rf_p = rho[jp] if merge[jp] == 1 else rf[jp]
         for k in range(nphi):
             v = rf_c[k]
-            slope[k] = limited_slope(v - rf_m[k], rf_p[k] - v, code)
-        for k in range(nphi):
-            north_row[k] = rf_c[k] - 0.5 * slope[k]
+            s = limited_slope(v - rf_m[k], rf_p[k] - v, code)
+            slope[k] = s
+            north_row[k] = v - 0.5 * s
         if j > 0:
             fl = face_len[j]
             ut, fmr = u_theta[j], fm[j]
@@ -124,8 +124,9 @@ def _bands(j0, j1, rho, rf, rho_c, fz, fm, out_s, out_n, u_phi, u_theta, merge, 
                 u = ut[k]
                 fmr[k] = (max(u, 0.0) * south_prev[k] + min(u, 0.0) * north_row[k]) * fl
                 a = abs(u)
-                cand[k] = a if (u > 0.0 and rf_m[k] > floor) else 0.0
-                cand2[k] = a if (u <= 0.0 and rf_c[k] > floor) else 0.0
+                pos = u > 0.0
+                cand[k] = a if (pos & (rf_m[k] > floor)) else 0.0  # (& not and: no branch)
+                cand2[k] = a if ((not pos) & (rf_c[k] > floor)) else 0.0
             rm = max(rm, max(_max0(cand, nphi) / dtheta[j - 1], _max0(cand2, nphi) / dtheta[j]))
             if limit:
                 rs, os_ = merge[j - 1], offset[j - 1]
@@ -156,7 +157,7 @@ def _bands(j0, j1, rho, rf, rho_c, fz, fm, out_s, out_n, u_phi, u_theta, merge, 
 
 @njit(cache=True, inline="always", error_model="numpy")
 def _sphere_fv_body(rho, u_phi, u_theta, merge, offset, n_cells, dtheta, face_len, area_row, zwidth_row,
-                    code, dt, limit, mass_floor, threads):
+                    code, dt, limit, mass_floor, threads, u0, coef, alpha, uj, mode):
     """S^2 on the reduced grid: ``(d rho/dt on the fine (nlat, nphi) grid, max_rate)``.
 
     Same operations as :class:`solvers.sphere.fv.SphereFV` (see there), band by band: band
@@ -173,6 +174,10 @@ def _sphere_fv_body(rho, u_phi, u_theta, merge, offset, n_cells, dtheta, face_le
     outflow limiter and the divergence run band-parallel; every value is computed by the same
     operations whatever the split (the rates are maxima), so the result is bitwise the same
     on any number of threads.
+
+    ``mode`` 1 or 2 returns the Shu-Osher stage ``u0 + coef k`` or ``(u0 + coef k) + alpha (uj - u0)``
+    of ``k = d rho/dt`` instead (``u0``, ``uj`` (nlat, nphi)), combined row by row as each row
+    of ``k`` is done (:func:`_stage_row`); mode 0 ignores them.
     """
     nlat, nphi = rho.shape
     n = n_cells
@@ -235,7 +240,21 @@ def _sphere_fv_body(rho, u_phi, u_theta, merge, offset, n_cells, dtheta, face_le
                 v = ((fzr[q - 1 if q > 0 else nc - 1] - fzr[q]) + acc) / a
                 for i in range(r):
                     dst[q * r + i] = v
+        if mode > 0:
+            _stage_row(dst, u0[j], coef, alpha, uj[j], mode == 2)
     return out, rz + rm
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def _stage_row(k, u0, c, alpha, uj, with_j):
+    """``k <- (u0 + c k) + alpha (uj - u0)`` (``with_j``), else ``k <- u0 + c k``, 1-D: the
+    operations of :func:`solvers.core.kernels_stages.shu_osher_stage`, in place."""
+    if with_j:
+        for i in range(k.size):
+            k[i] = (u0[i] + c * k[i]) + alpha * (uj[i] - u0[i])
+    else:
+        for i in range(k.size):
+            k[i] = u0[i] + c * k[i]
 
 
 @njit(cache=True, inline="always", error_model="numpy")
@@ -248,15 +267,10 @@ def _limit_outflow(rho_c, fz, fm, out_s, out_n, merge, offset, area_row, dt):
         nc = nphi // merge[j]
         a = area_row[j]
         rc, fzr, osr, onr, sc = rho_c[o:o + nc], fz[o:o + nc], out_s[o:o + nc], out_n[o:o + nc], scale[o:o + nc]
-        for q in range(nc):
-            wf = fzr[q - 1 if q > 0 else nc - 1]  # the flux through the west face of cell q
-            out = max(fzr[q], 0.0) + max(-wf, 0.0)
-            out += osr[q]
-            out += onr[q]
-            content = rc[q] * a
-            sent = dt * out
-            ratio = content / (sent if sent > 0.0 else 1.0)  # (branch-free: used where sent > content)
-            sc[q] = _clip01(ratio if sent > content else 1.0)
+        # the flux through the west face of cell q is fzr[q - 1] (of cell 0: the band's last)
+        sc[0] = _outflow_scale(fzr[0], fzr[nc - 1], osr[0], onr[0], rc[0] * a, dt)
+        for q in range(1, nc):
+            sc[q] = _outflow_scale(fzr[q], fzr[q - 1], osr[q], onr[q], rc[q] * a, dt)
     for j in prange(nlat):
         o = offset[j]
         nc = nphi // merge[j]
@@ -264,8 +278,8 @@ def _limit_outflow(rho_c, fz, fm, out_s, out_n, merge, offset, area_row, dt):
         f = fzr[nc - 1]  # the right neighbour of the band's last cell is its first
         fzr[nc - 1] = f * sc[nc - 1] if f > 0.0 else f * sc[0]
         for q in range(nc - 1):
-            f = fzr[q]
-            fzr[q] = f * sc[q] if f > 0.0 else f * sc[q + 1]
+            f, own, nxt = fzr[q], sc[q], sc[q + 1]  # (both loaded: a select, vectorised)
+            fzr[q] = f * (own if f > 0.0 else nxt)
     for j in prange(1, nlat):
         rn, on = merge[j - 1], offset[j - 1]
         r, o = merge[j], offset[j]
@@ -273,12 +287,24 @@ def _limit_outflow(rho_c, fz, fm, out_s, out_n, merge, offset, area_row, dt):
         if rn == 1 and r == 1:
             scn, scs = scale[on:on + nphi], scale[o:o + nphi]
             for k in range(nphi):
-                f = fmr[k]
-                fmr[k] = f * scn[k] if f > 0.0 else f * scs[k]
+                f, north, south = fmr[k], scn[k], scs[k]
+                fmr[k] = f * (north if f > 0.0 else south)
         else:
             for k in range(nphi):
                 f = fmr[k]
                 fmr[k] = f * scale[on + k // rn] if f > 0.0 else f * scale[o + k // r]
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def _outflow_scale(east, west, south, north, content, dt):
+    """The factor in [0, 1] that scales a cell's outflow (east/west face fluxes, south/north
+    outflows) to its ``content`` over ``dt``."""
+    out = max(east, 0.0) + max(-west, 0.0)
+    out += south
+    out += north
+    sent = dt * out
+    ratio = content / (sent if sent > 0.0 else 1.0)  # (branch-free: used where sent > content)
+    return _clip01(ratio if sent > content else 1.0)
 
 
 LIMITER_NAMES = ("minmod", "mc", "vanleer", "none")  # the codes of limited_slope
@@ -290,9 +316,9 @@ def _entry(code: int, threads: bool):
     each has its own name, hence its own cache entry, and is compiled (or loaded) when first
     used."""
     def kernel(rho, u_phi, u_theta, merge, offset, n_cells, dtheta, face_len, area_row, zwidth_row,
-               dt, limit, mass_floor, n_threads):
+               dt, limit, mass_floor, n_threads, u0, c, alpha, uj, mode):
         return _sphere_fv_body(rho, u_phi, u_theta, merge, offset, n_cells, dtheta, face_len, area_row,
-                               zwidth_row, code, dt, limit, mass_floor, n_threads)
+                               zwidth_row, code, dt, limit, mass_floor, n_threads, u0, c, alpha, uj, mode)
 
     kernel.__name__ = kernel.__qualname__ = f"sphere_fv_{LIMITER_NAMES[code]}{'_threads' if threads else ''}"
     return njit(cache=True, parallel=threads, error_model="numpy")(kernel)
@@ -307,4 +333,16 @@ def sphere_fv_rhs(rho, u_phi, u_theta, merge, offset, n_cells, dtheta, face_len,
     """The S^2 fv kernel (see :func:`_sphere_fv_body`) for limiter ``code``, on ``threads``
     threads (1: the serial kernel; bitwise the same result)."""
     return SPHERE_FV_KERNELS[code, threads > 1](rho, u_phi, u_theta, merge, offset, n_cells, dtheta,
-                                                face_len, area_row, zwidth_row, dt, limit, mass_floor, threads)
+                                                face_len, area_row, zwidth_row, dt, limit, mass_floor, threads,
+                                                rho, 0.0, 0.0, rho, 0)
+
+
+def sphere_fv_stage(rho, u_phi, u_theta, merge, offset, n_cells, dtheta, face_len, area_row, zwidth_row,
+                    code, dt, mass_floor, threads, u0, c, alpha, uj, with_j):
+    """The limited S^2 fv right-hand side ``k`` of ``rho`` combined into the Shu-Osher stage
+    ``(u0 + c k) + alpha (uj - u0)`` (``with_j``) or ``u0 + c k`` in the same call, bitwise
+    :func:`sphere_fv_rhs` followed by :func:`solvers.core.kernels_stages.shu_osher_stage`;
+    returns ``(stage (nlat, nphi), max_rate)``."""
+    return SPHERE_FV_KERNELS[code, threads > 1](rho, u_phi, u_theta, merge, offset, n_cells, dtheta,
+                                                face_len, area_row, zwidth_row, dt, True, mass_floor, threads,
+                                                u0, c, alpha, uj, 2 if with_j else 1)

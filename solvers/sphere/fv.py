@@ -103,6 +103,7 @@ class SphereFV:
             if not (np.array_equal(m.area, m.area[offset][m.band]) and np.array_equal(fl, fl[:, :1] + 0 * fl)
                     and np.array_equal(m.zonal_width, m.zonal_width[offset][m.band])):
                 raise RuntimeError("reduced grid: cell geometry not constant along a band")
+            self.fused_stage = self._fused_stage  # read by the Shu-Osher integrator (numba only)
 
     def cells(self, rho: np.ndarray) -> np.ndarray:
         """Value of every finite volume (its fine cells all hold it), shape (n_cells,)."""
@@ -165,6 +166,23 @@ class SphereFV:
         f_lm = p.kernel_coefficients(rho, backend=self.backend)
         u_theta, u_phi = p.face_velocities(f_lm, backend=self.backend)
         return self.transport(rho, u_theta, u_phi, dt)
+
+    def _fused_stage(self, rho: np.ndarray, dt: float, u0: np.ndarray, c: float, alpha: float,
+                     uj: np.ndarray) -> tuple[np.ndarray, float]:
+        """``((u0 + c k) + alpha (uj - u0), max_rate)`` with ``k = self(rho, dt)[0]`` (``alpha = 0``:
+        ``u0 + c k``), the combination done by the fv kernel as it writes ``k``: bitwise
+        :func:`solvers.timestepping.integrators._shu_osher_step`'s stage, one pass less.
+
+        All arrays (nlat, nphi); numba backend only.
+        """
+        from solvers.core.kernels_sphere_numba import sphere_fv_stage
+
+        p, c64 = self.problem, np.ascontiguousarray
+        rho = c64(rho, dtype=float)
+        u_theta, u_phi = p.face_velocities(p.kernel_coefficients(rho, backend="numba"), backend="numba")
+        return sphere_fv_stage(rho, c64(u_phi, dtype=float), c64(u_theta, dtype=float), *self._kernel_maps,
+                               self._code, float(dt), self.mass_floor, compute_threads(rho.size),
+                               c64(u0, dtype=float), float(c), float(alpha), c64(uj, dtype=float), alpha != 0.0)
 
     def transport(self, rho: np.ndarray, u_theta: np.ndarray, u_phi: np.ndarray,
                   dt: float | None = None) -> tuple[np.ndarray, float]:

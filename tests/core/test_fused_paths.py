@@ -117,6 +117,24 @@ def test_fused_shu_osher_stages_are_bitwise_the_numpy_form(name):
                           rk_step(INTEGRATORS[name], decay, v, 0.1, backend="numpy")[0])
 
 
+@pytest.mark.parametrize("merge_ratio", [0.0, 2.0])
+@pytest.mark.parametrize("limiter", ["mc", "minmod"])
+def test_sphere_fused_stage_is_bitwise_rhs_then_combination(merge_ratio, limiter):
+    """SphereFV.fused_stage (the combination inside the fv kernel) against the right-hand side
+    followed by the numpy form of the stage, with and without the ``alpha (uj - u0)`` term."""
+    prob = problem(31, merge_ratio=merge_ratio)
+    fv = SphereFV(prob, limiter, backend="numba")
+    rho = smooth_density(prob.grid)
+    u0, uj = prob.grid.to_fine(prob.grid.to_cells(rho * 1.1)), prob.grid.to_fine(prob.grid.to_cells(rho * 0.9))
+    for dt, c, alpha in ((0.02, 0.25, 0.0), (0.05, 2 / 3, 1 / 3)):
+        k, rate_ref = fv(rho, dt)
+        ref = u0 + c * k
+        if alpha:
+            ref = ref + alpha * (uj - u0)
+        got, rate = fv.fused_stage(rho, dt, u0, c, alpha, uj)
+        assert np.array_equal(got, ref) and rate == rate_ref
+
+
 def test_fast_path_conserves_mass_to_roundoff():
     prob = problem(63, beta=4.0)
     rhs = SphereFV(prob)
