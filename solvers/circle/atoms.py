@@ -140,7 +140,7 @@ def _detect_compiled(graph: CellGraph, face_velocity: np.ndarray, cell_mass: np.
 
     nbr, length = graph.neighbours
     ok, labels, mass, core, x, y, diffuse = detect_ring(
-        face_velocity, cell_mass, graph.points[:, 0], graph.points[:, 1], nbr, length,
+        face_velocity, cell_mass, graph.points[:, 0], graph.points[:, 1], graph.edges, nbr, length,
         float(params.contrast), float(params.min_mass), float(params.saddle_ratio),
         radii.core, radii.cap, CAP_SLACK, CONCENTRATED)
     if not ok:

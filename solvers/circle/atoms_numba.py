@@ -16,62 +16,7 @@ import math
 import numpy as np
 from numba import njit
 
-from solvers.core.atoms_numba import _find, _groups, _inside, _roots
-
-
-@njit(cache=True)
-def _peaks(density: np.ndarray, labels: np.ndarray, nbr: np.ndarray, length: np.ndarray) -> np.ndarray:
-    """``follow(steepest_ascent(density, graph, labels))`` on the ring, -1 where labels < 0."""
-    n = density.size
-    pointer = np.arange(n)
-    for i in range(n):
-        best, best_slope = -1, -np.inf
-        for k in range(nbr.shape[1]):
-            j = nbr[i, k]
-            slope = (density[j] - density[i]) / max(length[i, k], 1e-300)
-            ok = slope > 0.0 or (density[j] == density[i] and j < i)
-            if ok and labels[j] == labels[i] and slope >= best_slope:  # ties: the last
-                best, best_slope = j, slope
-        if best >= 0:
-            pointer[i] = best
-    peak = _roots(pointer)
-    for i in range(n):
-        if labels[i] < 0:
-            peak[i] = -1
-    return peak
-
-
-@njit(cache=True)
-def _split(labels: np.ndarray, density: np.ndarray, nbr: np.ndarray, length: np.ndarray,
-           ratio: float) -> np.ndarray:
-    """``split_at_saddles`` on the ring (edges ``(i, i + 1)``)."""
-    n = density.size
-    peak = _peaks(density, labels, nbr, length)
-    m = 0
-    sad = np.empty(n)
-    ea = np.empty(n, dtype=np.int64)
-    eb = np.empty(n, dtype=np.int64)
-    for i in range(n):
-        j = (i + 1) % n
-        if labels[i] == labels[j] and labels[i] >= 0 and peak[i] != peak[j]:
-            s = min(density[i], density[j])
-            a, b = peak[i], peak[j]
-            if s >= ratio * min(density[a], density[b]):
-                sad[m], ea[m], eb[m] = s, a, b
-                m += 1
-    parent = np.arange(n)
-    order = np.argsort(-sad[:m], kind="mergesort")
-    for k in order:
-        ra, rb = _find(parent, ea[k]), _find(parent, eb[k])
-        if ra != rb and sad[k] >= ratio * min(density[ra], density[rb]):
-            if density[ra] >= density[rb]:
-                parent[rb] = ra
-            else:
-                parent[ra] = rb
-    out = np.empty(n, dtype=np.int64)
-    for i in range(n):
-        out[i] = _find(parent, peak[i]) if peak[i] >= 0 else -1
-    return out
+from solvers.core.atoms_numba import _groups, _inside, _roots, split_edges
 
 
 @njit(cache=True)
@@ -122,7 +67,7 @@ def _cell_scale_atom(cells, top, density, cell_mass, h, contrast, mass, concentr
 
 @njit(cache=True)
 def detect_ring(face_velocity: np.ndarray, cell_mass: np.ndarray, px: np.ndarray, py: np.ndarray,
-                nbr: np.ndarray, length: np.ndarray, contrast: float, min_mass: float,
+                edges: np.ndarray, nbr: np.ndarray, length: np.ndarray, contrast: float, min_mass: float,
                 ratio: float, core: float, cap: float, slack: float, concentrated: float):
     """Basin atoms of a density on the ring of N cells.
 
@@ -150,7 +95,7 @@ def detect_ring(face_velocity: np.ndarray, cell_mass: np.ndarray, px: np.ndarray
     if n and basin[0] == -2:
         return False, owner, empty, empty, empty, empty, 0.0
     density = cell_mass / h
-    labels = _split(basin, density, nbr, length, ratio)
+    labels = split_edges(basin, density, edges, nbr, length, ratio)
     total = 0.0
     for i in range(n):
         total += cell_mass[i]
