@@ -16,7 +16,7 @@ import math
 import numpy as np
 from numba import njit
 
-from solvers.core.atoms_numba import _groups, _inside, _roots, split_edges
+from solvers.core.atoms_numba import _groups, _inside, _roots, split_edges, within_cap
 
 
 @njit(cache=True)
@@ -102,6 +102,8 @@ def detect_ring(face_velocity: np.ndarray, cell_mass: np.ndarray, px: np.ndarray
     floor = contrast * abs(total) / (2.0 * np.pi)
     order, bounds = _groups(labels)
     cos_cap = math.cos(min(cap * slack, np.pi))
+    points = np.empty((n, 2))
+    points[:, 0], points[:, 1] = px, py
     mass_l, core_l, x_l, y_l = [0.0], [0.0], [0.0], [0.0]
     count = 0
     keep = np.empty(n, dtype=np.int64)
@@ -111,15 +113,7 @@ def detect_ring(face_velocity: np.ndarray, cell_mass: np.ndarray, px: np.ndarray
         for c in group:
             if density[c] > density[top]:
                 top = c
-        k, m = 0, 0.0
-        for c in group:
-            dot = px[c] * px[top] + py[c] * py[top]
-            if dot < cos_cap - 1e-9:  # surely beyond the cap (acos only near it)
-                continue
-            if dot > cos_cap + 1e-9 or math.acos(min(max(dot, -1.0), 1.0)) <= cap * slack:
-                keep[k] = c
-                k += 1
-                m += cell_mass[c]
+        k, m = within_cap(group, top, points, cell_mass, cos_cap, cap * slack, keep)
         if m < min_mass:
             continue
         if density[top] <= floor and not _cell_scale_atom(keep[:k], top, density, cell_mass, h,

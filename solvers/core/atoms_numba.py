@@ -211,6 +211,23 @@ def cell_scale(cells: np.ndarray, top: int, density: np.ndarray, cell_mass: np.n
 
 
 @njit(cache=True)
+def within_cap(group: np.ndarray, top: int, points: np.ndarray, cell_mass: np.ndarray,
+               cos_cap: float, cap: float, keep: np.ndarray) -> tuple[int, float]:
+    """The cells of ``group`` within ``cap`` of cell ``top`` into ``keep[:k]``, and their mass:
+    ``(k, mass)`` (``cos_cap = cos(cap)``)."""
+    k, m = 0, 0.0
+    for c in group:
+        dot = _dot(points, c, points[top])
+        if dot < cos_cap - 1e-9:  # surely beyond the cap (arccos only near it)
+            continue
+        if dot > cos_cap + 1e-9 or math.acos(min(max(dot, -1.0), 1.0)) <= cap:
+            keep[k] = c
+            k += 1
+            m += cell_mass[c]
+    return k, m
+
+
+@njit(cache=True)
 def detect_graph(pointer: np.ndarray, density: np.ndarray, cell_mass: np.ndarray,
                  points: np.ndarray, width: np.ndarray, edges: np.ndarray, nbr: np.ndarray,
                  length: np.ndarray, measure: float, contrast: float, min_mass: float,
@@ -251,15 +268,7 @@ def detect_graph(pointer: np.ndarray, density: np.ndarray, cell_mass: np.ndarray
                 m += cell_mass[c]
             if m < min_mass:
                 continue
-        k, m = 0, 0.0
-        for c in group:
-            dot = _dot(points, c, points[top])
-            if dot < cos_cap - 1e-9:  # surely beyond the cap (arccos only near it)
-                continue
-            if dot > cos_cap + 1e-9 or math.acos(min(max(dot, -1.0), 1.0)) <= cap * slack:
-                keep[k] = c
-                k += 1
-                m += cell_mass[c]
+        k, m = within_cap(group, top, points, cell_mass, cos_cap, cap * slack, keep)
         if m < min_mass:
             continue
         if faint and not cell_scale(keep[:k], top, density, cell_mass, nbr, width, d, contrast,
