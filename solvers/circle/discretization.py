@@ -7,7 +7,7 @@ from typing import Callable
 
 import numpy as np
 
-from solvers.circle.atoms import detect_atoms
+from solvers.circle.atoms import Atoms, detect_atoms
 from solvers.circle.fv import fv
 from solvers.circle.problem import CircleProblem
 from solvers.circle.spectral import (
@@ -102,17 +102,20 @@ def compute_diagnostics(problem: CircleProblem, rhs: Rhs, rho: np.ndarray,
     speed = np.abs(unsigned)
     support = rho > SUPPORT_FLOOR * abs(mass) / (2.0 * np.pi)
     found = detect_atoms(b.theta, cell_mass, problem.model.beta, atoms, face_velocity=face)
-    return Diagnostics(
-        mass=mass, min_rho=float(rho.min()), max_rho=float(rho.max()),
+    return _with_atoms(
+        found, mass=mass, min_rho=float(rho.min()), max_rho=float(rho.max()),
         energy=problem.energy(rho, rho_hat),
         dissipation=float(np.sum(rho * grad_u * unsigned * b.cell_weight)),
         transport_rate=float(np.sum(np.abs(drho)) * b.h),
         max_support_velocity=float(speed[support].max()) if support.any() else 0.0,
-        tail_energy=tail_energy(rho_hat, k_max),
-        n_atoms=found.count, atom_mass=found.mass, atom_position=found.position,
-        atom_core_mass=found.core_mass, diffuse_mass=found.diffuse_mass,
-        atom_labels=found.labels,
-    )
+        tail_energy=tail_energy(rho_hat, k_max))
+
+
+def _with_atoms(found: Atoms, **scalars: float) -> Diagnostics:
+    """:class:`Diagnostics` from the scalar diagnostics and the detected atoms."""
+    return Diagnostics(**scalars, n_atoms=found.count, atom_mass=found.mass,
+                       atom_position=found.position, atom_core_mass=found.core_mass,
+                       diffuse_mass=found.diffuse_mass, atom_labels=found.labels)
 
 
 def _compiled_diagnostics(problem: CircleProblem, rhs: Rhs, rho: np.ndarray,
@@ -131,13 +134,10 @@ def _compiled_diagnostics(problem: CircleProblem, rhs: Rhs, rho: np.ndarray,
         rho, b.cell_weight, grad_u, stack[2], c("v_center"), drho, rho_hat, k_max,
         SUPPORT_FLOOR / (2.0 * np.pi))
     found = detect_atoms(b.theta, rho * b.cell_weight, beta, atoms, face_velocity=face)
-    return Diagnostics(
-        mass=mass, min_rho=low, max_rho=high, energy=e_att / (2.0 * beta) + 0.5 * e_v,
+    return _with_atoms(
+        found, mass=mass, min_rho=low, max_rho=high, energy=e_att / (2.0 * beta) + 0.5 * e_v,
         dissipation=diss, transport_rate=moved * b.h, max_support_velocity=speed,
-        tail_energy=tail, n_atoms=found.count, atom_mass=found.mass,
-        atom_position=found.position, atom_core_mass=found.core_mass,
-        diffuse_mass=found.diffuse_mass, atom_labels=found.labels,
-    )
+        tail_energy=tail)
 
 
 def _diagnostic_multipliers(problem: CircleProblem) -> np.ndarray:

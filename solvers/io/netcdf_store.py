@@ -98,6 +98,7 @@ class NetCDFStore:
         self.n = valid_records(nc)
         self.records = _records_per_chunk(nc)
         self.spectral = f"{spectrum_prefix(grid)}_real" in nc.variables
+        self._per_record: tuple[tuple | None, int] = (None, 0)  # (layout key, bytes): room check
 
     @property
     def atom_width(self) -> int:
@@ -131,7 +132,7 @@ class NetCDFStore:
         variables or the sizes of the other dimensions (atoms, Dirac atoms) change."""
         nc = self.nc
         key = (len(nc.variables), tuple(len(d) for name, d in nc.dimensions.items() if name != "time"))
-        if getattr(self, "_per_record", (None, 0))[0] != key:
+        if self._per_record[0] != key:
             self._per_record = (key, sum(_bytes_per_record(var) for var in nc.variables.values()
                                          if var.dimensions[:1] == ("time",)))
         return self._per_record[1]
