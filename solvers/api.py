@@ -146,16 +146,21 @@ def resume(source: str | os.PathLike | xr.Dataset, *, t_end: float | None = None
 
         text = archive.read_config_text(source)
         t, step, dt, rho = archive.read_last_state(source)
-        atoms0 = archive.read_last_dirac(source)
+        state = _from_step_state((t, step, dt, rho), archive.read_restart(source))
+        state["atoms0"] = archive.read_last_dirac(source)
         cfg = _resumed_config(text, items, t)
-        return _simulate_to_dataset(cfg, {"rho": rho, "t0": t, "step0": step, "dt0": dt,
-                                          "atoms0": atoms0},
-                                    source, False, progress, append=True)
+        return _simulate_to_dataset(cfg, state, source, False, progress, append=True)
     last = source.isel(time=-1)
     cfg = _resumed_config(str(source.attrs["config_text"]), items, float(last["time"]))
-    state = {"rho": np.asarray(last["rho"].values, dtype=float), "t0": float(last["time"]),
-             "step0": int(last["step"]), "dt0": float(last["dt"])}
-    new = _simulate_to_dataset(cfg, state, None, False, progress, append=False)
+    record = (float(last["time"]), int(last["step"]), float(last["dt"]),
+              np.asarray(last["rho"].values, dtype=float))
+    from solvers.io.layout import RESTART, restart_state
+
+    restart = None
+    if RESTART in source:
+        restart = restart_state(source[RESTART].attrs, source[RESTART].values, record[0])
+    new = _simulate_to_dataset(cfg, _from_step_state(record, restart), None, False, progress,
+                               append=False)
     import xarray as xr
 
     parts = _label_ragged_dims([source, new])
@@ -164,6 +169,14 @@ def resume(source: str | os.PathLike | xr.Dataset, *, t_end: float | None = None
     merged = merged.drop_vars([d for d in merged.dims if d in merged.coords and d not in source.coords])
     merged.attrs.update({k: new.attrs[k] for k in ("stop_reason", "n_steps", "wall_time_s")})
     return merged
+
+
+def _from_step_state(record: tuple[float, int, float, np.ndarray],
+                     restart: tuple[float, int, float, np.ndarray] | None) -> dict[str, Any]:
+    """The state a resume starts from: the last record ``(t, step, dt, rho)``, or the step
+    state behind it when the record is interpolated; snapshots continue after the record."""
+    t, step, dt, rho = record if restart is None else restart
+    return {"rho": rho, "t0": t, "step0": step, "dt0": dt, "after": record[0]}
 
 
 def _label_ragged_dims(parts: list[xr.Dataset]) -> list[xr.Dataset]:
@@ -196,7 +209,7 @@ def _simulate_to_dataset(cfg: RunConfig, state: dict[str, Any], path: str | os.P
         with ArchiveWriter(target, cfg, theta, weight, phi=phi, **mode) as writer:
             result = simulate(cfg, state["rho"], t0=state["t0"], step0=state["step0"],
                               dt0=state["dt0"], trackers=[writer.write_snapshot],
-                              atoms0=state.get("atoms0"),
+                              atoms0=state.get("atoms0"), after=state.get("after"),
                               progress=_progress(cfg, state["t0"]) if progress else None)
         ds = open_run(target)
     ds.attrs.update(stop_reason=result.reason, n_steps=result.n_steps,

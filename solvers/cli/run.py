@@ -73,6 +73,7 @@ def _resume_state(args: argparse.Namespace) -> tuple[RunConfig, dict[str, Any]]:
     try:
         text = archive.read_config_text(path)
         t, step, dt, rho = archive.read_last_state(path)
+        restart = archive.read_restart(path)  # the step state behind an interpolated record
         atoms0 = archive.read_last_dirac(path)  # Dirac atoms of a measure-valued run, else None
     except ValueError as err:  # not a run archive, or an empty one
         raise CliError(str(err)) from None
@@ -92,8 +93,11 @@ def _resume_state(args: argparse.Namespace) -> tuple[RunConfig, dict[str, Any]]:
     if np.shape(rho) != shape:
         raise CliError(f"{path}: state has shape {np.shape(rho)}, the config's grid "
                        f"{shape} ({config.domain.manifold}, resolution {config.domain.resolution})")
+    after = float(t)
+    if restart is not None:
+        t, step, dt, rho = restart
     return config, {"rho": np.asarray(rho, dtype=float), "t0": float(t), "step0": int(step),
-                    "dt0": float(dt), "atoms0": atoms0}
+                    "dt0": float(dt), "atoms0": atoms0, "after": after}
 
 
 def _fresh_state(args: argparse.Namespace) -> tuple[RunConfig, dict[str, Any]]:
@@ -149,7 +153,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         try:
             with writer:
                 result = simulate(config, state["rho"], t0=state["t0"], step0=state["step0"],
-                                  dt0=state["dt0"], trackers=[writer.write_snapshot, lowest, bar.track],
+                                  dt0=state["dt0"], after=state.get("after"),
+                                  trackers=[writer.write_snapshot, lowest, bar.track],
                                   progress=bar, stop=stop, atoms0=state.get("atoms0"))
         except KeyboardInterrupt:  # raised before the handler was in place, or by a tracker
             bar.close()

@@ -110,6 +110,10 @@ class Snapshot:
     diagnostics : Diagnostics
     stationarity : Stationarity or None
         The stop criteria at this snapshot (None: not evaluated).
+    restart : Restart or None
+        The step state a resume continues from, when ``rho`` is not one: a snapshot
+        interpolated between two steps (``output.snapshot_mode = "interpolate"``) carries the
+        state at the start of the step that crossed ``t``. None: ``rho`` is a step state.
     """
 
     t: float
@@ -118,3 +122,26 @@ class Snapshot:
     rho: np.ndarray
     diagnostics: Diagnostics
     stationarity: Stationarity | None = None
+    restart: Restart | None = None
+
+
+@dataclass(frozen=True)
+class Restart:
+    """A step state of the time loop: a resume from it takes the same steps as the run did.
+
+    Attributes
+    ----------
+    t : float
+        Time of the state (at or before the snapshot that carries it).
+    step : int
+        Accepted steps up to it.
+    dt : float
+        The step the controller proposed from it.
+    rho : ndarray, grid shape
+        The state (the scheme's grid array).
+    """
+
+    t: float
+    step: int
+    dt: float
+    rho: np.ndarray

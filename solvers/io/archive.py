@@ -87,8 +87,8 @@ from solvers.io.layout import (  # noqa: F401  (public names re-exported)
     REQUIRED_VARIABLES,
     SPHERE_ATOM_VARIABLES,
     STATIONARITY_VARIABLES,
-    _Grid,
     _global_attributes,
+    _Grid,
     _make_grid,
     _utc_now,
     attr_value,
@@ -102,8 +102,10 @@ from solvers.io.layout import (  # noqa: F401  (public names re-exported)
 from solvers.io.lock import (  # noqa: F401
     ArchiveBusyError,
     ArchiveLock,
-    sync_folder as _sync_folder,
     temporary_sibling,
+)
+from solvers.io.lock import (
+    sync_folder as _sync_folder,
 )
 from solvers.io.netcdf_store import NetCDFStore, define, define_atom_tracks  # noqa: F401
 from solvers.io.netcdf_store import valid_records as _valid_records  # noqa: F401
@@ -116,6 +118,7 @@ from solvers.io.reading import (  # noqa: F401  (public names re-exported)
     read_config_text,
     read_last_dirac,
     read_last_state,
+    read_restart,
     read_snapshot,
 )
 from solvers.io.records import RecordBuffer
@@ -183,6 +186,7 @@ class ArchiveWriter:
         self._every, self._written = float(config.output.sync_interval), 0
         self._wait, self._synced = min(FIRST_SYNC, self._every), -np.inf
         self._failed = False
+        self._restart = None  # the step state behind the last buffered record (interpolated)
 
     def _load_tracks(self, config: RunConfig) -> AtomTracks:
         """Atom identities: new, or continued from the last record of an appended archive."""
@@ -294,7 +298,7 @@ class ArchiveWriter:
                 return False
             raise ValueError(f"snapshot time {t} precedes the last archived time {self._last_t}")
         self._buffer.add(snapshot, rho)
-        self._last_t = t
+        self._last_t, self._restart = t, snapshot.restart
         now, self._written = wallclock.monotonic(), self._written + 1
         if (self._written <= FIRST_RECORDS or self.n_records % self._store.records == 0
                 or now - self._synced >= self._wait):
@@ -314,7 +318,7 @@ class ArchiveWriter:
         if why is None:
             try:
                 block, width = self._buffer.block(store.atom_width)
-                store.write_block(block, width, self._buffer.track_arrays())
+                store.write_block(block, width, self._buffer.track_arrays(), self._restart)
             except (OSError, RuntimeError) as err:  # netCDF4 reports I/O errors as RuntimeError
                 why = str(err)
         if why is not None:

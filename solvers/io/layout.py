@@ -89,6 +89,7 @@ ATOM_TRACK_VARIABLES: dict[str, tuple[str, str, str]] = {
     "atom_merged_into": ("i4", "1", "identity the atom merged into at its end (-1: none)"),
 }
 ATOM_CELL = "atom_cell"  # (grid): identities of the cells at the last record, for resumes
+RESTART = "restart_rho"  # (grid): the step state behind an interpolated last record, for resumes
 # stop criteria at each snapshot, (time): 1 held, 0 not, -1 not evaluated
 STATIONARITY_VARIABLES = ("window", "transport", "atoms", "masses")
 ATOM_METHODS_TEXT = {
@@ -363,7 +364,29 @@ def record_specs(grid: _Grid, spectral: bool, dirac: bool = False) -> list[VarSp
                      "identity of the atom each cell belonged to at the last complete record "
                      "(-1: diffuse)", attrs=rho_attrs,
                      data=np.full(grid.shape, -1, dtype=np.int32)))
+    out.append(_spec(RESTART, "f8", ("theta", "phi") if s2 else ("theta",), units,
+                     "step state a resume continues from when the last record is interpolated "
+                     "(valid when its after_time equals the last record's time)", attrs=rho_attrs,
+                     data=np.full(grid.shape, np.nan)))
     return out + track_specs()
+
+
+def restart_attributes(restart: Any, after: float) -> dict[str, Any]:
+    """Attributes of :data:`RESTART` for the step state ``restart``
+    (:class:`~solvers.core.snapshot.Restart`) behind the record at time ``after``."""
+    return {"restart_time": float(restart.t), "restart_step": int(restart.step),
+            "restart_dt": float(restart.dt), "after_time": float(after)}
+
+
+def restart_state(attrs: dict[str, Any], rho: Any, last_time: float
+                  ) -> tuple[float, int, float, np.ndarray] | None:
+    """``(t, step, dt, rho)`` of the archived step state when it belongs to the last record
+    (its ``after_time`` is ``last_time``), else None (the last record is a step state)."""
+    after = attrs.get("after_time")
+    if after is None or not float(after) == float(last_time):
+        return None
+    return (float(attrs["restart_time"]), int(attrs["restart_step"]), float(attrs["restart_dt"]),
+            np.asarray(rho, dtype=float))
 
 
 def track_specs() -> list[VarSpec]:

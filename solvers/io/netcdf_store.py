@@ -16,16 +16,19 @@ from typing import Any
 import netCDF4
 import numpy as np
 
+from solvers.core.snapshot import Restart
 from solvers.io.layout import (
     ATOM_CELL,
     COMPRESSION,
     RECORDS_COMPLETE,
+    RESTART,
     VarSpec,
     _Grid,
     axis_specs,
     chunk_shape,
     dimension_sizes,
     record_specs,
+    restart_attributes,
     spectrum_prefix,
     track_specs,
 )
@@ -156,9 +159,10 @@ class NetCDFStore:
         return None
 
     def write_block(self, block: dict[str, np.ndarray], width: int,
-                    tracks: dict[str, np.ndarray]) -> None:
+                    tracks: dict[str, np.ndarray], restart: Restart | None = None) -> None:
         """Write records ``n ..`` from ``block`` (``time`` last), the per-identity records,
-        and sync; then count them complete and sync again."""
+        the step state behind the last record when it is interpolated (``restart``), and
+        sync; then count them complete and sync again."""
         nc, i = self.nc, self.n
         count = len(block["time"])
         for name, values in block.items():
@@ -176,6 +180,9 @@ class NetCDFStore:
                     nc[name][...] = values.reshape(nc[name].shape)
             else:
                 nc[name][0:k] = values
+        if restart is not None and RESTART in nc.variables:
+            nc[RESTART][...] = restart.rho.reshape(nc[RESTART].shape)
+            nc[RESTART].setncatts(restart_attributes(restart, float(block["time"][-1])))
         nc["time"][i:i + count] = block["time"]
         nc.sync()
         self.n += count

@@ -10,14 +10,19 @@ import shutil
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
 from pathlib import Path
+from typing import Any
 
 import netCDF4
 import numpy as np
 import xarray as xr
 
-from solvers.io.layout import _HDF5_SIGNATURE, REQUIRED_VARIABLES
+from solvers.io.layout import (
+    _HDF5_SIGNATURE,
+    REQUIRED_VARIABLES,
+    RESTART,
+    restart_state,
+)
 from solvers.io.netcdf_store import valid_records as _valid_records
 
 
@@ -137,6 +142,23 @@ def read_last_state(path: str | os.PathLike) -> tuple[float, int, float, np.ndar
             raise ValueError(f"archive {path} holds no snapshots")
         rho = np.asarray(nc["rho"][i, ...], dtype=float)
         return float(nc["time"][i]), int(nc["step"][i]), float(nc["dt"][i]), rho
+
+
+def read_restart(path: str | os.PathLike) -> tuple[float, int, float, np.ndarray] | None:
+    """``(t, step, dt, rho)`` of the step state behind an interpolated last record (the state
+    a resume continues from, ``output.snapshot_mode = "interpolate"``), or None when the last
+    complete record is a step state itself (resume from :func:`read_last_state`)."""
+    if is_zarr(path):
+        from solvers.io.zarr_store import restart_of
+
+        return restart_of(_existing(path))
+    with _reading(path) as nc:
+        i = _valid_records(nc) - 1
+        if i < 0 or RESTART not in nc.variables:
+            return None
+        var = nc[RESTART]
+        attrs = {k: var.getncattr(k) for k in var.ncattrs()}
+        return restart_state(attrs, np.ma.filled(var[...], np.nan), float(nc["time"][i]))
 
 
 def read_last_dirac(path: str | os.PathLike) -> Any:

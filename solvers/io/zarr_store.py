@@ -21,11 +21,13 @@ import xarray as xr
 import zarr
 from zarr.codecs import BloscCodec
 
+from solvers.core.snapshot import Restart
 from solvers.io.layout import (
-    ATOM_CELL,
     _ATOM_CHUNK,
+    ATOM_CELL,
     RECORDS_COMPLETE,
     REQUIRED_VARIABLES,
+    RESTART,
     VarSpec,
     _global_attributes,
     _Grid,
@@ -33,6 +35,8 @@ from solvers.io.layout import (
     chunk_shape,
     dimension_sizes,
     record_specs,
+    restart_attributes,
+    restart_state,
     spectrum_prefix,
     track_specs,
 )
@@ -142,7 +146,7 @@ class ZarrStore:
         return None if free >= need else f"no space left on the device ({free} bytes free)"
 
     def write_block(self, block: dict[str, np.ndarray], width: int,
-                    tracks: dict[str, np.ndarray]) -> None:
+                    tracks: dict[str, np.ndarray], restart: Restart | None = None) -> None:
         """Resize, write records ``n ..`` (``time`` last) and the per-identity records, then
         count them complete and consolidate the metadata."""
         i, count = self.n, len(block["time"])
@@ -167,6 +171,9 @@ class ZarrStore:
                     self.group[name][...] = values.reshape(self.group[name].shape)
             else:
                 self.group[name][0:k] = values
+        if restart is not None and RESTART in self.group:
+            self.group[RESTART][...] = restart.rho.reshape(self.group[RESTART].shape)
+            self.group[RESTART].attrs.update(restart_attributes(restart, float(block["time"][-1])))
         self.group["time"][i:i + count] = block["time"]
         self.n += count
         self.group.attrs[RECORDS_COMPLETE] = self.n
@@ -203,6 +210,15 @@ def last_state(path: Path) -> tuple[float, int, float, np.ndarray]:
     last = ds.isel(time=-1)
     return (float(last["time"]), int(last["step"]), float(last["dt"]),
             np.asarray(last["rho"].values, dtype=float))
+
+
+def restart_of(path: Path) -> tuple[float, int, float, np.ndarray] | None:
+    """The step state behind an interpolated last record, or None (see
+    :func:`solvers.io.reading.read_restart`)."""
+    ds = open_zarr_run(path)
+    if ds.sizes["time"] == 0 or RESTART not in ds:
+        return None
+    return restart_state(ds[RESTART].attrs, ds[RESTART].values, float(ds["time"][-1]))
 
 
 def snapshot_near(path: Path, time: float | None) -> tuple[float, Any, np.ndarray]:

@@ -41,13 +41,14 @@ from solvers.model.limits import (  # noqa: F401  (public names re-exported)
 )
 from solvers.model.params import (
     ATOM_METHODS,
-    REPRESENTATIONS,
     ATTENTIONS,
     DIRECTIONS,
     INTEGRATOR_NAMES,
     KERNELS,
     LIMITER_NAMES,
     MANIFOLDS,
+    REPRESENTATIONS,
+    SNAPSHOT_MODES,
     AtomParams,
     DomainParams,
     InitialParams,
@@ -64,11 +65,11 @@ from solvers.model.validators import (  # noqa: F401  (public names re-exported)
     bounded,
     choice,
     clip,
+    dump_toml,
     integer,
     matrix,
     number,
     number_list,
-    dump_toml,
     show,
     string,
     toml_value,
@@ -316,7 +317,8 @@ def _output(t: dict[str, Any]) -> OutputParams:
     return OutputParams(**_scalars("output", t, {
         "path": string, "snapshot_interval": _positive, "progress": boolean,
         "sync_interval": lambda k, v: number(k, v, lo=0.0, lo_open=False),
-        "spectral": boolean}))
+        "spectral": boolean,
+        "snapshot_mode": lambda k, v: choice(k, v, SNAPSHOT_MODES)}))
 
 
 def build_config(doc: dict[str, Any], text: str = "") -> RunConfig:
@@ -344,6 +346,10 @@ def _check_representation(config: RunConfig) -> None:
     if dirac and config.model.attention != "unnormalized":
         raise ConfigError("atoms.representation", "\"dirac\" needs model.attention = "
                                                   "\"unnormalized\" (closed-form atoms)")
+    if dirac and config.output.snapshot_mode == "interpolate":
+        raise ConfigError("output.snapshot_mode", "\"interpolate\" is for grid densities; a "
+                          "measure-valued run (atoms.representation = \"dirac\") lands on its "
+                          "snapshot times: use \"auto\" or \"land\"")
 
 
 def load_config(path_or_text: str | Path, overrides: Iterable[str] = ()) -> RunConfig:

@@ -137,6 +137,7 @@ class TimeParams:
 
 ATOM_METHODS = ("basin", "paper")
 REPRESENTATIONS = ("grid", "dirac")
+SNAPSHOT_MODES = ("auto", "interpolate", "land")
 
 
 @dataclass(frozen=True)
@@ -192,6 +193,13 @@ class OutputParams:
     lose none); 0: every snapshot synced as it comes.
     ``spectral``: also store the spectrum of every snapshot (S^1 ``rho_hat``, S^2 ``rho_lm``),
     which ``rho`` determines (default false: it doubled an S^1 file).
+    ``snapshot_mode``: ``"land"`` shortens the step before each snapshot time so that the
+    snapshot is a step state; ``"interpolate"`` lets the steps run free and records the linear
+    interpolant in time of the two step states around each snapshot time (exact mass,
+    ``rho >= 0``, second order; the archive keeps the step state, so a resume takes the same
+    steps, docs/schemes.md §7); ``"auto"`` (default): interpolate for the fv scheme with
+    adaptive steps on a grid density, land otherwise (fixed ``time.dt``, the spectral scheme's
+    higher-order integrators, Dirac atoms).
     """
 
     path: str = "output/run.nc"
@@ -199,6 +207,7 @@ class OutputParams:
     progress: bool = True
     sync_interval: float = 5.0
     spectral: bool = False
+    snapshot_mode: str = "auto"
 
 
 @dataclass(frozen=True)

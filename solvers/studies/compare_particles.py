@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from solvers.core.snapshot import Restart
 from solvers.model.config import ConfigError
 from solvers.model.params import RunConfig
 from solvers.studies.particles import (
@@ -70,6 +71,7 @@ class PdeRunner:
         out = dataclasses.replace(config.output, progress=False)
         self.config = dataclasses.replace(config, time=time, output=out)
         self.rho, self.t, self.steps, self.dt = initial_density(config), 0.0, 0, None
+        self.restart: Restart | None = None  # the step state behind an interpolated self.rho
         self.wall, self.n_atoms = 0.0, 0
         self.atoms: tuple[np.ndarray, np.ndarray] = (np.zeros(0), np.zeros(0))
 
@@ -81,12 +83,16 @@ class PdeRunner:
             cfg = dataclasses.replace(self.config, time=dataclasses.replace(
                 self.config.time, t_end=t1), output=dataclasses.replace(
                 self.config.output, snapshot_interval=t1 - self.t))
-            res = simulate(cfg, self.rho, t0=self.t, step0=self.steps, dt0=self.dt)
+            go = self.restart or Restart(self.t, self.steps, self.dt, self.rho)
+            fresh = self.restart is None and self.steps == 0
+            res = simulate(cfg, go.rho, t0=go.t, step0=go.step, dt0=go.dt,
+                           after=None if fresh else self.t)
             if res.reason != "t_end":
                 raise ConfigError("time.max_steps", f"the PDE stopped ({res.reason}) at t = "
                                   f"{res.final.t:.6g} before t = {t1:g}; raise time.max_steps")
             self.rho, self.t, self.steps = res.final.rho, res.final.t, res.n_steps
             self.dt, self.wall = res.final.dt, self.wall + res.wall_time
+            self.restart = res.final.restart
             diag = res.final.diagnostics
             self.n_atoms = int(diag.n_atoms)
             order = np.argsort(-np.asarray(diag.atom_mass), kind="stable")

@@ -288,8 +288,9 @@ class Ladder:
 def _configs(path: str | Path, overrides: Sequence[str], t_end: float, option: str,
              ladder: Sequence[tuple[float, list[str]]]) -> list[tuple[float, RunConfig]]:
     """Every run's config (validated before anything runs); errors name ``option``."""
-    fixed = [f"time.t_end={t_end!r}", "time.stop_when_stationary=false",
-             f"output.snapshot_interval={t_end!r}", "output.progress=false"]
+    fixed = [f"time.t_end={t_end!r}", "time.stop_when_stationary=false",  # states of the
+             f"output.snapshot_interval={t_end!r}", "output.progress=false",  # scheme at T,
+             'output.snapshot_mode="land"']  # not interpolated between steps
     out = []
     for value, extra in ladder:
         try:

@@ -2,12 +2,16 @@
 
 simulate(config, rho0, *, t0=0.0, step0=0, dt0=None, trackers=(), progress=None) -> RunResult
 
-- ``rho0``: shape (N,). For a new run (``step0 == 0``) these are cell averages on the grid
-  ``theta_i = 2 pi i / N`` (as :func:`solvers.io.state.initial_density` gives); the
-  ``spectral`` scheme converts them to band-limited point values. For a resume
-  (``step0 > 0``) ``rho0`` is the archived state of the same scheme, used as is.
+- ``rho0``: shape (N,). For a new run (``step0 == 0`` and no ``after``) these are cell
+  averages on the grid ``theta_i = 2 pi i / N`` (as :func:`solvers.io.state.initial_density`
+  gives); the ``spectral`` scheme converts them to band-limited point values. For a resume
+  (``step0 > 0`` or ``after`` given) ``rho0`` is the archived state of the same scheme, used
+  as is.
 - ``trackers``: callables ``tracker(snapshot)`` called at ``t0`` (new runs only), at every
-  multiple of ``output.snapshot_interval`` and at the final time. ``KeyboardInterrupt``
+  multiple of ``output.snapshot_interval`` and at the final time. With
+  ``output.snapshot_mode = "interpolate"`` (:func:`snapshot_mode`) the steps do not stop at
+  those times: a snapshot is :func:`interpolate` of the step states around it and carries the
+  earlier one as ``snapshot.restart``, so that a resume takes the same steps. ``KeyboardInterrupt``
   propagates after the trackers have seen every completed snapshot.
 - ``progress``: ``progress(t, step, dt, diagnostics_or_None)``, at most ~10 times a second
   of wall time and at every snapshot.
@@ -35,7 +39,7 @@ from typing import NoReturn
 import numpy as np
 
 from solvers.core.discretization import Discretization
-from solvers.core.snapshot import Snapshot
+from solvers.core.snapshot import Restart, Snapshot
 from solvers.model.config import DT_MIN_FRACTION, check_run
 from solvers.model.params import RunConfig
 from solvers.timestepping.integrators import get_integrator, rk_step
@@ -105,7 +109,8 @@ class Solver:
     """
 
     def __init__(self, config: RunConfig, rho0: np.ndarray, t0: float = 0.0, step0: int = 0,
-                 dt0: float | None = None, atoms0: object | None = None) -> None:
+                 dt0: float | None = None, atoms0: object | None = None,
+                 fresh: bool | None = None) -> None:
         tp = config.time
         self.config = config
         self.disc = make_discretization(config)
@@ -116,10 +121,11 @@ class Solver:
         if rho0.shape != self.disc.shape:
             raise ValueError(f"rho0: expected shape {self.disc.shape} for this grid (got {rho0.shape})")
         self.measure = hasattr(self.disc, "after_step")  # density plus Dirac atoms (flat state)
+        fresh = step0 == 0 if fresh is None else fresh  # a new run's initial data, not a state
         if self.measure:
-            self.rho = self.disc.prepare_state(rho0, atoms0, fresh=step0 == 0)
+            self.rho = self.disc.prepare_state(rho0, atoms0, fresh=fresh)
         else:
-            self.rho = self.disc.prepare(rho0, fresh=step0 == 0)
+            self.rho = self.disc.prepare(rho0, fresh=fresh)
         self.t, self.n_steps = float(t0), int(step0)
         mass = self.disc.total_mass(self.rho) if self.measure else float(np.sum(self.rho * self.disc.cell_weight))
         # an SSP table's stages are Euler steps of dt / C: the Euler bounds scale by C
@@ -227,39 +233,77 @@ class Solver:
             self._warned.add(key)
             warnings.warn(message, RuntimeWarning, stacklevel=3)
 
-    def snapshot(self) -> Snapshot:
-        """Diagnostics of the current state (warns once if the density goes negative)."""
-        diag = self.disc.diagnostics(self.rho, self.config.atoms)
+    def snapshot(self, at: tuple[float, np.ndarray] | None = None,
+                 restart: Restart | None = None) -> Snapshot:
+        """Diagnostics of the current state, or of ``at = (t, rho)`` (an interpolated state
+        whose step state is ``restart``); warns once if the density goes negative."""
+        t, state = (self.t, self.rho) if at is None else at
+        diag = self.disc.diagnostics(state, self.config.atoms)
         if diag.min_rho < 0:
-            self._warn_once("negative", f"density negative at t={self.t:.6g} (min rho = "
+            self._warn_once("negative", f"density negative at t={t:.6g} (min rho = "
                                         f"{diag.min_rho:.3g}); use time.scheme = \"fv\"")
         tail_limit = self.disc.spectral_tail_limit()
         if tail_limit is not None and diag.tail_energy > tail_limit:
-            self._warn_once("tail", f"under-resolved at t={self.t:.6g}: top third of the modes "
+            self._warn_once("tail", f"under-resolved at t={t:.6g}: top third of the modes "
                                     f"holds {diag.tail_energy:.2g} of the power")
-        rho = self.disc.density(self.rho) if self.measure else self.rho
-        return Snapshot(self.t, self.n_steps, self.dt, rho.copy(), diag)
+        rho = self.disc.density(state) if self.measure else state
+        return Snapshot(t, self.n_steps, self.dt, rho.copy(), diag, restart=restart)
+
+    def restart_state(self) -> Restart:
+        """The current step state, for a resume that must take the same steps."""
+        return Restart(self.t, self.n_steps, self.dt, self.rho)
+
+
+def snapshot_mode(config: RunConfig) -> str:
+    """``output.snapshot_mode`` resolved: ``"interpolate"`` or ``"land"`` (see
+    :class:`solvers.model.params.OutputParams`)."""
+    mode = config.output.snapshot_mode
+    if mode != "auto":
+        return mode
+    free = (config.time.scheme == "fv" and config.time.dt is None
+            and config.atoms.representation == "grid")
+    return "interpolate" if free else "land"
+
+
+def interpolate(before: Restart, rho: np.ndarray, t_after: float, t: float) -> np.ndarray:
+    """The state at ``t`` in ``(before.t, t_after]`` on the straight line from ``before.rho``
+    to ``rho`` (the state at ``t_after``).
+
+    ``before.rho + w (rho - before.rho)``, ``0 < w <= 1``: the mass is the two states' mass to
+    round-off, and for non-negative states every value is non-negative exactly (each rounding
+    is monotone and bounded by ``-before.rho``). It is the dense output of a second-order step
+    to second order (the fv SSP schemes, docs/schemes.md §7).
+    """
+    if t >= t_after:
+        return rho
+    w = (t - before.t) / (t_after - before.t)
+    return before.rho + w * (rho - before.rho)
 
 
 def simulate(config: RunConfig, rho0: np.ndarray, *, t0: float = 0.0, step0: int = 0,
              dt0: float | None = None, trackers: Sequence[Callable[[Snapshot], None]] = (),
              progress: Callable | None = None, stop: Callable[[], bool] | None = None,
-             atoms0: object | None = None) -> RunResult:
+             atoms0: object | None = None, after: float | None = None) -> RunResult:
     """Run one configuration to ``time.t_end``, stationarity, ``time.max_steps`` or ``stop()``.
 
     ``atoms0``: the Dirac atoms (:class:`solvers.core.measure.DiracAtoms`) of a resumed
     ``[atoms] representation = "dirac"`` run (None: a new run's ``initial`` atoms, if any).
+    ``after``: the time of a resumed run's last archived snapshot (default ``t0``); the next
+    snapshot is the first multiple of ``output.snapshot_interval`` after it. A resume from the
+    step state (:class:`~solvers.core.snapshot.Restart`) of an interpolated snapshot starts at
+    ``t0 < after``.
 
     Raises ConfigError (config outside the limits), StepUnderflowError, BlowUpError.
     """
     check_run(config)
     start = wallclock.perf_counter()
-    solver = Solver(config, rho0, t0, step0, dt0, atoms0)
+    fresh = step0 == 0 and after is None  # a new run (else a resume, maybe from step 0)
+    solver = Solver(config, rho0, t0, step0, dt0, atoms0, fresh=fresh)
     interval, t_end = config.output.snapshot_interval, config.time.t_end
     rule = StopRule(config, _link_radius(config))
+    free = snapshot_mode(config) == "interpolate"
 
-    def emit() -> Snapshot:
-        snap = solver.snapshot()
+    def emit(snap: Snapshot) -> Snapshot:
         solver.check_state(snap)
         snap = replace(snap, stationarity=rule(snap))
         for tracker in trackers:
@@ -268,27 +312,34 @@ def simulate(config: RunConfig, rho0: np.ndarray, *, t0: float = 0.0, step0: int
             progress(snap.t, snap.step, snap.dt, snap.diagnostics)
         return snap
 
-    snap = emit() if step0 == 0 else replace(solver.snapshot(), stationarity=None)
-    if step0 > 0:
+    def following(t: float) -> float:
+        return min(t_end, interval * (math.floor(t / interval + 1e-9) + 1))
+
+    snap = emit(solver.snapshot()) if fresh else replace(solver.snapshot(), stationarity=None)
+    if not fresh:
         rule(snap)  # a resumed window starts at the resumed state
     reason, last_report = "t_end", wallclock.perf_counter()
-    while solver.t < t_end:
+    target, done = following(t0 if after is None else float(after)), False
+    while not done:
         if stop is not None and stop():
             reason = "interrupted"
             break
         if solver.n_steps - step0 >= config.time.max_steps:
             reason = "max_steps"
             break
-        next_snap = min(t_end, interval * (math.floor(solver.t / interval + 1e-9) + 1))
-        solver.step(next_snap)
-        if solver.t >= next_snap:
-            snap = emit()
+        before = solver.restart_state()
+        solver.step(math.inf if free else target)
+        crossed = solver.t >= target
+        while not done and solver.t >= target:
+            at = (target, interpolate(before, solver.rho, solver.t, target)) if free else None
+            snap = emit(solver.snapshot(at, before if target < solver.t else None))
             if config.time.stop_when_stationary and snap.stationarity.held:
-                reason = "stationary"
-                break
-        elif progress is not None and wallclock.perf_counter() - last_report > 0.1:
+                reason, done = "stationary", True
+            done = done or target >= t_end
+            target = following(target)
+        if not crossed and progress is not None and wallclock.perf_counter() - last_report > 0.1:
             last_report = wallclock.perf_counter()
             progress(solver.t, solver.n_steps, solver.dt, None)
-    if snap.t != solver.t:
-        snap = emit()
+    if not done and snap.t != solver.t:
+        snap = emit(solver.snapshot())
     return RunResult(snap, reason, solver.n_steps, wallclock.perf_counter() - start)
