@@ -383,7 +383,7 @@ def restart_state(attrs: dict[str, Any], rho: Any, last_time: float
     """``(t, step, dt, rho)`` of the archived step state when it belongs to the last record
     (its ``after_time`` is ``last_time``), else None (the last record is a step state)."""
     after = attrs.get("after_time")
-    if after is None or not float(after) == float(last_time):
+    if after is None or float(after) != float(last_time):
         return None
     return (float(attrs["restart_time"]), int(attrs["restart_step"]), float(attrs["restart_dt"]),
             np.asarray(rho, dtype=float))
