@@ -151,12 +151,28 @@ class RingDetector:
                       float(params.contrast), float(params.min_mass), float(params.saddle_ratio),
                       radii.core, radii.cap)
 
+    def arguments(self) -> tuple:
+        """The arguments of ``detect_ring`` after ``face_velocity`` and ``cell_mass`` (with the
+        module constants ``CAP_SLACK`` and ``CONCENTRATED`` as they are now)."""
+        return (*self._args, CAP_SLACK, CONCENTRATED)
+
     def __call__(self, cell_mass: np.ndarray, face_velocity: np.ndarray) -> Atoms | None:
         from solvers.circle.atoms_numba import detect_ring
 
-        ok, labels, found, diffuse = detect_ring(face_velocity, cell_mass, *self._args, CAP_SLACK,
-                                                 CONCENTRATED)  # module constants: read now
-        return _sorted(found[0], found[1], found[2], found[3], diffuse, labels) if ok else None
+        return ring_atoms(detect_ring(face_velocity, cell_mass, *self.arguments()))
+
+
+def ring_atoms(found: tuple) -> Atoms | None:
+    """:class:`Atoms` from what ``detect_ring`` returns (None on a pointer cycle). Positions
+    are numpy's ``arctan2`` of the kernel's unit vectors, as the reference's; where the
+    kernel's order by angle was not sure, numpy's order decides."""
+    ok, labels, table, diffuse, sure = found
+    if not ok:
+        return None
+    if not sure:
+        return _sorted(table[0], table[1], table[2], table[3], diffuse, labels)
+    return Atoms(table[0], np.mod(np.arctan2(table[3], table[2]), 2.0 * np.pi), table[1], diffuse,
+                 labels)
 
 
 @lru_cache(maxsize=8)

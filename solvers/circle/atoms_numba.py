@@ -213,22 +213,37 @@ def detect_ring(face_velocity: np.ndarray, cell_mass: np.ndarray, points: np.nda
     """Basin atoms of a density on the ring of N cells (``points`` (N, 2), ``px``, ``py`` its
     columns; ``ordered``: the cells are in angular order, see the module docstring).
 
-    Returns ``(ok, labels (N,), atoms (4, n), diffuse)``, the rows of ``atoms`` the mass, core
-    mass, x and y of each atom in detection order; ``ok`` False when the flow pointers form a cycle (the caller falls back to
-    the reference, which raises).
+    Returns ``(ok, labels (N,), atoms (4, n), diffuse, sure)``: the rows of ``atoms`` the mass,
+    core mass, x and y of each atom, sorted by angle (:func:`_by_angle`; ``sure`` False when
+    two angles, or an angle and the cut at 0, are too close for the order to be certain), the
+    labels numbering them so; ``ok`` False when the flow pointers form a cycle (the caller falls
+    back to the reference, which raises).
     """
     n = cell_mass.size
     h = 2.0 * np.pi / n
     basin = _roots(_pointer(face_velocity))
-    owner = np.full(n, -1, dtype=np.int64)
     if n and basin[0] == -2:
-        return False, owner, np.zeros((4, 0)), 0.0
+        return False, np.full(n, -1, dtype=np.int64), np.zeros((4, 0)), 0.0, True
     density = cell_mass / h
     labels = split_edges(basin, density, edges, nbr, length, ratio)
     total = 0.0
     for i in range(n):
         total += cell_mass[i]
-    floor = contrast * abs(total) / (2.0 * np.pi)
+    owner, out = _measure(labels, density, cell_mass, points, px, py, h, ordered,
+                          contrast * abs(total) / (2.0 * np.pi), contrast, min_mass, core, cap,
+                          slack, concentrated)
+    diffuse = total - out[0].sum()  # in detection order, as the reference
+    return True, owner, out, diffuse, _by_angle(owner, out)
+
+
+@njit(cache=True)
+def _measure(labels: np.ndarray, density: np.ndarray, cell_mass: np.ndarray, points: np.ndarray,
+             px: np.ndarray, py: np.ndarray, h: float, ordered: bool, floor: float,
+             contrast: float, min_mass: float, core: float, cap: float, slack: float,
+             concentrated: float) -> tuple[np.ndarray, np.ndarray]:
+    """``measure_atoms`` on the ring: ``(owner (N,), atoms (4, n))`` in detection order."""
+    n = cell_mass.size
+    owner = np.full(n, -1, dtype=np.int64)
     order, bounds = _groups(labels)
     cos_cap = math.cos(min(cap * slack, np.pi))
     out = np.empty((4, bounds.size))  # mass, core mass, x, y of each atom
@@ -255,5 +270,30 @@ def detect_ring(face_velocity: np.ndarray, cell_mass: np.ndarray, points: np.nda
                                                             px, py, h, top, core)
         out[0, count] = m
         count += 1
-    out = out[:, :count].copy()
-    return True, owner, out, total - out[0].sum()
+    return owner, out[:, :count].copy()
+
+
+SURE = 1e-9  # angles this far apart keep their order whatever the arctan's last bits
+
+
+@njit(cache=True)
+def _by_angle(owner: np.ndarray, out: np.ndarray) -> bool:
+    """Sort the atoms (columns of ``out``: mass, core mass, x, y) by ``atan2(y, x) mod 2 pi``
+    in place and renumber ``owner``; True when the order is sure: consecutive angles more than
+    :data:`SURE` apart, and from the cut at 0 (numpy's arctan may differ in the last bits)."""
+    k = out.shape[1]
+    angle = np.empty(k)
+    for j in range(k):
+        angle[j] = math.atan2(out[3, j], out[2, j]) % (2.0 * np.pi)
+    order = np.argsort(angle, kind="mergesort")
+    sure = k < 2 or (angle[order[0]] > SURE and angle[order[k - 1]] < 2.0 * np.pi - SURE)
+    for j in range(1, k):
+        sure = sure and angle[order[j]] - angle[order[j - 1]] > SURE
+    new = np.empty(k, dtype=np.int64)
+    for j in range(k):
+        new[order[j]] = j
+    for i in range(owner.size):
+        if owner[i] >= 0:
+            owner[i] = new[owner[i]]
+    out[:, :] = out[:, order]
+    return sure

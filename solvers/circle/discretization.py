@@ -7,7 +7,7 @@ from typing import Callable
 
 import numpy as np
 
-from solvers.circle.atoms import Atoms, RingDetector, detect_atoms, ring_detector
+from solvers.circle.atoms import Atoms, RingDetector, detect_atoms, ring_atoms, ring_detector
 from solvers.circle.fv import fv
 from solvers.circle.problem import CircleProblem
 from solvers.circle.spectral import (
@@ -121,20 +121,22 @@ def _with_atoms(found: Atoms, **scalars: float) -> Diagnostics:
 def _compiled_diagnostics(problem: CircleProblem, rhs: Rhs, rho: np.ndarray,
                           atoms: AtomParams, k_max: int) -> Diagnostics:
     """:func:`compute_diagnostics` for unnormalised attention: one forward and one batched
-    inverse transform, the fields and the reductions in two compiled calls
-    (:mod:`solvers.circle.diagnostics_numba`), the atoms in one (:class:`RingDetector`)."""
-    fields, reductions, stack_m, beta, sign, w_face, w_center, v_center, floor = _compiled_setup(problem)
+    inverse transform, then two compiled calls (:mod:`solvers.circle.diagnostics_numba`): the
+    fields, and the reductions with the atoms (:func:`solvers.circle.atoms_numba.detect_ring`)."""
+    fields, reductions_and_atoms, stack_m, beta, sign, w_face, w_center, v_center, floor = \
+        _compiled_setup(problem)
     b = problem.basis
     rho_hat = b.forward(rho)
     stack = b.backward(rho_hat * stack_m)
     face, grad_u = fields(stack, beta, sign, w_face, w_center)
     drho = rhs.with_velocity(rho, face)[0]
-    mass, low, high, e_att, e_v, diss, moved, speed, tail = reductions(
-        rho, b.cell_weight, grad_u, stack[2], v_center, drho, rho_hat, k_max, floor)
-    cell_mass = rho * b.cell_weight
-    found = _ring_detector(problem, atoms)(cell_mass, face)
+    (mass, low, high, e_att, e_v, diss, moved, speed, tail), ring = reductions_and_atoms(
+        rho, b.cell_weight, grad_u, stack[2], v_center, drho, rho_hat, k_max, floor, face,
+        _ring_detector(problem, atoms).arguments())
+    found = ring_atoms(ring)
     if found is None:  # the flow pointers form a cycle: the reference raises
-        found = detect_atoms(b.theta, cell_mass, beta, atoms, face_velocity=face, backend="numpy")
+        found = detect_atoms(b.theta, rho * b.cell_weight, beta, atoms, face_velocity=face,
+                             backend="numpy")
     return Diagnostics(mass, low, high, e_att / (2.0 * beta) + 0.5 * e_v, diss, moved * b.h, speed,
                        tail, found.count, found.mass, found.position, found.core_mass,
                        found.diffuse_mass, atom_labels=found.labels, **_EMPTY_DIRAC)
@@ -149,15 +151,15 @@ for _empty in _EMPTY_DIRAC.values():
 
 def _compiled_setup(problem: CircleProblem) -> tuple:
     """The kernels and the constant arguments of :func:`_compiled_diagnostics`, built once per
-    problem: ``(fields, reductions, multipliers (3, N//2 + 1), beta, sign, w_face, w_center,
+    problem: ``(fields, reductions_and_atoms, multipliers (3, N//2 + 1), beta, sign, w_face, w_center,
     v_center, support floor)``; the multipliers stack ``d_face``, ``d_center`` and ``kernel``."""
     cache = problem._cache
     if "diagnostic_setup" not in cache:
-        from solvers.circle.diagnostics_numba import fields, reductions
+        from solvers.circle.diagnostics_numba import fields, reductions_and_atoms
 
         c = problem.multipliers
         cache["diagnostic_setup"] = (
-            fields, reductions, _diagnostic_multipliers(problem), float(problem.model.beta),
+            fields, reductions_and_atoms, _diagnostic_multipliers(problem), float(problem.model.beta),
             float(problem.sign), c("w_face"), c("w_center"), c("v_center"),
             SUPPORT_FLOOR / (2.0 * np.pi))
     return cache["diagnostic_setup"]

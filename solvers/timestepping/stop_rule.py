@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -17,8 +17,7 @@ from solvers.core.snapshot import Snapshot, Stationarity
 from solvers.model.params import RunConfig
 
 
-@dataclass(frozen=True)
-class _Record:
+class _Record(NamedTuple):
     """What the stop rule keeps of one snapshot: masses by atom identity."""
 
     t: float
@@ -54,10 +53,12 @@ class StopRule:
 
     def __call__(self, snap: Snapshot) -> Stationarity:
         d = snap.diagnostics
-        ids = self.tracks.link(snap.t, d.atom_mass, d.atom_position)
-        diffuse = d.diffuse_mass if np.isfinite(d.diffuse_mass) else d.mass - float(np.sum(d.atom_mass))
-        new = _Record(snap.t, self._measure(snap), frozenset(ids.tolist()),
-                      dict(zip(ids.tolist(), np.asarray(d.atom_mass, float).tolist())), diffuse)
+        ids = self.tracks.link(snap.t, d.atom_mass, d.atom_position).tolist()
+        diffuse = d.diffuse_mass
+        if not math.isfinite(diffuse):
+            diffuse = d.mass - float(np.sum(d.atom_mass))
+        new = _Record(snap.t, self._measure(snap), frozenset(ids),
+                      dict(zip(ids, np.asarray(d.atom_mass, float).tolist())), diffuse)
         if new.measure > self.time.stationary_tol:
             self._bad_measure = new.t
         if self.records:
