@@ -5,7 +5,8 @@ The run is stepped once (fixed ``time.dt = 0.25``, one state every ``--interval`
 ``--t-end``, no stationarity stop) and its states are kept; each part is then replayed over
 all of them in time order, ``--repeat`` times, and the best pass is reported:
 
-- ``atoms``: :func:`solvers.circle.atoms.detect_atoms` alone (part of ``diagnostics``);
+- ``atoms``: the atom detector alone (part of ``diagnostics``): the compiled
+  :class:`~solvers.circle.atoms.RingDetector` that ``detect_atoms`` and the diagnostics run;
 - ``diagnostics``: ``disc.diagnostics`` (fields, reductions, atoms);
 - ``snapshot``: ``Solver.snapshot()`` (diagnostics, warnings, copy of rho) and ``check_state``;
 - ``stop rule``: :class:`~solvers.timestepping.stop_rule.StopRule` (identity linking included);
@@ -26,7 +27,7 @@ from typing import Callable
 
 import numpy as np
 
-from solvers.circle.atoms import detect_atoms
+from solvers.circle.atoms import ring_detector
 from solvers.core.atom_tracks import AtomTracks
 from solvers.io.layout import _make_grid
 from solvers.io.records import RecordBuffer
@@ -74,9 +75,11 @@ def passes(cfg: RunConfig, solver: Solver, states: list[tuple]) -> dict[str, Cal
     rule_snaps = [replace(s, stationarity=rule(s)) for s in snaps]
     faces = [disc.problem.velocity(disc.problem.basis.forward(s[3]), "face") for s in states]
 
+    detector = ring_detector(theta, beta, atoms)
+
     def atoms_pass() -> None:
         for state, face in zip(states, faces):
-            detect_atoms(theta, state[3] * weight, beta, atoms, face_velocity=face)
+            detector(state[3] * weight, face)
 
     def diagnostics_pass() -> None:
         for state in states:

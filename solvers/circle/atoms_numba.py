@@ -197,9 +197,9 @@ def _pointer(face_velocity: np.ndarray) -> np.ndarray:
         if right and left:
             pointer[i] = -1
         elif right:
-            pointer[i] = (i + 1) % n
+            pointer[i] = _wrap(i + 1, n)
         elif left:
-            pointer[i] = (i - 1) % n
+            pointer[i] = _wrap(i - 1, n)
         else:
             pointer[i] = i
     return pointer

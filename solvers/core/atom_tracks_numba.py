@@ -97,22 +97,24 @@ def continue_angles(unit: np.ndarray, mass: np.ndarray, angle: np.ndarray, new_m
 
 
 @njit(cache=True)
-def record_atoms(table: np.ndarray, ids: np.ndarray, mass: np.ndarray, position: np.ndarray,
-                 core: np.ndarray, labels: np.ndarray, rho: np.ndarray, weight: np.ndarray,
-                 prev_ids: np.ndarray, prev_mass: np.ndarray, have_prev: bool,
-                 end_time: np.ndarray, t: float) -> tuple[np.ndarray, np.ndarray]:
+def record_atoms(ids: np.ndarray, mass: np.ndarray, position: np.ndarray, core: np.ndarray,
+                 labels: np.ndarray, rho: np.ndarray, weight: np.ndarray, prev_ids: np.ndarray,
+                 prev_mass: np.ndarray, have_prev: bool, end_time: np.ndarray, t: float
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """A record's atom columns, cells and mass budget in one pass (``RecordBuffer._atoms``
     with ``cell_identities`` and ``mass_budget``: the same sums in the same order as their
     ``bincount``).
 
-    ``table`` (5, k), all NaN, gets by identity (``ids`` (n,), k identities so far) the atoms'
-    ``mass``, ``position`` (S^1 angles; an empty ``position`` leaves the row) and ``core``
-    (left NaN unless one per atom), then the mass gained and lost per identity since the
-    previous record (``prev_ids``, ``prev_mass`` (N,); left NaN without one, and for identities
-    neither in ``ids`` nor ended at ``t``: ``end_time == t``). Returns ``(cells (N,),
-    cell_mass (N,))``: each cell's identity (-1 diffuse) from ``labels``, and ``rho * weight``.
+    Returns ``(table (5, k), cells (N,), cell_mass (N,))``. ``table`` holds by identity
+    (``ids`` (n,); k = ``end_time.size`` identities so far; NaN elsewhere) the atoms' ``mass``,
+    ``position`` (S^1 angles; an empty ``position`` leaves the row NaN) and ``core`` (NaN unless
+    one per atom), then the mass gained and lost per identity since the previous record
+    (``prev_ids``, ``prev_mass`` (N,); NaN without one, and for identities neither in ``ids``
+    nor ended at ``t``: ``end_time == t``); ``cells`` each cell's identity (-1 diffuse) from
+    ``labels``, ``cell_mass`` is ``rho * weight``.
     """
-    n, size = labels.size, table.shape[1]
+    n, size = labels.size, end_time.size
+    table = np.full((5, size), np.nan)
     for j in range(ids.size):
         table[0, ids[j]] = mass[j]
         if position.size:
@@ -126,7 +128,7 @@ def record_atoms(table: np.ndarray, ids: np.ndarray, mass: np.ndarray, position:
         cells[i] = ids[labels[i]] if labels[i] >= 0 else -1
         cell_mass[i] = rho[i] * weight[i]
     if not have_prev:
-        return cells, cell_mass
+        return table, cells, cell_mass
     g, lo = np.zeros(size), np.zeros(size)
     for i in range(n):
         if prev_ids[i] != cells[i]:
@@ -139,4 +141,4 @@ def record_atoms(table: np.ndarray, ids: np.ndarray, mass: np.ndarray, position:
             table[3, k], table[4, k] = g[k], lo[k]
     for k in ids:
         table[3, k], table[4, k] = g[k], lo[k]
-    return cells, cell_mass
+    return table, cells, cell_mass

@@ -38,6 +38,10 @@ _STATIONARY_NAMES = tuple(f"stationary_{name}" for name in STATIONARITY_VARIABLE
 _NOT_EVALUATED = dict.fromkeys(_STATIONARY_NAMES, -1)
 _NO_CELLS = (np.zeros(0, dtype=np.int64), np.zeros(0))  # no previous record's cells
 _NO_POSITIONS = np.zeros(0)
+_NOTHING = np.full(0, np.nan)
+_NOTHING.flags.writeable = False  # (empty, so shared by all records)
+_NO_DIRAC = {False: dict.fromkeys(("dirac_mass", "dirac_position"), _NOTHING),  # no Dirac atoms
+             True: dict.fromkeys(("dirac_mass", "dirac_x", "dirac_y", "dirac_z"), _NOTHING)}
 _CIRCLE_COLUMNS = ("atom_mass", "atom_position", "atom_core_mass", "atom_mass_gained",
                    "atom_mass_lost")  # the rows of the compiled S^1 table
 
@@ -106,13 +110,13 @@ class RecordBuffer:
         if position.size != mass.size * (1 if s1 else 3):
             raise ValueError(f"atom_position has shape {position.shape}, expected "
                              f"({mass.size},{'' if s1 else ' 3'})")
-        ids = self.tracks.link(float(snapshot.t), mass, position)
-        self._last_t = float(snapshot.t)
-        k = self.tracks.size
+        self._last_t = t = float(snapshot.t)
+        ids = self.tracks.link(t, mass, position)
         core = np.asarray(d.atom_core_mass, float).reshape(-1)
         labels = getattr(d, "atom_labels", None)
         if self._compiled and labels is not None and self._fits(labels, rho):
             return self._atoms_compiled(ids, mass, position, core, labels, rho, s1)
+        k = self.tracks.size
         out_m, out_c = np.full(k, np.nan), np.full(k, np.nan)
         out_p = np.full(k, np.nan) if s1 else np.full((k, 3), np.nan)
         out_m[ids] = mass
@@ -135,14 +139,16 @@ class RecordBuffer:
                         ) -> dict[str, np.ndarray]:
         """:meth:`_atoms` after the linking, in one compiled call
         (:func:`~solvers.core.atom_tracks_numba.record_atoms`; labels given, one per cell)."""
-        from solvers.core.atom_tracks_numba import record_atoms
+        from solvers.core import atom_tracks_numba as kernels
 
-        table = np.full((5, self.tracks.size), np.nan)
+        labels, rho = np.asarray(labels, dtype=np.int64), np.asarray(rho, dtype=float)
         prev = self._cells
-        self._cells = record_atoms(
-            table, ids, mass, position.reshape(-1) if s1 else _NO_POSITIONS, core,
-            np.asarray(labels, dtype=np.int64).reshape(-1), np.asarray(rho, float).reshape(-1),
-            self._weight, *(prev or _NO_CELLS), prev is not None, self.tracks.end_time, self._last_t)
+        table, *cells = kernels.record_atoms(
+            ids, mass, position if s1 else _NO_POSITIONS, core,
+            labels if labels.ndim == 1 else labels.reshape(-1),
+            rho if rho.ndim == 1 else rho.reshape(-1), self._weight, *(prev or _NO_CELLS),
+            prev is not None, self.tracks.end_time, self._last_t)
+        self._cells = tuple(cells)
         if s1:
             return dict(zip(_CIRCLE_COLUMNS, table))
         cols = sphere_atom_columns(table[0], _sphere_positions(ids, position, table.shape[1]))
@@ -215,8 +221,7 @@ def _dirac_columns(d: Any) -> dict[str, np.ndarray]:
     ids = np.asarray(d.dirac_id, int)
     position = np.asarray(d.dirac_position, float)
     if not ids.size and not position.size and not np.size(d.dirac_mass):  # a grid state's
-        names = ("dirac_x", "dirac_y", "dirac_z") if position.ndim == 2 else ("dirac_position",)
-        return {name: np.full(0, np.nan) for name in ("dirac_mass", *names)}
+        return dict(_NO_DIRAC[position.ndim == 2])
     width = int(ids.max()) + 1 if ids.size else 0
     columns = {"dirac_mass": np.asarray(d.dirac_mass, float)}
     if position.ndim == 2:
