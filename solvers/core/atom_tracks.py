@@ -72,8 +72,11 @@ class AtomTracks:
             self.unit = np.zeros((0, self.dim))
         # link's fast path in one compiled call: with numba (chosen now, as the fv kernels),
         # unless a subclass changes the test it compiles (_same_atoms)
-        self._compiled = (resolve_backend(None) == "numba"
-                          and type(self)._same_atoms is AtomTracks._same_atoms)
+        self._kernels = None
+        if resolve_backend(None) == "numba" and type(self)._same_atoms is AtomTracks._same_atoms:
+            from solvers.core.atom_tracks_numba import continue_angles, continue_identities
+
+            self._kernels = (continue_angles, continue_identities)
 
     @property
     def size(self) -> int:
@@ -153,18 +156,14 @@ class AtomTracks:
         :meth:`_same_atoms`, then the update): the identities when every atom continues one,
         else None (also without numba, or when a subclass changes :meth:`_same_atoms`: see
         ``__post_init__``)."""
-        if not self._compiled:
+        if self._kernels is None:
             return None
-        from solvers.core import atom_tracks_numba as kernels
-
         pos = np.asarray(position, dtype=float)
         if self.dim == 2 and pos.shape == mass.shape:
-            ok, ids = kernels.continue_angles(self.unit, self.mass, pos, mass, self.link_radius,
-                                              TIE_MARGIN)
+            ok, ids = self._kernels[0](self.unit, self.mass, pos, mass, self.link_radius, TIE_MARGIN)
         elif self.dim == 3 and pos.size == 3 * mass.size:
-            ok, ids = kernels.continue_identities(self.unit, self.mass,
-                                                  unit_vectors(pos.reshape(-1, 3)), mass,
-                                                  self.link_radius, TIE_MARGIN)
+            ok, ids = self._kernels[1](self.unit, self.mass, unit_vectors(pos.reshape(-1, 3)), mass,
+                                       self.link_radius, TIE_MARGIN)
         else:
             return None
         return ids if ok else None

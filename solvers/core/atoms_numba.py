@@ -217,9 +217,9 @@ def within_cap(group: np.ndarray, top: int, points: np.ndarray, cell_mass: np.nd
                cos_cap: float, cap: float, keep: np.ndarray) -> tuple[int, float]:
     """The cells of ``group`` within ``cap`` of cell ``top`` into ``keep[:k]``, and their mass:
     ``(k, mass)`` (``cos_cap = cos(cap)``)."""
-    k, m = 0, 0.0
+    k, m, unit = 0, 0.0, points[top]
     for c in group:
-        dot = _dot(points, c, points[top])
+        dot = _dot(points, c, unit)
         if dot < cos_cap - 1e-9:  # surely beyond the cap (arccos only near it)
             continue
         if dot > cos_cap + 1e-9 or math.acos(min(max(dot, -1.0), 1.0)) <= cap:

@@ -72,7 +72,11 @@ class RecordBuffer:
                                  else SPHERE_ATOM_VARIABLES))
         self._rows: list[dict[str, Any]] = []
         self._weight = np.ascontiguousarray(grid.cell_weight, dtype=float).reshape(-1)
-        self._compiled = resolve_backend(None) == "numba"  # the records in compiled calls
+        self._record_atoms = None  # the atoms of a record in one compiled call (with numba)
+        if resolve_backend(None) == "numba":
+            from solvers.core.atom_tracks_numba import record_atoms
+
+            self._record_atoms = record_atoms
 
     def __len__(self) -> int:
         return len(self._rows)
@@ -114,8 +118,10 @@ class RecordBuffer:
         ids = self.tracks.link(t, mass, position)
         core = np.asarray(d.atom_core_mass, float).reshape(-1)
         labels = getattr(d, "atom_labels", None)
-        if self._compiled and labels is not None and self._fits(labels, rho):
-            return self._atoms_compiled(ids, mass, position, core, labels, rho, s1)
+        if self._record_atoms is not None and labels is not None:
+            labels, rho = np.asarray(labels, dtype=np.int64), np.asarray(rho, dtype=float)
+            if self._fits(labels, rho):
+                return self._atoms_compiled(ids, mass, position, core, labels, rho, s1)
         k = self.tracks.size
         out_m, out_c = np.full(k, np.nan), np.full(k, np.nan)
         out_p = np.full(k, np.nan) if s1 else np.full((k, 3), np.nan)
@@ -131,7 +137,7 @@ class RecordBuffer:
     def _fits(self, labels: np.ndarray, rho: np.ndarray) -> bool:
         """Labels, densities and the previous record's cells all one per grid cell."""
         n = self._weight.size
-        return (np.size(labels) == n and np.size(rho) == n
+        return (labels.size == n and rho.size == n
                 and (self._cells is None or self._cells[0].size == n))
 
     def _atoms_compiled(self, ids: np.ndarray, mass: np.ndarray, position: np.ndarray,
@@ -139,11 +145,8 @@ class RecordBuffer:
                         ) -> dict[str, np.ndarray]:
         """:meth:`_atoms` after the linking, in one compiled call
         (:func:`~solvers.core.atom_tracks_numba.record_atoms`; labels given, one per cell)."""
-        from solvers.core import atom_tracks_numba as kernels
-
-        labels, rho = np.asarray(labels, dtype=np.int64), np.asarray(rho, dtype=float)
         prev = self._cells
-        table, *cells = kernels.record_atoms(
+        table, *cells = self._record_atoms(
             ids, mass, position if s1 else _NO_POSITIONS, core,
             labels if labels.ndim == 1 else labels.reshape(-1),
             rho if rho.ndim == 1 else rho.reshape(-1), self._weight, *(prev or _NO_CELLS),
@@ -187,11 +190,7 @@ class RecordBuffer:
         out = {k: np.asarray([r[k] for r in rows]) for k in names}
         width = max([width] + [r["atoms"]["atom_mass"].size for r in rows])
         for name in self.atom_names:
-            table = np.full((len(rows), width), np.nan)
-            for i, r in enumerate(rows):
-                values = r["atoms"][name]
-                table[i, :values.size] = values
-            out[name] = table
+            out[name] = _padded([r["atoms"][name] for r in rows], width)
         if "dirac" in rows[0]:
             out.update(_ragged([r["dirac"] for r in rows]))
         return out, width
@@ -239,10 +238,17 @@ def _dirac_columns(d: Any) -> dict[str, np.ndarray]:
 def _ragged(rows: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
     """Rows of unequal widths as NaN-padded tables ``(records, width)``."""
     width = max(r[next(iter(r))].size for r in rows)
-    out = {}
-    for name in rows[0]:
-        table = np.full((len(rows), width), np.nan)
-        for i, r in enumerate(rows):
-            table[i, :r[name].size] = r[name]
-        out[name] = table
-    return out
+    return {name: _padded([r[name] for r in rows], width) for name in rows[0]}
+
+
+def _padded(values: list[np.ndarray], width: int) -> np.ndarray:
+    """1-d rows of at most ``width`` values as a NaN-padded table ``(rows, width)``."""
+    table = np.full((len(values), width), np.nan)
+    sizes = [v.size for v in values]
+    if not sizes or not max(sizes):
+        return table
+    if min(sizes) == max(sizes):  # (identities rarely change within a block)
+        table[:, :sizes[0]] = values
+    else:
+        table[np.arange(width) < np.array(sizes)[:, None]] = np.concatenate(values)
+    return table
