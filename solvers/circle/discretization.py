@@ -7,7 +7,13 @@ from typing import Callable
 
 import numpy as np
 
-from solvers.circle.atoms import Atoms, RingDetector, detect_atoms, ring_atoms, ring_detector
+from solvers.circle.atoms import (
+    Atoms,
+    RingDetector,
+    detect_atoms,
+    ring_atoms,
+    ring_detector,
+)
 from solvers.circle.fv import fv
 from solvers.circle.problem import CircleProblem
 from solvers.circle.spectral import (

@@ -31,7 +31,6 @@ from solvers.io.layout import (
     sphere_atom_columns,
 )
 
-
 _DIAGNOSTICS = attrgetter(*DIAGNOSTIC_VARIABLES)  # the diagnostics of a record, in order
 _STATIONARITY = attrgetter(*STATIONARITY_VARIABLES)
 _STATIONARY_NAMES = tuple(f"stationary_{name}" for name in STATIONARITY_VARIABLES)
