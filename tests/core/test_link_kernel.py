@@ -12,6 +12,11 @@ from solvers.core.atom_tracks import AtomTracks
 pytest.importorskip("numba")
 
 
+@pytest.fixture(autouse=True)
+def _numba_default(monkeypatch):
+    monkeypatch.delenv("MEANFIELD_NUMPY", raising=False)  # the compiled path is under test
+
+
 def _pair(dim):
     fast, ref = AtomTracks(0.3, dim), AtomTracks(0.3, dim)
     assert fast._kernels is not None

@@ -16,6 +16,11 @@ from solvers.io.records import RecordBuffer, _padded
 pytest.importorskip("numba")
 
 
+@pytest.fixture(autouse=True)
+def _numba_default(monkeypatch):
+    monkeypatch.delenv("MEANFIELD_NUMPY", raising=False)  # the compiled path is under test
+
+
 def _snapshot(t, rng, shape, n_atoms, s2, labels=True):
     cells = int(np.prod(shape))
     mass = rng.uniform(0.05, 0.3, n_atoms)
