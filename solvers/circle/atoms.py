@@ -16,7 +16,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from solvers.core.atoms import CAP_SLACK, CONCENTRATED, CellGraph, Radii, detect, resolve_radii
+from solvers.core.atoms import CAP_SLACK, CONCENTRATED, CellGraph, detect, resolve_radii
 from solvers.core.backend import resolve_backend
 from solvers.model.params import AtomParams
 
@@ -96,15 +96,15 @@ def detect_atoms(theta: np.ndarray, cell_mass: np.ndarray, beta: float, params: 
     Atoms
     """
     theta = np.asarray(theta, dtype=float)
+    if (face_velocity is not None and params.method == "basin"
+            and resolve_backend(backend) == "numba"):
+        found = ring_detector(theta, beta, params)(np.asarray(cell_mass, dtype=float),
+                                                   np.asarray(face_velocity, dtype=float))
+        if found is not None:
+            return found
     graph = _cached_graph(theta.tobytes())
     h = 2.0 * np.pi / theta.size
     radii = resolve_radii(params, beta, h, np.pi / 4.0)
-    if (face_velocity is not None and params.method == "basin"
-            and resolve_backend(backend) == "numba"):
-        found = _detect_compiled(graph, np.asarray(face_velocity, dtype=float),
-                                 np.asarray(cell_mass, dtype=float), params, radii)
-        if found is not None:
-            return found
     density = cell_mass / h
     if face_velocity is None:
         from solvers.core.atoms import steepest_ascent
@@ -133,25 +133,73 @@ def _cached_graph(theta_bytes: bytes) -> CellGraph:
     return graph
 
 
-def _detect_compiled(graph: CellGraph, face_velocity: np.ndarray, cell_mass: np.ndarray,
-                     params: AtomParams, radii: Radii) -> Atoms | None:
-    """The basin detector as one numba call (None on a pointer cycle: use the reference)."""
-    from solvers.circle.atoms_numba import detect_ring
+class RingDetector:
+    """The compiled basin detector (:func:`solvers.circle.atoms_numba.detect_ring`) for one
+    grid and one :class:`AtomParams` (``method = "basin"``), its arguments prepared once.
 
-    nbr, length = graph.neighbours
-    ok, labels, mass, core, x, y, diffuse = detect_ring(
-        face_velocity, cell_mass, graph.points[:, 0], graph.points[:, 1], graph.edges, nbr, length,
-        float(params.contrast), float(params.min_mass), float(params.saddle_ratio),
-        radii.core, radii.cap, CAP_SLACK, CONCENTRATED)
+    ``detector(cell_mass, face_velocity)`` (float arrays (N,)) is :func:`detect_atoms` with
+    the ``numba`` backend, or None on a pointer cycle (the reference then raises).
+    """
+
+    def __init__(self, theta: np.ndarray, beta: float, params: AtomParams) -> None:
+        graph = _cached_graph(np.asarray(theta, dtype=float).tobytes())
+        n = graph.points.shape[0]
+        radii = resolve_radii(params, beta, 2.0 * np.pi / n, np.pi / 4.0)
+        nbr, length = graph.neighbours
+        px, py = (np.ascontiguousarray(graph.points[:, k]) for k in range(2))
+        self._args = (graph.points, px, py, graph.edges, nbr, length, _in_angular_order(theta),
+                      float(params.contrast), float(params.min_mass), float(params.saddle_ratio),
+                      radii.core, radii.cap)
+
+    def arguments(self) -> tuple:
+        """The arguments of ``detect_ring`` after ``face_velocity`` and ``cell_mass`` (with the
+        module constants ``CAP_SLACK`` and ``CONCENTRATED`` as they are now)."""
+        return (*self._args, CAP_SLACK, CONCENTRATED)
+
+    def __call__(self, cell_mass: np.ndarray, face_velocity: np.ndarray) -> Atoms | None:
+        from solvers.circle.atoms_numba import detect_ring
+
+        return ring_atoms(detect_ring(face_velocity, cell_mass, *self.arguments()))
+
+
+def ring_atoms(found: tuple) -> Atoms | None:
+    """:class:`Atoms` from what ``detect_ring`` returns (None on a pointer cycle). Positions
+    are numpy's ``arctan2`` of the kernel's unit vectors, as the reference's; where the
+    kernel's order by angle was not sure, numpy's order decides."""
+    ok, labels, table, diffuse, sure = found
     if not ok:
         return None
-    return _sorted(mass, core, x, y, float(diffuse), labels)
+    if not sure:
+        return _sorted(table[0], table[1], table[2], table[3], diffuse, labels)
+    return Atoms(table[0], np.mod(np.arctan2(table[3], table[2]), 2.0 * np.pi), table[1], diffuse,
+                 labels)
+
+
+@lru_cache(maxsize=8)
+def _cached_detector(theta_bytes: bytes, beta: float, params: AtomParams) -> RingDetector:
+    return RingDetector(np.frombuffer(theta_bytes, dtype=float), beta, params)
+
+
+def ring_detector(theta: np.ndarray, beta: float, params: AtomParams) -> RingDetector:
+    """The :class:`RingDetector` of a grid and parameters, built once (cached)."""
+    return _cached_detector(np.asarray(theta, dtype=float).tobytes(), float(beta), params)
+
+
+def _in_angular_order(theta: np.ndarray) -> bool:
+    """Whether the cells ``theta`` (N,) go once around the circle in order (each step forward
+    by less than pi): then an arc of the circle holds a run of consecutive cells."""
+    theta = np.asarray(theta, dtype=float)
+    if theta.size < 4:
+        return False
+    steps = np.mod(np.diff(theta, append=theta[0] + 2.0 * np.pi), 2.0 * np.pi)
+    return bool(np.all((steps > 0.0) & (steps < np.pi)) and abs(steps.sum() - 2.0 * np.pi) < 1e-9)
 
 
 def relabel(labels: np.ndarray | None, order: np.ndarray) -> np.ndarray | None:
     """Cell labels after the atoms are reordered by ``order`` (new k = old ``order[k]``)."""
     if labels is None:
         return None
-    new = np.empty(order.size, dtype=int)
+    new = np.empty(order.size + 1, dtype=int)  # the last entry: -1 (diffuse) stays -1
     new[order] = np.arange(order.size)
-    return np.where(labels >= 0, new[np.maximum(labels, 0)] if order.size else -1, -1)
+    new[-1] = -1
+    return new[labels]

@@ -6,6 +6,13 @@ labels agree exactly and masses and positions to round-off (sums run left to rig
 pairwise in numpy; tests/circle/test_atoms_numba.py). A snapshot's atoms then cost a few
 microseconds instead of a millisecond of small array operations (issue: cheap snapshots).
 
+On a ring whose cells are in angular order (``ordered``; every grid ``2 pi i / N``) the core of
+an atom is a run of consecutive cells: each of the core's fixed-point iterations visits the
+cells of that run only (found by walking from the previous nearest cell), and takes an arccos
+only for cells near the core's edge, where the weight is fractional. Both shortcuts skip work
+whose result is known exactly (a weight 0 or 1), in the same order: the sums are bitwise those
+of the scan over all of the atom's cells (``ordered`` False).
+
 Import only through :func:`solvers.circle.atoms.detect_atoms` (numba is optional at run time).
 """
 
@@ -19,22 +26,138 @@ from numba import njit
 from solvers.core.atoms_numba import _groups, _inside, _roots, split_edges, within_cap
 
 
+@njit(cache=True, inline="always")
+def _dot(px: np.ndarray, py: np.ndarray, c: int, ux: float, uy: float) -> float:
+    return px[c] * ux + py[c] * uy
+
+
+@njit(cache=True, inline="always")
+def _wrap(j: int, n: int) -> int:
+    """``j mod n`` for ``-n <= j < 2 n`` (no integer division)."""
+    return j + n if j < 0 else (j - n if j >= n else j)
+
+
 @njit(cache=True)
-def _core(cells: np.ndarray, cell_mass: np.ndarray, px: np.ndarray, py: np.ndarray, h: float,
-          sx: float, sy: float, radius: float) -> tuple[float, float, float]:
-    """``core_of`` on the ring: centre of mass (x, y) and the mass within ``radius``. Cells
-    farther than ``radius + h`` have weight exactly 0 and are skipped (same sums)."""
-    near = math.cos(min(radius + h, np.pi))
-    ux, uy = sx, sy
-    for _ in range(8):
-        cx, cy = 0.0, 0.0
-        for c in cells:
-            dot = px[c] * ux + py[c] * uy
-            if dot < near:
+def _run(px: np.ndarray, py: np.ndarray, ux: float, uy: float, c0: int, near: float
+         ) -> tuple[int, int]:
+    """``(lo, hi)``: the run of cells ``lo..hi`` (indices mod N, ``lo <= hi < lo + N``, ``lo``
+    in ``[0, N)``) with a dot product ``>= near`` around the cell nearest ``(ux, uy)``, found by
+    climbing from cell ``c0``; ``lo > hi`` when there is none. Needs the cells in angular order
+    (the cells near a point are then an arc)."""
+    n = px.size
+    best = _dot(px, py, c0, ux, uy)
+    for _ in range(n):
+        right, left = _wrap(c0 + 1, n), _wrap(c0 - 1, n)
+        dr, dl = _dot(px, py, right, ux, uy), _dot(px, py, left, ux, uy)
+        if dr > best and dr >= dl:
+            c0, best = right, dr
+        elif dl > best:
+            c0, best = left, dl
+        else:
+            break
+    if not best >= near:
+        return 0, -1
+    return _extend(px, py, ux, uy, c0, c0, near)
+
+
+@njit(cache=True)
+def _extend(px: np.ndarray, py: np.ndarray, ux: float, uy: float, lo: int, hi: int,
+            near: float) -> tuple[int, int]:
+    """The run ``lo..hi`` (its ends with dot products ``>= near``) extended both ways over the
+    neighbours with dot products ``>= near`` (at most all N cells)."""
+    n = px.size
+    while hi - lo + 1 < n and _dot(px, py, _wrap(hi + 1, n), ux, uy) >= near:
+        hi += 1
+    while hi - lo + 1 < n and _dot(px, py, _wrap(lo - 1, n), ux, uy) >= near:
+        lo -= 1
+    if lo < 0 or lo >= n:  # keep lo in [0, n): _wrap stays valid
+        shift = n if lo < 0 else -n
+        lo, hi = lo + shift, hi + shift
+    return lo, hi
+
+
+@njit(cache=True)
+def _follow(px: np.ndarray, py: np.ndarray, ux: float, uy: float, lo: int, hi: int,
+            near: float) -> tuple[int, int]:
+    """A run of cells holding every cell with a dot product ``>= near``, from the previous
+    run ``lo..hi``: its ends trimmed of cells below ``near`` and extended over neighbours at or
+    above it; from scratch (:func:`_run`) when no cell of the old run is near."""
+    n = px.size
+    while hi >= lo and not _dot(px, py, _wrap(hi, n), ux, uy) >= near:
+        hi -= 1
+    if hi < lo:
+        return _run(px, py, ux, uy, _wrap(lo, n), near)
+    while not _dot(px, py, _wrap(lo, n), ux, uy) >= near:
+        lo += 1
+    return _extend(px, py, ux, uy, lo, hi, near)
+
+
+@njit(cache=True)
+def _spans(lo: int, hi: int, n: int) -> tuple[int, int, int, int]:
+    """The cells ``lo..hi`` (mod N, ``0 <= lo < N``) as two index ranges ``[a0, a1)``, ``[b0, b1)`` in
+    ascending order."""
+    if hi < lo:
+        return 0, 0, 0, 0
+    if hi - lo + 1 >= n:
+        return 0, n, 0, 0
+    if hi >= n:
+        return 0, hi - n + 1, lo, n
+    return lo, hi + 1, 0, 0
+
+
+@njit(cache=True)
+def _weighted(cells: np.ndarray, stamp: np.ndarray, tag: int, spans: tuple, cell_mass: np.ndarray,
+              px: np.ndarray, py: np.ndarray, ux: float, uy: float, bounds: tuple, radius: float,
+              h: float) -> tuple[float, float, float]:
+    """``(sum w x, sum w y, sum w)`` over the atom's cells within ``radius + h`` of ``(ux, uy)``
+    (dot product ``>= near``), ``w`` the mass times the fraction inside ``radius``: exactly 1
+    for ``dot > inner`` and 0 for ``dot < outer`` (surely within ``radius -+ h/2``), else
+    :func:`_inside` of the arccos. ``bounds = (near, outer, inner)``. ``stamp``: the ring's
+    cells in ``spans`` (``stamp[c] == tag`` for the atom's), or empty: ``cells`` in order."""
+    a0, a1, b0, b1 = spans
+    near, outer, inner = bounds
+    cx, cy, total = 0.0, 0.0, 0.0
+    for j in range(a0, a1 + b1 - b0):
+        k = j if j < a1 else b0 + j - a1
+        if stamp.size:
+            if stamp[k] != tag:
                 continue
+            c = k
+        else:
+            c = cells[k]
+        dot = _dot(px, py, c, ux, uy)
+        if dot < near:
+            continue
+        if dot > inner:
+            w = max(cell_mass[c], 0.0)
+        elif dot < outer:
+            w = max(cell_mass[c], 0.0) * 0.0
+        else:
             w = max(cell_mass[c], 0.0) * _inside(math.acos(min(max(dot, -1.0), 1.0)), radius, h)
-            cx += w * px[c]
-            cy += w * py[c]
+        cx += w * px[c]
+        cy += w * py[c]
+        total += w
+    return cx, cy, total
+
+
+@njit(cache=True)
+def _core(cells: np.ndarray, stamp: np.ndarray, tag: int, cell_mass: np.ndarray, px: np.ndarray,
+          py: np.ndarray, h: float, top: int, radius: float) -> tuple[float, float, float]:
+    """``core_of`` on the ring from cell ``top``: centre of mass (x, y) and the mass within
+    ``radius``. Cells farther than ``radius + h`` have weight exactly 0 and are skipped."""
+    n = px.size
+    near = math.cos(min(radius + h, np.pi))
+    # margins of 1e-9 in the dot product: far above its round-off, so the weights are exact
+    bounds = (near, math.cos(min(radius + 0.5 * h, np.pi)) - 1e-9,
+              math.cos(min(radius - 0.5 * h, np.pi)) + 1e-9)
+    ux, uy = px[top], py[top]
+    lo, hi = top, top - 1
+    spans = (0, cells.size, 0, 0)
+    for _ in range(8):
+        if stamp.size:
+            lo, hi = _run(px, py, ux, uy, top, near) if hi < lo else _follow(px, py, ux, uy, lo, hi, near)
+            spans = _spans(lo, hi, n)
+        cx, cy, _ = _weighted(cells, stamp, tag, spans, cell_mass, px, py, ux, uy, bounds, radius, h)
         norm = math.sqrt(cx * cx + cy * cy)
         if norm == 0.0:
             return ux, uy, 0.0
@@ -43,12 +166,10 @@ def _core(cells: np.ndarray, cell_mass: np.ndarray, px: np.ndarray, py: np.ndarr
         ux, uy = nx, ny
         if done:
             break
-    total = 0.0
-    for c in cells:
-        dot = px[c] * ux + py[c] * uy
-        if dot >= near:
-            total += max(cell_mass[c], 0.0) * _inside(math.acos(min(max(dot, -1.0), 1.0)), radius, h)
-    return ux, uy, total
+    if stamp.size:
+        lo, hi = _run(px, py, ux, uy, top, near) if hi < lo else _follow(px, py, ux, uy, lo, hi, near)
+        spans = _spans(lo, hi, n)
+    return ux, uy, _weighted(cells, stamp, tag, spans, cell_mass, px, py, ux, uy, bounds, radius, h)[2]
 
 
 @njit(cache=True)
@@ -66,17 +187,9 @@ def _cell_scale_atom(cells, top, density, cell_mass, h, contrast, mass, concentr
 
 
 @njit(cache=True)
-def detect_ring(face_velocity: np.ndarray, cell_mass: np.ndarray, px: np.ndarray, py: np.ndarray,
-                edges: np.ndarray, nbr: np.ndarray, length: np.ndarray, contrast: float, min_mass: float,
-                ratio: float, core: float, cap: float, slack: float, concentrated: float):
-    """Basin atoms of a density on the ring of N cells.
-
-    Returns ``(ok, labels (N,), mass (n,), core_mass (n,), x (n,), y (n,), diffuse)`` in
-    detection order; ``ok`` False when the flow pointers form a cycle (the caller falls back to
-    the reference, which raises).
-    """
-    n = cell_mass.size
-    h = 2.0 * np.pi / n
+def _pointer(face_velocity: np.ndarray) -> np.ndarray:
+    """``flow_pointer``: ``i + 1``, ``i - 1``, ``i`` (a sink) or -1 (a source), shape (N,)."""
+    n = face_velocity.size
     pointer = np.empty(n, dtype=np.int64)
     for i in range(n):
         right = face_velocity[i] > 0.0
@@ -84,29 +197,59 @@ def detect_ring(face_velocity: np.ndarray, cell_mass: np.ndarray, px: np.ndarray
         if right and left:
             pointer[i] = -1
         elif right:
-            pointer[i] = (i + 1) % n
+            pointer[i] = _wrap(i + 1, n)
         elif left:
-            pointer[i] = (i - 1) % n
+            pointer[i] = _wrap(i - 1, n)
         else:
             pointer[i] = i
-    basin = _roots(pointer)
-    owner = np.full(n, -1, dtype=np.int64)
-    empty = np.zeros(0)
+    return pointer
+
+
+@njit(cache=True)
+def detect_ring(face_velocity: np.ndarray, cell_mass: np.ndarray, points: np.ndarray,
+                px: np.ndarray, py: np.ndarray, edges: np.ndarray, nbr: np.ndarray,
+                length: np.ndarray, ordered: bool, contrast: float, min_mass: float,
+                ratio: float, core: float, cap: float, slack: float, concentrated: float):
+    """Basin atoms of a density on the ring of N cells (``points`` (N, 2), ``px``, ``py`` its
+    columns; ``ordered``: the cells are in angular order, see the module docstring).
+
+    Returns ``(ok, labels (N,), atoms (4, n), diffuse, sure)``: the rows of ``atoms`` the mass,
+    core mass, x and y of each atom, sorted by angle (:func:`_by_angle`; ``sure`` False when
+    two angles, or an angle and the cut at 0, are too close for the order to be certain), the
+    labels numbering them so; ``ok`` False when the flow pointers form a cycle (the caller falls
+    back to the reference, which raises).
+    """
+    n = cell_mass.size
+    h = 2.0 * np.pi / n
+    basin = _roots(_pointer(face_velocity))
     if n and basin[0] == -2:
-        return False, owner, empty, empty, empty, empty, 0.0
+        return False, np.full(n, -1, dtype=np.int64), np.zeros((4, 0)), 0.0, True
     density = cell_mass / h
     labels = split_edges(basin, density, edges, nbr, length, ratio)
     total = 0.0
     for i in range(n):
         total += cell_mass[i]
-    floor = contrast * abs(total) / (2.0 * np.pi)
+    owner, out = _measure(labels, density, cell_mass, points, px, py, h, ordered,
+                          contrast * abs(total) / (2.0 * np.pi), contrast, min_mass, core, cap,
+                          slack, concentrated)
+    diffuse = total - out[0].sum()  # in detection order, as the reference
+    return True, owner, out, diffuse, _by_angle(owner, out)
+
+
+@njit(cache=True)
+def _measure(labels: np.ndarray, density: np.ndarray, cell_mass: np.ndarray, points: np.ndarray,
+             px: np.ndarray, py: np.ndarray, h: float, ordered: bool, floor: float,
+             contrast: float, min_mass: float, core: float, cap: float, slack: float,
+             concentrated: float) -> tuple[np.ndarray, np.ndarray]:
+    """``measure_atoms`` on the ring: ``(owner (N,), atoms (4, n))`` in detection order."""
+    n = cell_mass.size
+    owner = np.full(n, -1, dtype=np.int64)
     order, bounds = _groups(labels)
     cos_cap = math.cos(min(cap * slack, np.pi))
-    points = np.empty((n, 2))
-    points[:, 0], points[:, 1] = px, py
-    mass_l, core_l, x_l, y_l = [0.0], [0.0], [0.0], [0.0]
+    out = np.empty((4, bounds.size))  # mass, core mass, x, y of each atom
     count = 0
     keep = np.empty(n, dtype=np.int64)
+    stamp = np.full(n if ordered else 0, -1, dtype=np.int64)
     for gidx in range(bounds.size - 1):
         group = order[bounds[gidx]:bounds[gidx + 1]]
         top = group[0]
@@ -119,14 +262,38 @@ def detect_ring(face_velocity: np.ndarray, cell_mass: np.ndarray, px: np.ndarray
         if density[top] <= floor and not _cell_scale_atom(keep[:k], top, density, cell_mass, h,
                                                           contrast, m, concentrated):
             continue
-        ux, uy, cm = _core(keep[:k], cell_mass, px, py, h, px[top], py[top], core)
         for c in keep[:k]:
             owner[c] = count
-        mass_l.append(m)
-        core_l.append(cm)
-        x_l.append(ux)
-        y_l.append(uy)
+        if ordered:
+            stamp[keep[:k]] = count
+        out[2, count], out[3, count], out[1, count] = _core(keep[:k], stamp, count, cell_mass,
+                                                            px, py, h, top, core)
+        out[0, count] = m
         count += 1
-    mass = np.array(mass_l[1:])
-    diffuse = total - mass.sum()
-    return True, owner, mass, np.array(core_l[1:]), np.array(x_l[1:]), np.array(y_l[1:]), diffuse
+    return owner, out[:, :count].copy()
+
+
+SURE = 1e-9  # angles this far apart keep their order whatever the arctan's last bits
+
+
+@njit(cache=True)
+def _by_angle(owner: np.ndarray, out: np.ndarray) -> bool:
+    """Sort the atoms (columns of ``out``: mass, core mass, x, y) by ``atan2(y, x) mod 2 pi``
+    in place and renumber ``owner``; True when the order is sure: consecutive angles more than
+    :data:`SURE` apart, and from the cut at 0 (numpy's arctan may differ in the last bits)."""
+    k = out.shape[1]
+    angle = np.empty(k)
+    for j in range(k):
+        angle[j] = math.atan2(out[3, j], out[2, j]) % (2.0 * np.pi)
+    order = np.argsort(angle, kind="mergesort")
+    sure = k < 2 or (angle[order[0]] > SURE and angle[order[k - 1]] < 2.0 * np.pi - SURE)
+    for j in range(1, k):
+        sure = sure and angle[order[j]] - angle[order[j - 1]] > SURE
+    new = np.empty(k, dtype=np.int64)
+    for j in range(k):
+        new[order[j]] = j
+    for i in range(owner.size):
+        if owner[i] >= 0:
+            owner[i] = new[owner[i]]
+    out[:, :] = out[:, order]
+    return sure

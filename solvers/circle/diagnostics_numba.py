@@ -14,6 +14,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from solvers.circle.atoms_numba import detect_ring
+
 
 @njit(cache=True, error_model="numpy")
 def fields(stack: np.ndarray, beta: float, sign: float, w_face: np.ndarray,
@@ -60,3 +62,19 @@ def reductions(rho: np.ndarray, weight: np.ndarray, grad_u: np.ndarray, conv: np
             top += p
     tail = top / total if total != 0.0 else 0.0
     return mass, low, high, e_att, e_v, diss, moved, speed, tail
+
+
+@njit(cache=True, error_model="numpy")
+def reductions_and_atoms(rho: np.ndarray, weight: np.ndarray, grad_u: np.ndarray,
+                         conv: np.ndarray, v_center: np.ndarray, drho: np.ndarray,
+                         rho_hat: np.ndarray, k_max: int, floor: float, face: np.ndarray,
+                         ring: tuple) -> tuple:
+    """:func:`reductions` and the atoms of the cell masses ``rho * weight`` in one call:
+    ``(reductions, detect_ring(face, rho * weight, *ring))``
+    (:func:`solvers.circle.atoms_numba.detect_ring`; ``ring`` from
+    :meth:`solvers.circle.atoms.RingDetector.arguments`)."""
+    cell_mass = np.empty(rho.size)
+    for i in range(rho.size):
+        cell_mass[i] = rho[i] * weight[i]
+    return (reductions(rho, weight, grad_u, conv, v_center, drho, rho_hat, k_max, floor),
+            detect_ring(face, cell_mass, *ring))

@@ -7,7 +7,13 @@ from typing import Callable
 
 import numpy as np
 
-from solvers.circle.atoms import Atoms, detect_atoms
+from solvers.circle.atoms import (
+    Atoms,
+    RingDetector,
+    detect_atoms,
+    ring_atoms,
+    ring_detector,
+)
 from solvers.circle.fv import fv
 from solvers.circle.problem import CircleProblem
 from solvers.circle.spectral import (
@@ -121,23 +127,59 @@ def _with_atoms(found: Atoms, **scalars: float) -> Diagnostics:
 def _compiled_diagnostics(problem: CircleProblem, rhs: Rhs, rho: np.ndarray,
                           atoms: AtomParams, k_max: int) -> Diagnostics:
     """:func:`compute_diagnostics` for unnormalised attention: one forward and one batched
-    inverse transform, the fields and the reductions in two compiled calls
-    (:mod:`solvers.circle.diagnostics_numba`)."""
-    from solvers.circle.diagnostics_numba import fields, reductions
-
-    b, beta, c = problem.basis, problem.model.beta, problem.multipliers
+    inverse transform, then two compiled calls (:mod:`solvers.circle.diagnostics_numba`): the
+    fields, and the reductions with the atoms (:func:`solvers.circle.atoms_numba.detect_ring`)."""
+    fields, reductions_and_atoms, stack_m, beta, sign, w_face, w_center, v_center, floor = \
+        _compiled_setup(problem)
+    b = problem.basis
     rho_hat = b.forward(rho)
-    stack = b.backward(rho_hat * _diagnostic_multipliers(problem))
-    face, grad_u = fields(stack, beta, float(problem.sign), c("w_face"), c("w_center"))
+    stack = b.backward(rho_hat * stack_m)
+    face, grad_u = fields(stack, beta, sign, w_face, w_center)
     drho = rhs.with_velocity(rho, face)[0]
-    mass, low, high, e_att, e_v, diss, moved, speed, tail = reductions(
-        rho, b.cell_weight, grad_u, stack[2], c("v_center"), drho, rho_hat, k_max,
-        SUPPORT_FLOOR / (2.0 * np.pi))
-    found = detect_atoms(b.theta, rho * b.cell_weight, beta, atoms, face_velocity=face)
-    return _with_atoms(
-        found, mass=mass, min_rho=low, max_rho=high, energy=e_att / (2.0 * beta) + 0.5 * e_v,
-        dissipation=diss, transport_rate=moved * b.h, max_support_velocity=speed,
-        tail_energy=tail)
+    (mass, low, high, e_att, e_v, diss, moved, speed, tail), ring = reductions_and_atoms(
+        rho, b.cell_weight, grad_u, stack[2], v_center, drho, rho_hat, k_max, floor, face,
+        _ring_detector(problem, atoms).arguments())
+    found = ring_atoms(ring)
+    if found is None:  # the flow pointers form a cycle: the reference raises
+        found = detect_atoms(b.theta, rho * b.cell_weight, beta, atoms, face_velocity=face,
+                             backend="numpy")
+    return Diagnostics(mass, low, high, e_att / (2.0 * beta) + 0.5 * e_v, diss, moved * b.h, speed,
+                       tail, found.count, found.mass, found.position, found.core_mass,
+                       found.diffuse_mass, atom_labels=found.labels, **_EMPTY_DIRAC)
+
+
+# the Dirac fields of a grid state: empty (shared, read-only: as the defaults of Diagnostics)
+_EMPTY_DIRAC = {name: np.zeros(0, dtype=dtype) for name, dtype in
+                (("dirac_mass", float), ("dirac_position", float), ("dirac_id", int))}
+for _empty in _EMPTY_DIRAC.values():
+    _empty.flags.writeable = False
+
+
+def _compiled_setup(problem: CircleProblem) -> tuple:
+    """The kernels and the constant arguments of :func:`_compiled_diagnostics`, built once per
+    problem: ``(fields, reductions_and_atoms, multipliers (3, N//2 + 1), beta, sign, w_face, w_center,
+    v_center, support floor)``; the multipliers stack ``d_face``, ``d_center`` and ``kernel``."""
+    cache = problem._cache
+    if "diagnostic_setup" not in cache:
+        from solvers.circle.diagnostics_numba import fields, reductions_and_atoms
+
+        c = problem.multipliers
+        cache["diagnostic_setup"] = (
+            fields, reductions_and_atoms, _diagnostic_multipliers(problem), float(problem.model.beta),
+            float(problem.sign), c("w_face"), c("w_center"), c("v_center"),
+            SUPPORT_FLOOR / (2.0 * np.pi))
+    return cache["diagnostic_setup"]
+
+
+def _ring_detector(problem: CircleProblem, atoms: AtomParams) -> RingDetector:
+    """The compiled atom detector of the problem's grid for ``atoms`` (kept for the last
+    parameters used)."""
+    cache = problem._cache
+    last = cache.get("ring_detector")
+    if last is None or (last[0] is not atoms and last[0] != atoms):
+        last = cache["ring_detector"] = (atoms, ring_detector(problem.basis.theta,
+                                                              problem.model.beta, atoms))
+    return last[1]
 
 
 def _diagnostic_multipliers(problem: CircleProblem) -> np.ndarray:

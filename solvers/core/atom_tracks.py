@@ -70,6 +70,13 @@ class AtomTracks:
     def __post_init__(self) -> None:
         if self.unit is None:
             self.unit = np.zeros((0, self.dim))
+        # link's fast path in one compiled call: with numba (chosen now, as the fv kernels),
+        # unless a subclass changes the test it compiles (_same_atoms)
+        self._kernels = None
+        if resolve_backend(None) == "numba" and type(self)._same_atoms is AtomTracks._same_atoms:
+            from solvers.core.atom_tracks_numba import continue_angles, continue_identities
+
+            self._kernels = (continue_angles, continue_identities)
 
     @property
     def size(self) -> int:
@@ -143,6 +150,24 @@ class AtomTracks:
             return None
         return row
 
+    def _continue_compiled(self, mass: np.ndarray, position: np.ndarray) -> np.ndarray | None:
+        """The fast path of :meth:`link` in one compiled call
+        (:func:`~solvers.core.atom_tracks_numba.continue_identities`: the same test as
+        :meth:`_same_atoms`, then the update): the identities when every atom continues one,
+        else None (also without numba, or when a subclass changes :meth:`_same_atoms`: see
+        ``__post_init__``)."""
+        if self._kernels is None:
+            return None
+        pos = np.asarray(position, dtype=float)
+        if self.dim == 2 and pos.shape == mass.shape:
+            ok, ids = self._kernels[0](self.unit, self.mass, pos, mass, self.link_radius, TIE_MARGIN)
+        elif self.dim == 3 and pos.size == 3 * mass.size:
+            ok, ids = self._kernels[1](self.unit, self.mass, unit_vectors(pos.reshape(-1, 3)), mass,
+                                       self.link_radius, TIE_MARGIN)
+        else:
+            return None
+        return ids if ok else None
+
     def _nearest(self, unit: np.ndarray, candidates: np.ndarray, targets: np.ndarray) -> int:
         """Index into ``targets`` (m, d) nearest to ``unit`` within link_radius, else -1."""
         if candidates.size == 0:
@@ -165,10 +190,13 @@ class AtomTracks:
         ndarray of int, shape (n,): the identity of each atom.
         """
         mass = np.asarray(mass, dtype=float).reshape(-1)
+        same = self._continue_compiled(mass, position)
+        if same is not None:  # every atom continues an identity: nothing born or ended
+            return same
         unit = unit_vectors(position).reshape(mass.size, self.dim)
         old_alive = self.alive
         same = self._same_atoms(old_alive, unit, mass)
-        if same is not None:  # every atom continues an identity: nothing born or ended
+        if same is not None:
             self.unit[same], self.mass[same] = unit, mass
             return same
         old_unit = self.unit.copy()

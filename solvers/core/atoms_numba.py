@@ -26,6 +26,8 @@ def _roots(pointer: np.ndarray) -> np.ndarray:
     root = np.full(n, -3, dtype=np.int64)  # -3: not yet known
     path = np.empty(n, dtype=np.int64)
     for start in range(n):
+        if root[start] != -3:  # known (on an earlier path)
+            continue
         k, c = 0, start
         while c >= 0 and root[c] == -3:
             if k >= n:  # longer than the ring: a cycle
@@ -99,7 +101,7 @@ def ascent(values: np.ndarray, labels: np.ndarray, nbr: np.ndarray, length: np.n
         best, best_slope = -1, -np.inf
         for k in range(nbr.shape[1]):
             j = nbr[i, k]
-            if j < 0:
+            if j < 0 or not values[j] >= values[i]:  # (then no ascent: the slope is <= 0)
                 continue
             slope = (values[j] - values[i]) / max(length[i, k], 1e-300)
             ok = slope > 0.0 or (values[j] == values[i] and j < i)
@@ -215,9 +217,9 @@ def within_cap(group: np.ndarray, top: int, points: np.ndarray, cell_mass: np.nd
                cos_cap: float, cap: float, keep: np.ndarray) -> tuple[int, float]:
     """The cells of ``group`` within ``cap`` of cell ``top`` into ``keep[:k]``, and their mass:
     ``(k, mass)`` (``cos_cap = cos(cap)``)."""
-    k, m = 0, 0.0
+    k, m, unit = 0, 0.0, points[top]
     for c in group:
-        dot = _dot(points, c, points[top])
+        dot = _dot(points, c, unit)
         if dot < cos_cap - 1e-9:  # surely beyond the cap (arccos only near it)
             continue
         if dot > cos_cap + 1e-9 or math.acos(min(max(dot, -1.0), 1.0)) <= cap:

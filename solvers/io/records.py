@@ -11,11 +11,13 @@ per-identity records (birth, end, parent, merged into) are those after the last 
 
 from __future__ import annotations
 
+from operator import attrgetter
 from typing import Any
 
 import numpy as np
 
 from solvers.core.atom_tracks import AtomTracks, cell_identities, mass_budget
+from solvers.core.backend import resolve_backend
 from solvers.core.snapshot import Snapshot
 from solvers.io.layout import (
     ATOM_CELL,
@@ -28,6 +30,19 @@ from solvers.io.layout import (
     spectrum_prefix,
     sphere_atom_columns,
 )
+
+_DIAGNOSTICS = attrgetter(*DIAGNOSTIC_VARIABLES)  # the diagnostics of a record, in order
+_STATIONARITY = attrgetter(*STATIONARITY_VARIABLES)
+_STATIONARY_NAMES = tuple(f"stationary_{name}" for name in STATIONARITY_VARIABLES)
+_NOT_EVALUATED = dict.fromkeys(_STATIONARY_NAMES, -1)
+_NO_CELLS = (np.zeros(0, dtype=np.int64), np.zeros(0))  # no previous record's cells
+_NO_POSITIONS = np.zeros(0)
+_NOTHING = np.full(0, np.nan)
+_NOTHING.flags.writeable = False  # (empty, so shared by all records)
+_NO_DIRAC = {False: dict.fromkeys(("dirac_mass", "dirac_position"), _NOTHING),  # no Dirac atoms
+             True: dict.fromkeys(("dirac_mass", "dirac_x", "dirac_y", "dirac_z"), _NOTHING)}
+_CIRCLE_COLUMNS = ("atom_mass", "atom_position", "atom_core_mass", "atom_mass_gained",
+                   "atom_mass_lost")  # the rows of the compiled S^1 table
 
 
 class RecordBuffer:
@@ -55,6 +70,12 @@ class RecordBuffer:
         self.atom_names = tuple((CIRCLE_ATOM_VARIABLES if grid.phi is None
                                  else SPHERE_ATOM_VARIABLES))
         self._rows: list[dict[str, Any]] = []
+        self._weight = np.ascontiguousarray(grid.cell_weight, dtype=float).reshape(-1)
+        self._record_atoms = None  # the atoms of a record in one compiled call (with numba)
+        if resolve_backend(None) == "numba":
+            from solvers.core.atom_tracks_numba import record_atoms
+
+            self._record_atoms = record_atoms
 
     def __len__(self) -> int:
         return len(self._rows)
@@ -72,11 +93,12 @@ class RecordBuffer:
             c = rho_hat(rho) if self.grid.phi is None else self.grid.basis.forward(rho)
             prefix = spectrum_prefix(self.grid)
             row[f"{prefix}_real"], row[f"{prefix}_imag"] = c.real.copy(), c.imag.copy()
-        for name in DIAGNOSTIC_VARIABLES:
-            row[name] = getattr(d, name)
+        row.update(zip(DIAGNOSTIC_VARIABLES, _DIAGNOSTICS(d)))
         st = snapshot.stationarity
-        for name in STATIONARITY_VARIABLES:
-            row[f"stationary_{name}"] = -1 if st is None else int(getattr(st, name))
+        if st is None:
+            row.update(_NOT_EVALUATED)
+        else:
+            row.update(zip(_STATIONARY_NAMES, map(int, _STATIONARITY(st))))
         row["atoms"] = self._atoms(snapshot, rho)
         if getattr(d, "dirac_id", None) is not None:
             row["dirac"] = _dirac_columns(d)
@@ -91,10 +113,15 @@ class RecordBuffer:
         if position.size != mass.size * (1 if s1 else 3):
             raise ValueError(f"atom_position has shape {position.shape}, expected "
                              f"({mass.size},{'' if s1 else ' 3'})")
-        ids = self.tracks.link(float(snapshot.t), mass, position)
-        self._last_t = float(snapshot.t)
-        k = self.tracks.size
+        self._last_t = t = float(snapshot.t)
+        ids = self.tracks.link(t, mass, position)
         core = np.asarray(d.atom_core_mass, float).reshape(-1)
+        labels = getattr(d, "atom_labels", None)
+        if self._record_atoms is not None and labels is not None:
+            labels, rho = np.asarray(labels, dtype=np.int64), np.asarray(rho, dtype=float)
+            if self._fits(labels, rho):
+                return self._atoms_compiled(ids, mass, position, core, labels, rho, s1)
+        k = self.tracks.size
         out_m, out_c = np.full(k, np.nan), np.full(k, np.nan)
         out_p = np.full(k, np.nan) if s1 else np.full((k, 3), np.nan)
         out_m[ids] = mass
@@ -106,15 +133,45 @@ class RecordBuffer:
         cols["atom_mass_gained"], cols["atom_mass_lost"] = self._budget(d, ids, rho, k)
         return cols
 
+    def _fits(self, labels: np.ndarray, rho: np.ndarray) -> bool:
+        """Labels, densities and the previous record's cells all one per grid cell."""
+        n = self._weight.size
+        return (labels.size == n and rho.size == n
+                and (self._cells is None or self._cells[0].size == n))
+
+    def _atoms_compiled(self, ids: np.ndarray, mass: np.ndarray, position: np.ndarray,
+                        core: np.ndarray, labels: np.ndarray, rho: np.ndarray, s1: bool
+                        ) -> dict[str, np.ndarray]:
+        """:meth:`_atoms` after the linking, in one compiled call
+        (:func:`~solvers.core.atom_tracks_numba.record_atoms`; labels given, one per cell)."""
+        prev = self._cells
+        table, *cells = self._record_atoms(
+            ids, mass, position if s1 else _NO_POSITIONS, core,
+            labels if labels.ndim == 1 else labels.reshape(-1),
+            rho if rho.ndim == 1 else rho.reshape(-1), self._weight, *(prev or _NO_CELLS),
+            prev is not None, self.tracks.end_time, self._last_t)
+        self._cells = tuple(cells)
+        if s1:
+            return dict(zip(_CIRCLE_COLUMNS, table))
+        cols = sphere_atom_columns(table[0], _sphere_positions(ids, position, table.shape[1]))
+        cols["atom_core_mass"], cols["atom_mass_gained"], cols["atom_mass_lost"] = table[2:]
+        return cols
+
     def _budget(self, d: Any, ids: np.ndarray, rho: np.ndarray, k: int
                 ) -> tuple[np.ndarray, np.ndarray]:
         """Mass gained and lost per identity since the last record (NaN where unknown: no
         labels, no previous record, identities neither alive now nor ended now)."""
-        gained, lost = np.full(k, np.nan), np.full(k, np.nan)
-        cells = cell_identities(getattr(d, "atom_labels", None), ids)
-        if cells is None or cells.size != rho.size:
+        labels = getattr(d, "atom_labels", None)
+        if labels is None or np.size(labels) != np.size(rho):
             self._cells = None
-            return gained, lost
+            return np.full(k, np.nan), np.full(k, np.nan)
+        return self._budget_numpy(labels, ids, rho, k)
+
+    def _budget_numpy(self, labels: np.ndarray, ids: np.ndarray, rho: np.ndarray, k: int
+                      ) -> tuple[np.ndarray, np.ndarray]:
+        """The reference of :meth:`_budget` (labels given, one per cell)."""
+        gained, lost = np.full(k, np.nan), np.full(k, np.nan)
+        cells = cell_identities(labels, ids)
         cell_mass = (np.asarray(rho, float) * self.grid.cell_weight).reshape(-1)
         if self._cells is not None:
             g, lo = mass_budget(self._cells[0], self._cells[1], cells, cell_mass, k)
@@ -132,11 +189,7 @@ class RecordBuffer:
         out = {k: np.asarray([r[k] for r in rows]) for k in names}
         width = max([width] + [r["atoms"]["atom_mass"].size for r in rows])
         for name in self.atom_names:
-            table = np.full((len(rows), width), np.nan)
-            for i, r in enumerate(rows):
-                values = r["atoms"][name]
-                table[i, :values.size] = values
-            out[name] = table
+            out[name] = _padded([r["atoms"][name] for r in rows], width)
         if "dirac" in rows[0]:
             out.update(_ragged([r["dirac"] for r in rows]))
         return out, width
@@ -152,13 +205,22 @@ class RecordBuffer:
         return out
 
 
+def _sphere_positions(ids: np.ndarray, position: np.ndarray, k: int) -> np.ndarray:
+    """S^2 positions (n, 3) in the rows of their identities (k, 3), NaN elsewhere."""
+    out = np.full((k, 3), np.nan)
+    out[ids] = position.reshape(-1, 3)
+    return out
+
+
 def _dirac_columns(d: Any) -> dict[str, np.ndarray]:
     """A measure-valued snapshot's Dirac atoms in the columns of their identities (NaN padded):
     ``dirac_mass`` and ``dirac_position`` (S^1 angles) or ``dirac_x, dirac_y, dirac_z`` (S^2
     unit vectors, positions of shape (n, 3))."""
     ids = np.asarray(d.dirac_id, int)
-    width = int(ids.max()) + 1 if ids.size else 0
     position = np.asarray(d.dirac_position, float)
+    if not ids.size and not position.size and not np.size(d.dirac_mass):  # a grid state's
+        return dict(_NO_DIRAC[position.ndim == 2])
+    width = int(ids.max()) + 1 if ids.size else 0
     columns = {"dirac_mass": np.asarray(d.dirac_mass, float)}
     if position.ndim == 2:
         columns.update({f"dirac_{c}": position[:, k] for k, c in enumerate("xyz")})
@@ -175,10 +237,17 @@ def _dirac_columns(d: Any) -> dict[str, np.ndarray]:
 def _ragged(rows: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
     """Rows of unequal widths as NaN-padded tables ``(records, width)``."""
     width = max(r[next(iter(r))].size for r in rows)
-    out = {}
-    for name in rows[0]:
-        table = np.full((len(rows), width), np.nan)
-        for i, r in enumerate(rows):
-            table[i, :r[name].size] = r[name]
-        out[name] = table
-    return out
+    return {name: _padded([r[name] for r in rows], width) for name in rows[0]}
+
+
+def _padded(values: list[np.ndarray], width: int) -> np.ndarray:
+    """1-d rows of at most ``width`` values as a NaN-padded table ``(rows, width)``."""
+    table = np.full((len(values), width), np.nan)
+    sizes = [v.size for v in values]
+    if not sizes or not max(sizes):
+        return table
+    if min(sizes) == max(sizes):  # (identities rarely change within a block)
+        table[:, :sizes[0]] = values
+    else:
+        table[np.arange(width) < np.array(sizes)[:, None]] = np.concatenate(values)
+    return table

@@ -6,9 +6,10 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections import deque
-from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -17,8 +18,7 @@ from solvers.core.snapshot import Snapshot, Stationarity
 from solvers.model.params import RunConfig
 
 
-@dataclass(frozen=True)
-class _Record:
+class _Record(NamedTuple):
     """What the stop rule keeps of one snapshot: masses by atom identity."""
 
     t: float
@@ -26,6 +26,10 @@ class _Record:
     ids: frozenset
     mass: dict
     diffuse: float
+
+
+# the 16 verdicts (Stationarity is frozen: one instance of each serves every snapshot)
+_VERDICTS = {flags: Stationarity(*flags) for flags in itertools.product((False, True), repeat=4)}
 
 
 class StopRule:
@@ -53,31 +57,32 @@ class StopRule:
         return d.transport_rate / max(abs(d.mass), 1e-300)
 
     def __call__(self, snap: Snapshot) -> Stationarity:
-        d = snap.diagnostics
-        ids = self.tracks.link(snap.t, d.atom_mass, d.atom_position)
-        diffuse = d.diffuse_mass if np.isfinite(d.diffuse_mass) else d.mass - float(np.sum(d.atom_mass))
-        new = _Record(snap.t, self._measure(snap), frozenset(ids.tolist()),
-                      dict(zip(ids.tolist(), np.asarray(d.atom_mass, float).tolist())), diffuse)
-        if new.measure > self.time.stationary_tol:
+        d, time, records = snap.diagnostics, self.time, self.records
+        ids = self.tracks.link(snap.t, d.atom_mass, d.atom_position).tolist()
+        diffuse = d.diffuse_mass
+        if not math.isfinite(diffuse):
+            diffuse = d.mass - float(np.sum(d.atom_mass))
+        new = _Record(snap.t, self._measure(snap), frozenset(ids),
+                      dict(zip(ids, np.asarray(d.atom_mass, float).tolist())), diffuse)
+        if new.measure > time.stationary_tol:
             self._bad_measure = new.t
-        if self.records:
-            last = self.records[-1]
+        if records:
+            last = records[-1]
             if last.ids != new.ids:
                 self._bad_ids = self._bad_mass = last.t
             elif not self._settled(last, new):
                 self._bad_mass = last.t
-        self.records.append(new)
-        span = self.time.stationary_window_time
-        while len(self.records) > 2 and self.records[1].t <= snap.t - span * (1 + 1e-9):
-            self.records.popleft()  # keep the window plus the snapshot just before it
+        records.append(new)
+        span = time.stationary_window_time
         start = snap.t - span * (1 + 1e-9)
-        first = self.records[0] if self.records[0].t >= start else self.records[1] \
-            if len(self.records) > 1 else new
+        while len(records) > 2 and records[1].t <= start:
+            records.popleft()  # keep the window plus the snapshot just before it
+        first = records[0] if records[0].t >= start else records[1] if len(records) > 1 else new
         full = first is not new and new.t - first.t >= span * (1 - 1e-9)
         transport = full and self._bad_measure < first.t
         same = full and self._bad_ids < first.t
-        return Stationarity(full, transport, same, same and self._bad_mass < first.t
-                            and self._settled(first, new))
+        return _VERDICTS[full, transport, same, same and self._bad_mass < first.t
+                         and self._settled(first, new)]
 
     def _settled(self, a: _Record, b: _Record) -> bool:
         """Every atom's mass and the diffuse mass changed by at most ``stationary_mass_rate``
