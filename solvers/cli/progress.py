@@ -79,7 +79,7 @@ class ProgressBar:
 
     def track(self, snap: Any) -> None:
         """Tracker (``tracker(snapshot)``): keeps the snapshot's stop criteria for the bar."""
-        if not self.stationary or snap.stationarity is None:
+        if not (self.enabled and self.stationary) or snap.stationarity is None:
             return
         held = [name for name in CRITERIA if getattr(snap.stationarity, name)]
         waiting = [name for name in CRITERIA if name not in held]

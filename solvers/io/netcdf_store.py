@@ -102,6 +102,7 @@ class NetCDFStore:
         self.records = _records_per_chunk(nc)
         self.spectral = f"{spectrum_prefix(grid)}_real" in nc.variables
         self._per_record: tuple[tuple | None, int] = (None, 0)  # (layout key, bytes): room check
+        self._is_ragged: dict[str, bool] = {}
 
     @property
     def atom_width(self) -> int:
@@ -164,30 +165,38 @@ class NetCDFStore:
         the step state behind the last record when it is interpolated (``restart``), and
         sync; then count them complete and sync again."""
         nc, i = self.nc, self.n
-        count = len(block["time"])
+        count, variables = len(block["time"]), nc.variables  # not nc[name]: it parses a path
         for name, values in block.items():
-            if name == "time" or name not in nc.variables:
+            var = variables.get(name)
+            if name == "time" or var is None:
                 continue
-            if nc[name].dimensions[1:] in (("atom",), ("dirac",)):
+            if self._ragged(name, var):
                 if values.shape[1]:  # NaN padded to the block's width (atoms: >= the file's)
-                    nc[name][i:i + count, 0:values.shape[1]] = values
+                    var[i:i + count, 0:values.shape[1]] = values
             else:
-                nc[name][i:i + count, ...] = values
+                var[i:i + count, ...] = values
         k = len(tracks.get("atom_birth_time", ()))
         for name, values in tracks.items():
             if name == ATOM_CELL:
-                if name in nc.variables:
-                    nc[name][...] = values.reshape(nc[name].shape)
+                if name in variables:
+                    variables[name][...] = values.reshape(variables[name].shape)
             else:
-                nc[name][0:k] = values
-        if restart is not None and RESTART in nc.variables:
-            nc[RESTART][...] = restart.rho.reshape(nc[RESTART].shape)
-            nc[RESTART].setncatts(restart_attributes(restart, float(block["time"][-1])))
-        nc["time"][i:i + count] = block["time"]
+                variables[name][0:k] = values
+        if restart is not None and RESTART in variables:
+            variables[RESTART][...] = restart.rho.reshape(variables[RESTART].shape)
+            variables[RESTART].setncatts(restart_attributes(restart, float(block["time"][-1])))
+        variables["time"][i:i + count] = block["time"]
         nc.sync()
         self.n += count
         nc.setncattr(RECORDS_COMPLETE, np.int64(self.n))
         nc.sync()
+
+    def _ragged(self, name: str, var: netCDF4.Variable) -> bool:
+        """Whether ``var`` is on ``(time, atom)`` or ``(time, dirac)`` (cached per name)."""
+        ragged = self._is_ragged.get(name)
+        if ragged is None:
+            ragged = self._is_ragged[name] = var.dimensions[1:] in (("atom",), ("dirac",))
+        return ragged
 
     def close(self) -> None:
         if self.nc.isopen():
