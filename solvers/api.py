@@ -154,7 +154,8 @@ def resume(source: str | os.PathLike | xr.Dataset, *, t_end: float | None = None
     cfg = _resumed_config(str(source.attrs["config_text"]), items, float(last["time"]))
     record = (float(last["time"]), int(last["step"]), float(last["dt"]),
               np.asarray(last["rho"].values, dtype=float))
-    from solvers.io.layout import RESTART, restart_state
+    from solvers.io.layout import RESTART
+    from solvers.io.restart import restart_state
 
     restart = None
     if RESTART in source:

@@ -371,24 +371,6 @@ def record_specs(grid: _Grid, spectral: bool, dirac: bool = False) -> list[VarSp
     return out + track_specs()
 
 
-def restart_attributes(restart: Any, after: float) -> dict[str, Any]:
-    """Attributes of :data:`RESTART` for the step state ``restart``
-    (:class:`~solvers.core.snapshot.Restart`) behind the record at time ``after``."""
-    return {"restart_time": float(restart.t), "restart_step": int(restart.step),
-            "restart_dt": float(restart.dt), "after_time": float(after)}
-
-
-def restart_state(attrs: dict[str, Any], rho: Any, last_time: float
-                  ) -> tuple[float, int, float, np.ndarray] | None:
-    """``(t, step, dt, rho)`` of the archived step state when it belongs to the last record
-    (its ``after_time`` is ``last_time``), else None (the last record is a step state)."""
-    after = attrs.get("after_time")
-    if after is None or float(after) != float(last_time):
-        return None
-    return (float(attrs["restart_time"]), int(attrs["restart_step"]), float(attrs["restart_dt"]),
-            np.asarray(rho, dtype=float))
-
-
 def track_specs() -> list[VarSpec]:
     """Per-identity atom records and the per-snapshot stop criteria (absent from old archives)."""
     out = [_spec(name, dtype, ("atom",), unit, long_name,

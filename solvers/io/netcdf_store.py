@@ -28,10 +28,10 @@ from solvers.io.layout import (
     chunk_shape,
     dimension_sizes,
     record_specs,
-    restart_attributes,
     spectrum_prefix,
     track_specs,
 )
+from solvers.io.restart import restart_attributes
 
 # Compressed chunks change size when a block extends them, and HDF5 then moves them and
 # rewrites its chunk index: a SIGKILL in the middle left unreadable files (1 kill in 2 in

@@ -21,9 +21,9 @@ from solvers.io.layout import (
     _HDF5_SIGNATURE,
     REQUIRED_VARIABLES,
     RESTART,
-    restart_state,
 )
 from solvers.io.netcdf_store import valid_records as _valid_records
+from solvers.io.restart import restart_state
 
 
 def is_zarr(path: str | os.PathLike) -> bool:

@@ -35,12 +35,11 @@ from solvers.io.layout import (
     chunk_shape,
     dimension_sizes,
     record_specs,
-    restart_attributes,
-    restart_state,
     spectrum_prefix,
     track_specs,
 )
 from solvers.io.lock import replace_folder, temporary_sibling
+from solvers.io.restart import restart_attributes, restart_state
 from solvers.model.params import RunConfig
 
 _COMPRESSOR = BloscCodec(cname="zstd", clevel=5, shuffle="shuffle")

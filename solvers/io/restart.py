@@ -1,0 +1,33 @@
+"""The step state behind an interpolated last record (``restart_rho``, docs/archive.md): its
+attributes as written, and the state a resume continues from as read back.
+
+A record interpolated between two steps (``output.snapshot_mode = "interpolate"``) is not a
+state of the scheme; a resume continues from the step state ``u_n`` before it, so that it takes
+the uninterrupted run's steps. The archive keeps ``u_n`` in :data:`~solvers.io.layout.RESTART`
+with the record it belongs to (``after_time``): a crash between writing it and counting the
+record complete leaves an ``after_time`` that no complete record has, and it is ignored.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+
+def restart_attributes(restart: Any, after: float) -> dict[str, Any]:
+    """Attributes of :data:`RESTART` for the step state ``restart``
+    (:class:`~solvers.core.snapshot.Restart`) behind the record at time ``after``."""
+    return {"restart_time": float(restart.t), "restart_step": int(restart.step),
+            "restart_dt": float(restart.dt), "after_time": float(after)}
+
+
+def restart_state(attrs: dict[str, Any], rho: Any, last_time: float
+                  ) -> tuple[float, int, float, np.ndarray] | None:
+    """``(t, step, dt, rho)`` of the archived step state when it belongs to the last record
+    (its ``after_time`` is ``last_time``), else None (the last record is a step state)."""
+    after = attrs.get("after_time")
+    if after is None or float(after) != float(last_time):
+        return None
+    return (float(attrs["restart_time"]), int(attrs["restart_step"]), float(attrs["restart_dt"]),
+            np.asarray(rho, dtype=float))
