@@ -146,3 +146,38 @@ def test_cli_resume_continues_the_steps(tmp_path):
     a, b = solvers.open_run(tmp_path / "part.nc"), solvers.open_run(tmp_path / "whole.nc")
     np.testing.assert_array_equal(a["time"].values, b["time"].values)
     np.testing.assert_array_equal(a["rho"].values, b["rho"].values)
+
+
+def test_sphere_resume_from_an_interpolated_record(tmp_path):
+    """S^2 (lmax 31, the paper's S^2 descent): the same steps after a resume, bitwise."""
+    base = ROOT / "runs" / "s2_descent_relu.toml"
+    over = dict(domain__resolution=31, time__t_end=40.0, time__stop_when_stationary=False,
+                output__snapshot_interval=0.5, output__progress=False)
+    whole = solvers.run(base, **over)
+    landed = solvers.run(base, **over, output__snapshot_mode="land")
+    assert whole.attrs["n_steps"] < landed.attrs["n_steps"]  # snapshots between the steps
+    path = tmp_path / "s2.nc"
+    solvers.run(base, path=path, **{**over, "time__t_end": 13.0})
+    assert read_restart(path) is not None
+    more = solvers.resume(path, t_end=40.0)
+    np.testing.assert_array_equal(more["rho"].values, whole["rho"].values)
+
+
+def test_interrupted_run_resumes_from_its_last_step_state(tmp_path):
+    """Ctrl-C (``stop()``) ends on a step state: that record needs no restart state, and the
+    resume continues the uninterrupted run's steps."""
+    from solvers.io.archive import ArchiveWriter
+    from solvers.io.state import grid_arrays, initial_density
+    from solvers.timestepping.simulation import simulate
+
+    cfg = solvers.load_config(BASE)
+    path, calls = tmp_path / "run.nc", iter(range(10**6))
+    theta, weight, phi = grid_arrays(cfg)
+    with ArchiveWriter(path, cfg, theta, weight, phi=phi) as writer:
+        result = simulate(cfg, initial_density(cfg), trackers=[writer.write_snapshot],
+                          stop=lambda: next(calls) >= 40)
+    assert result.reason == "interrupted" and result.n_steps == 40 and result.final.restart is None
+    assert read_restart(path) is None
+    interrupted_at = result.final.t
+    more = _without(solvers.resume(path), interrupted_at)
+    np.testing.assert_array_equal(more["rho"].values, _run()["rho"].values)
