@@ -77,3 +77,24 @@ def grid():
     def _grid(n: int) -> np.ndarray:
         return 2 * np.pi * np.arange(n) / n
     return _grid
+
+
+def random_atom_sequences(rng: np.random.Generator, dim: int, steps: int, seed: int):
+    """``(t, mass, position)`` of atoms that drift, appear and end at random (S^1 angles when
+    ``dim == 2``, else unit-ish 3-vectors): the fuzz input of the identity-linking tests.
+    ``seed`` varies the drift (0.2 when divisible by 3) and rounds masses to one digit (ties)
+    when divisible by 5."""
+    n = int(rng.integers(0, 5))
+    pos, mass = rng.normal(size=(n, 3)), rng.uniform(0.05, 0.5, n)
+    for t in range(steps):
+        if rng.random() < 0.25:  # an atom appears or ends
+            if rng.random() < 0.5 and mass.size:
+                keep = rng.random(mass.size) > 0.4
+                pos, mass = pos[keep], mass[keep]
+            else:
+                pos, mass = np.vstack([pos, rng.normal(size=(1, 3))]), np.append(mass, 0.1)
+        pos = pos + rng.normal(scale=0.05 if seed % 3 else 0.2, size=pos.shape)
+        mass = np.round(mass * rng.uniform(0.9, 1.1, mass.size), 1 if seed % 5 == 0 else 12)
+        position = np.arctan2(pos[:, 1], pos[:, 0]) % (2 * np.pi) if dim == 2 else pos
+        yield float(t), mass, position
+

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import random_atom_sequences
 from scipy.special import i0e
 
 from solvers.circle.atoms import detect_atoms, flow_pointer
@@ -141,20 +142,8 @@ def test_link_fast_path_equals_greedy_matching(seed):
     rng = np.random.default_rng(seed)
     dim = 2 if seed % 2 else 3
     fast, slow = AtomTracks(0.3, dim), _GreedyOnly(0.3, dim)
-    n = int(rng.integers(0, 5))
-    pos = rng.normal(size=(n, 3))
-    mass = rng.uniform(0.05, 0.5, n)
-    for t in range(12):
-        if rng.random() < 0.25:  # an atom appears or ends
-            if rng.random() < 0.5 and mass.size:
-                keep = rng.random(mass.size) > 0.4
-                pos, mass = pos[keep], mass[keep]
-            else:
-                pos, mass = np.vstack([pos, rng.normal(size=(1, 3))]), np.append(mass, 0.1)
-        pos = pos + rng.normal(scale=0.05 if seed % 3 else 0.2, size=pos.shape)
-        mass = np.round(mass * rng.uniform(0.9, 1.1, mass.size), 1 if seed % 5 == 0 else 12)
-        position = np.arctan2(pos[:, 1], pos[:, 0]) % (2 * np.pi) if dim == 2 else pos
-        a, b = fast.link(float(t), mass, position), slow.link(float(t), mass, position)
+    for t, mass, position in random_atom_sequences(rng, dim, 12, seed):
+        a, b = fast.link(t, mass, position), slow.link(t, mass, position)
         np.testing.assert_array_equal(a, b)
     for name in ("mass", "birth_time", "end_time", "parent", "merged_into"):
         np.testing.assert_array_equal(getattr(fast, name), getattr(slow, name))
