@@ -285,7 +285,13 @@ def _by_angle(owner: np.ndarray, out: np.ndarray) -> bool:
     angle = np.empty(k)
     for j in range(k):
         angle[j] = math.atan2(out[3, j], out[2, j]) % (2.0 * np.pi)
-    order = np.argsort(angle, kind="mergesort")
+    order = np.arange(k)  # a stable insertion sort: a few atoms (np.argsort's mergesort
+    for j in range(1, k):  # costs seconds of compilation on a first run)
+        o, i = order[j], j - 1
+        while i >= 0 and angle[order[i]] > angle[o]:
+            order[i + 1] = order[i]
+            i -= 1
+        order[i + 1] = o
     sure = k < 2 or (angle[order[0]] > SURE and angle[order[k - 1]] < 2.0 * np.pi - SURE)
     for j in range(1, k):
         sure = sure and angle[order[j]] - angle[order[j - 1]] > SURE
@@ -295,5 +301,8 @@ def _by_angle(owner: np.ndarray, out: np.ndarray) -> bool:
     for i in range(owner.size):
         if owner[i] >= 0:
             owner[i] = new[owner[i]]
-    out[:, :] = out[:, order]
+    moved = out.copy()
+    for j in range(k):
+        for r in range(4):
+            out[r, j] = moved[r, order[j]]
     return sure
