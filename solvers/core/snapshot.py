@@ -102,9 +102,12 @@ class Snapshot:
     t : float
         Time.
     step : int
-        Number of accepted steps since t = 0 (continues across --resume).
+        Number of accepted steps since t = 0 (continues across --resume); for a snapshot
+        interpolated between two steps, the steps taken so far (the one that crossed ``t``
+        included).
     dt : float
-        The last accepted step size (the next step starts from it on resume).
+        The step the controller proposes next (a resume from a step state starts with it;
+        an interpolated snapshot's resume uses ``restart.dt``).
     rho : ndarray, shape (N,)
         Grid density (S^1: cell averages at cell centres ``theta_i = 2 pi i / N``).
     diagnostics : Diagnostics
