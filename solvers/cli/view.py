@@ -66,6 +66,20 @@ def cmd_info(args: argparse.Namespace) -> int:
     return 0
 
 
+def _restart_lines(ds: Any, last: float) -> list[str]:
+    """Where ``--resume`` continues when the last record is interpolated between two steps."""
+    from solvers.io.layout import RESTART
+    from solvers.io.restart import restart_state
+
+    if RESTART not in ds:
+        return []
+    found = restart_state(ds[RESTART].attrs, ds[RESTART].values, last)
+    if found is None:
+        return []
+    return [f"last record interpolated between steps: --resume continues from the step state "
+            f"at t = {found[0]:.6g} (step {found[1]})"]
+
+
 def info_lines(ds: Any, path: Path) -> list[str]:
     """The text of ``meanfield info`` for a run dataset (see :mod:`solvers.io.archive`)."""
     lines = [f"run: {clip(path, 500)}"]
@@ -84,6 +98,7 @@ def info_lines(ds: Any, path: Path) -> list[str]:
         return lines
     times = ds["time"].values
     lines.append(f"t: {float(times[0]):g} .. {float(times[-1]):g}")
+    lines += _restart_lines(ds, float(times[-1]))
     names = ("mass", "energy", "dissipation", "min_rho", "max_rho", "n_atoms", "max_atom_mass")
     lines.append("final:")
     lines += [f"  {v:14s} {float(ds[v].values[-1]):.10g}" for v in names if v in ds]

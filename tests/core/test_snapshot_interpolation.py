@@ -135,12 +135,15 @@ def test_cli_resume_continues_the_steps(tmp_path):
     cfg.write_text(BASE)
     env = dict(os.environ, PYTHONPATH=str(ROOT))
 
-    def meanfield(*args: str) -> None:
+    def meanfield(*args: str) -> str:
         done = subprocess.run([sys.executable, "-m", "solvers", *args], cwd=tmp_path, env=env,
                               capture_output=True, text=True, timeout=300)
         assert done.returncode == 0, done.stderr
+        return done.stdout
 
     meanfield("run", str(cfg), "-o", "part.nc", "--no-progress", "--set", "time.t_end=13.0")
+    t, step = read_restart(tmp_path / "part.nc")[:2]
+    assert f"continues from the step state at t = {t:.6g} (step {step})" in meanfield("info", "part.nc")
     meanfield("run", "--resume", "part.nc", "--no-progress", "--set", "time.t_end=40.0")
     meanfield("run", str(cfg), "-o", "whole.nc", "--no-progress")
     a, b = solvers.open_run(tmp_path / "part.nc"), solvers.open_run(tmp_path / "whole.nc")
