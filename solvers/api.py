@@ -141,12 +141,14 @@ def resume(source: str | os.PathLike | xr.Dataset, *, t_end: float | None = None
         if item.split(".", 1)[0] not in RESUMABLE_SECTIONS:
             raise ConfigError(item.split("=", 1)[0], "cannot change on resume (only time.* "
                               "and output.* can); start a new run with initial.kind = \"archive\"")
+    from solvers.io.restart import restart_state, resume_start
+
     if isinstance(source, (str, os.PathLike)):
         from solvers.io import archive
 
         text = archive.read_config_text(source)
         t, step, dt, rho = archive.read_last_state(source)
-        state = _from_step_state((t, step, dt, rho), archive.read_restart(source))
+        state = resume_start((t, step, dt, rho), archive.read_restart(source))
         state["atoms0"] = archive.read_last_dirac(source)
         cfg = _resumed_config(text, items, t)
         return _simulate_to_dataset(cfg, state, source, False, progress, append=True)
@@ -155,12 +157,11 @@ def resume(source: str | os.PathLike | xr.Dataset, *, t_end: float | None = None
     record = (float(last["time"]), int(last["step"]), float(last["dt"]),
               np.asarray(last["rho"].values, dtype=float))
     from solvers.io.layout import RESTART
-    from solvers.io.restart import restart_state
 
     restart = None
     if RESTART in source:
         restart = restart_state(source[RESTART].attrs, source[RESTART].values, record[0])
-    new = _simulate_to_dataset(cfg, _from_step_state(record, restart), None, False, progress,
+    new = _simulate_to_dataset(cfg, resume_start(record, restart), None, False, progress,
                                append=False)
     import xarray as xr
 
@@ -170,14 +171,6 @@ def resume(source: str | os.PathLike | xr.Dataset, *, t_end: float | None = None
     merged = merged.drop_vars([d for d in merged.dims if d in merged.coords and d not in source.coords])
     merged.attrs.update({k: new.attrs[k] for k in ("stop_reason", "n_steps", "wall_time_s")})
     return merged
-
-
-def _from_step_state(record: tuple[float, int, float, np.ndarray],
-                     restart: tuple[float, int, float, np.ndarray] | None) -> dict[str, Any]:
-    """The state a resume starts from: the last record ``(t, step, dt, rho)``, or the step
-    state behind it when the record is interpolated; snapshots continue after the record."""
-    t, step, dt, rho = record if restart is None else restart
-    return {"rho": rho, "t0": t, "step0": step, "dt0": dt, "after": record[0]}
 
 
 def _label_ragged_dims(parts: list[xr.Dataset]) -> list[xr.Dataset]:

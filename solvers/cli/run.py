@@ -19,6 +19,7 @@ import numpy as np
 
 from solvers.cli.guard import EXIT_FAILED, EXIT_INTERRUPTED, CliError, StopRequest
 from solvers.cli.progress import LowestDensity, ProgressBar
+from solvers.io.restart import resume_start
 from solvers.io.state import grid_arrays, initial_density
 from solvers.model.config import (ConfigError, check_run, clip, load_config, parse_override,
                                   toml_value)
@@ -93,11 +94,7 @@ def _resume_state(args: argparse.Namespace) -> tuple[RunConfig, dict[str, Any]]:
     if np.shape(rho) != shape:
         raise CliError(f"{path}: state has shape {np.shape(rho)}, the config's grid "
                        f"{shape} ({config.domain.manifold}, resolution {config.domain.resolution})")
-    after = float(t)
-    if restart is not None:
-        t, step, dt, rho = restart
-    return config, {"rho": np.asarray(rho, dtype=float), "t0": float(t), "step0": int(step),
-                    "dt0": float(dt), "atoms0": atoms0, "after": after}
+    return config, {**resume_start((t, step, dt, rho), restart), "atoms0": atoms0}
 
 
 def _fresh_state(args: argparse.Namespace) -> tuple[RunConfig, dict[str, Any]]:

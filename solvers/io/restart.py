@@ -31,3 +31,14 @@ def restart_state(attrs: dict[str, Any], rho: Any, last_time: float
         return None
     return (float(attrs["restart_time"]), int(attrs["restart_step"]), float(attrs["restart_dt"]),
             np.asarray(rho, dtype=float))
+
+
+def resume_start(record: tuple[float, int, float, np.ndarray],
+                 restart: tuple[float, int, float, np.ndarray] | None) -> dict[str, Any]:
+    """Where a resume starts (``simulate``'s ``rho0, t0, step0, dt0, after``): the last record
+    ``(t, step, dt, rho)``, or the step state behind it when the record is interpolated;
+    snapshots continue after the record's time either way."""
+    t, step, dt, rho = record if restart is None else restart
+    return {"rho": np.asarray(rho, dtype=float), "t0": float(t), "step0": int(step),
+            "dt0": float(dt), "after": float(record[0])}
+
