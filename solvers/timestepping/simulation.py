@@ -333,7 +333,7 @@ def simulate(config: RunConfig, rho0: np.ndarray, *, t0: float = 0.0, step0: int
         if solver.n_steps - step0 >= config.time.max_steps:
             reason = "max_steps"
             break
-        before = solver.restart_state()
+        before = solver.restart_state() if free else None  # landed snapshots are step states
         solver.step(math.inf if free else target)
         crossed = solver.t >= target
         while not done and solver.t >= target:
