@@ -51,7 +51,7 @@ def run_once(interval: float, t_end: float, sync: float, folder: Path, suffix: s
     rho0 = initial_density(cfg)
     start = time.perf_counter()
     with ArchiveWriter(out, cfg, theta, weight, phi=phi, overwrite=True) as writer:
-        result = simulate(cfg, rho0, trackers=[writer.write_snapshot])
+        result = simulate(cfg, rho0, trackers=[writer])
     wall = time.perf_counter() - start
     size = sum(p.stat().st_size for p in out.rglob("*")) if out.is_dir() else out.stat().st_size
     return wall, result.n_steps, size

@@ -202,7 +202,7 @@ def _simulate_to_dataset(cfg: RunConfig, state: dict[str, Any], path: str | os.P
         mode = {"append": True} if append else {"overwrite": overwrite}
         with ArchiveWriter(target, cfg, theta, weight, phi=phi, **mode) as writer:
             result = simulate(cfg, state["rho"], t0=state["t0"], step0=state["step0"],
-                              dt0=state["dt0"], trackers=[writer.write_snapshot],
+                              dt0=state["dt0"], trackers=[writer],
                               atoms0=state.get("atoms0"), after=state.get("after"),
                               progress=_progress(cfg, state["t0"]) if progress else None)
         ds = open_run(target)

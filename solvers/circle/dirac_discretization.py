@@ -17,11 +17,23 @@ self-interaction, so no face next to it is held back by its own mass.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from solvers.circle.atoms import Atoms, detect_atoms, relabel
-from solvers.circle.dirac import CircleMeasureField, CompiledCircleField, absorb, capture, merge
-from solvers.circle.discretization import SUPPORT_FLOOR, CircleDiscretization, tail_energy
+from solvers.circle.dirac import (
+    CircleMeasureField,
+    CompiledCircleField,
+    absorb,
+    capture,
+    merge,
+)
+from solvers.circle.discretization import (
+    SUPPORT_FLOOR,
+    CircleDiscretization,
+    tail_energy,
+)
 from solvers.circle.fv import transport
 from solvers.core.measure import DiracAtoms, MeasureLayout, MeasureStateAccess
 from solvers.core.point_atoms import AtomSystem
@@ -148,6 +160,11 @@ class DiracCircleDiscretization(MeasureStateAccess, CircleDiscretization):
     # -- diagnostics ----------------------------------------------------------------------
     def diagnostics(self, state: np.ndarray, atoms: AtomParams) -> Diagnostics:
         return measure_diagnostics(self, state, atoms)
+
+    def diagnostics_batch(self, states: Sequence[np.ndarray], atoms: AtomParams
+                          ) -> list[Diagnostics]:
+        """:meth:`diagnostics` of each measure state (not the grid path of the base class)."""
+        return [measure_diagnostics(self, state, atoms) for state in states]
 
 
 def measure_energy(disc: DiracCircleDiscretization, rho: np.ndarray, dirac: DiracAtoms) -> float:

@@ -3,6 +3,7 @@ the snapshot diagnostics of an S^1 grid density (computed at snapshots, not ever
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Callable
 
 import numpy as np
@@ -63,6 +64,15 @@ class CircleDiscretization:
     def diagnostics(self, rho: np.ndarray, atoms: AtomParams) -> Diagnostics:
         return compute_diagnostics(self.problem, self.rhs, rho, atoms, self.k_max)
 
+    def diagnostics_batch(self, states: Sequence[np.ndarray], atoms: AtomParams
+                          ) -> list[Diagnostics]:
+        """:meth:`diagnostics` of each grid density in ``states`` (each (N,)), the same values;
+        on the compiled path one forward and one inverse transform serve them all."""
+        if len(states) > 1 and _compiled(self.problem, self.rhs):
+            return _compiled_diagnostics_batch(self.problem, self.rhs, np.stack(states), atoms,
+                                               self.k_max)
+        return [self.diagnostics(state, atoms) for state in states]
+
     def spectral_tail_limit(self) -> float | None:
         return 1e-6 if self.scheme == "spectral" else None
 
@@ -95,7 +105,7 @@ def compute_diagnostics(problem: CircleProblem, rhs: Rhs, rho: np.ndarray,
     Unnormalised attention with the numba backend: :func:`_compiled_diagnostics` (the same
     values to round-off); this function is its reference.
     """
-    if not problem.softmax and hasattr(rhs, "with_velocity") and resolve_backend(None) == "numba":
+    if _compiled(problem, rhs):
         return _compiled_diagnostics(problem, rhs, rho, atoms, k_max)
     b = problem.basis
     cell_mass = rho * b.cell_weight
@@ -124,16 +134,40 @@ def _with_atoms(found: Atoms, **scalars: float) -> Diagnostics:
                        diffuse_mass=found.diffuse_mass, atom_labels=found.labels)
 
 
+def _compiled(problem: CircleProblem, rhs: Rhs) -> bool:
+    """Whether :func:`compute_diagnostics` takes the compiled path (unnormalised attention,
+    an fv right-hand side, numba)."""
+    return not problem.softmax and hasattr(rhs, "with_velocity") and resolve_backend(None) == "numba"
+
+
 def _compiled_diagnostics(problem: CircleProblem, rhs: Rhs, rho: np.ndarray,
                           atoms: AtomParams, k_max: int) -> Diagnostics:
     """:func:`compute_diagnostics` for unnormalised attention: one forward and one batched
     inverse transform, then two compiled calls (:mod:`solvers.circle.diagnostics_numba`): the
     fields, and the reductions with the atoms (:func:`solvers.circle.atoms_numba.detect_ring`)."""
-    fields, reductions_and_atoms, stack_m, beta, sign, w_face, w_center, v_center, floor = \
+    b, stack_m = problem.basis, _compiled_setup(problem)[2]
+    rho_hat = b.forward(rho)
+    return _compiled_from(problem, rhs, rho, rho_hat, b.backward(rho_hat * stack_m), atoms, k_max)
+
+
+def _compiled_diagnostics_batch(problem: CircleProblem, rhs: Rhs, rho: np.ndarray,
+                                atoms: AtomParams, k_max: int) -> list[Diagnostics]:
+    """:func:`_compiled_diagnostics` of each row of ``rho`` (B, N), bitwise the same: the
+    transforms of all rows in one call each (numpy transforms row by row)."""
+    b, stack_m = problem.basis, _compiled_setup(problem)[2]
+    rho_hat = b.forward(rho)
+    stack = b.backward(rho_hat[:, None, :] * stack_m)
+    return [_compiled_from(problem, rhs, rho[i], rho_hat[i], stack[i], atoms, k_max)
+            for i in range(rho.shape[0])]
+
+
+def _compiled_from(problem: CircleProblem, rhs: Rhs, rho: np.ndarray, rho_hat: np.ndarray,
+                   stack: np.ndarray, atoms: AtomParams, k_max: int) -> Diagnostics:
+    """The compiled diagnostics of ``rho`` (N,) from its coefficients ``rho_hat`` and the
+    inverse transforms ``stack`` (3, N) of ``rho_hat`` times the multipliers."""
+    fields, reductions_and_atoms, _, beta, sign, w_face, w_center, v_center, floor = \
         _compiled_setup(problem)
     b = problem.basis
-    rho_hat = b.forward(rho)
-    stack = b.backward(rho_hat * stack_m)
     face, grad_u = fields(stack, beta, sign, w_face, w_center)
     drho = rhs.with_velocity(rho, face)[0]
     (mass, low, high, e_att, e_v, diss, moved, speed, tail), ring = reductions_and_atoms(

@@ -151,7 +151,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             with writer:
                 result = simulate(config, state["rho"], t0=state["t0"], step0=state["step0"],
                                   dt0=state["dt0"], after=state.get("after"),
-                                  trackers=[writer.write_snapshot, lowest, bar.track],
+                                  trackers=[writer, lowest, bar.track],
                                   progress=bar, stop=stop, atoms0=state.get("atoms0"))
         except KeyboardInterrupt:  # raised before the handler was in place, or by a tracker
             bar.close()

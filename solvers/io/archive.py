@@ -67,6 +67,7 @@ from __future__ import annotations
 import logging
 import os
 import time as wallclock
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -289,6 +290,35 @@ class ArchiveWriter:
         Returns False (and writes nothing) when ``snapshot.t`` equals the last written time
         (a repeated final snapshot); raises ValueError when it is earlier.
         """
+        if not self._add(snapshot):
+            return False
+        if (self._written <= FIRST_RECORDS or self.n_records % self._store.records == 0
+                or wallclock.monotonic() - self._synced >= self._wait):
+            self._flush_synced()
+        return True
+
+    __call__ = write_snapshot
+
+    def write_snapshots(self, snapshots: Sequence[Snapshot]) -> int:
+        """Buffer the records of ``snapshots`` (in time order) as :meth:`write_snapshot` does
+        each, but decide once, after the last, whether they go out as a block: the first
+        ``FIRST_RECORDS`` records of a writer then go out together, not one by one (a full
+        time chunk is still written as it fills). Returns how many were buffered."""
+        added = 0
+        for snap in snapshots:
+            if self._add(snap):
+                added += 1
+                if self.n_records % self._store.records == 0:
+                    self._flush_synced()
+        if len(self._buffer) and (self._written - added < FIRST_RECORDS
+                                  or wallclock.monotonic() - self._synced >= self._wait):
+            self._flush_synced()
+        return added
+
+    track_many = write_snapshots  # a tracker's batch form (solvers.timestepping.simulation)
+
+    def _add(self, snapshot: Snapshot) -> bool:
+        """Check and buffer one record (False: a repeat of the last time, not buffered)."""
         rho = np.asarray(snapshot.rho, dtype=float)
         if rho.shape != self.grid.shape:
             raise ValueError(f"rho has shape {rho.shape}, archive grid has {self.grid.shape}")
@@ -299,14 +329,12 @@ class ArchiveWriter:
             raise ValueError(f"snapshot time {t} precedes the last archived time {self._last_t}")
         self._buffer.add(snapshot, rho)
         self._last_t, self._restart = t, snapshot.restart
-        now, self._written = wallclock.monotonic(), self._written + 1
-        if (self._written <= FIRST_RECORDS or self.n_records % self._store.records == 0
-                or now - self._synced >= self._wait):
-            self.flush()
-            self._synced, self._wait = now, min(2.0 * self._wait, self._every)
+        self._written += 1
         return True
 
-    __call__ = write_snapshot
+    def _flush_synced(self) -> None:
+        self.flush()
+        self._synced, self._wait = wallclock.monotonic(), min(2.0 * self._wait, self._every)
 
     def flush(self) -> None:
         """Append the buffered records as one block, synced and counted complete."""

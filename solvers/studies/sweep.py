@@ -256,7 +256,7 @@ def run_point(config: RunConfig, archive: str, name: str, digest: str) -> dict[s
             rho0 = initial_density(config)
             theta, weight, phi = grid_arrays(config)
             with ArchiveWriter(path, config, theta, weight, phi=phi, overwrite=True) as writer:
-                result = simulate(config, rho0, trackers=[writer.write_snapshot])
+                result = simulate(config, rho0, trackers=[writer])
     except Exception as err:  # noqa: BLE001 (reported per run, never lost)
         return failure(name, err, archive)
     record = result_record(result, name, archive, digest)

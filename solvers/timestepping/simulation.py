@@ -39,10 +39,16 @@ from typing import NoReturn
 import numpy as np
 
 from solvers.core.discretization import Discretization
-from solvers.core.snapshot import Restart, Snapshot
+from solvers.core.snapshot import Diagnostics, Restart, Snapshot
 from solvers.model.config import DT_MIN_FRACTION, check_run
 from solvers.model.params import RunConfig
 from solvers.timestepping.integrators import get_integrator, rk_step
+from solvers.timestepping.snapshot_queue import (
+    BATCH_SNAPSHOTS,
+    Delivery,
+    Pending,
+    SnapshotQueue,
+)
 from solvers.timestepping.stop_rule import StopRule, _is_stationary, _link_radius  # noqa: F401
 
 BLOWUP_FACTOR = 10.0  # a density above 10 * mass / (smallest cell) cannot be a probability's
@@ -241,18 +247,31 @@ class Solver:
         """Diagnostics of the current state, or of ``at = (t, rho)`` (an interpolated state
         whose step state is ``restart``); warns once if the density goes negative."""
         t, state = (self.t, self.rho) if at is None else at
-        diag = self.disc.diagnostics(state, self.config.atoms)
+        return self._snapshot(Pending(t, self.n_steps, self.dt, state, restart),
+                              self.disc.diagnostics(state, self.config.atoms))
+
+    def snapshots(self, pending: Sequence[Pending]) -> list[Snapshot]:
+        """The snapshots of ``pending`` states (kept by the time loop as it stepped on), their
+        diagnostics computed together where the discretisation can (``diagnostics_batch``)."""
+        states = [p.state for p in pending]
+        batch = getattr(self.disc, "diagnostics_batch", None)
+        atoms = self.config.atoms
+        diags = batch(states, atoms) if batch is not None else \
+            [self.disc.diagnostics(state, atoms) for state in states]
+        return [self._snapshot(p, d) for p, d in zip(pending, diags)]
+
+    def _snapshot(self, p: Pending, diag: Diagnostics) -> Snapshot:
         if diag.min_rho < 0:
-            self._warn_once("negative", f"density negative at t={t:.6g} (min rho = "
+            self._warn_once("negative", f"density negative at t={p.t:.6g} (min rho = "
                                         f"{diag.min_rho:.3g}); use time.scheme = \"fv\"")
         tail_limit = self.disc.spectral_tail_limit()
         if tail_limit is not None and diag.tail_energy > tail_limit:
-            self._warn_once("tail", f"under-resolved at t={t:.6g}: top third of the modes "
+            self._warn_once("tail", f"under-resolved at t={p.t:.6g}: top third of the modes "
                                     f"holds {diag.tail_energy:.2g} of the power")
-        rho = self.disc.density(state) if self.measure else state
+        rho = self.disc.density(p.state) if self.measure else p.state
         if self.measure or rho is self.rho:  # the live state: the snapshot keeps a copy
             rho = rho.copy()
-        return Snapshot(t, self.n_steps, self.dt, rho, diag, restart=restart)
+        return Snapshot(p.t, p.step, p.dt, rho, diag, restart=p.restart)
 
     def restart_state(self) -> Restart:
         """The current step state, for a resume that must take the same steps."""
@@ -288,7 +307,8 @@ def interpolate(before: Restart, rho: np.ndarray, t_after: float, t: float) -> n
 def simulate(config: RunConfig, rho0: np.ndarray, *, t0: float = 0.0, step0: int = 0,
              dt0: float | None = None, trackers: Sequence[Callable[[Snapshot], None]] = (),
              progress: Callable | None = None, stop: Callable[[], bool] | None = None,
-             atoms0: object | None = None, after: float | None = None) -> RunResult:
+             atoms0: object | None = None, after: float | None = None,
+             batch: int = BATCH_SNAPSHOTS) -> RunResult:
     """Run one configuration to ``time.t_end``, stationarity, ``time.max_steps`` or ``stop()``.
 
     ``atoms0``: the Dirac atoms (:class:`solvers.core.measure.DiracAtoms`) of a resumed
@@ -297,6 +317,8 @@ def simulate(config: RunConfig, rho0: np.ndarray, *, t0: float = 0.0, step0: int
     snapshot is the first multiple of ``output.snapshot_interval`` after it. A resume from the
     step state (:class:`~solvers.core.snapshot.Restart`) of an interpolated snapshot starts at
     ``t0 < after``.
+    ``batch``: snapshots made together at most (:mod:`solvers.timestepping.snapshot_queue`;
+    1: each as the loop passes its time). The trackers see the same snapshots either way.
 
     Raises ConfigError (config outside the limits), StepUnderflowError, BlowUpError.
     """
@@ -307,45 +329,61 @@ def simulate(config: RunConfig, rho0: np.ndarray, *, t0: float = 0.0, step0: int
     interval, t_end = config.output.snapshot_interval, config.time.t_end
     rule = StopRule(config, _link_radius(config))
     free = snapshot_mode(config) == "interpolate"
-
-    def emit(snap: Snapshot) -> Snapshot:
-        solver.check_state(snap)
-        snap = Snapshot(snap.t, snap.step, snap.dt, snap.rho, snap.diagnostics, rule(snap),
-                        snap.restart)  # dataclasses.replace costs more than a snapshot's stop rule
-        for tracker in trackers:
-            tracker(snap)
-        if progress is not None:
-            progress(snap.t, snap.step, snap.dt, snap.diagnostics)
-        return snap
+    deliver = Delivery(solver.check_state, rule, trackers, progress,
+                       config.time.stop_when_stationary)
+    queue = SnapshotQueue(batch)
 
     def following(t: float) -> float:
         return min(t_end, interval * (math.floor(t / interval + 1e-9) + 1))
 
-    snap = emit(solver.snapshot()) if fresh else replace(solver.snapshot(), stationarity=None)
+    def make_queued() -> bool:
+        """Make and deliver the queued snapshots; True when one of them ends the run."""
+        nonlocal snap
+        if not len(queue):
+            return False
+        last, stationary = deliver(solver.snapshots(queue.take()))
+        snap = last if last is not None else snap
+        return stationary
+
+    snap = deliver([solver.snapshot()])[0] if fresh else replace(solver.snapshot(), stationarity=None)
     if not fresh:
         rule(snap)  # a resumed window starts at the resumed state
     reason, last_report = "t_end", wallclock.perf_counter()
     target, done = following(t0 if after is None else float(after)), False
     while not done:
-        if stop is not None and stop():
-            reason = "interrupted"
-            break
-        if solver.n_steps - step0 >= config.time.max_steps:
-            reason = "max_steps"
+        ended = "interrupted" if stop is not None and stop() else \
+            "max_steps" if solver.n_steps - step0 >= config.time.max_steps else None
+        if ended is not None:
+            reason = "stationary" if make_queued() else ended
             break
         before = solver.restart_state() if free else None  # landed snapshots are step states
-        solver.step(math.inf if free else target)
+        try:
+            solver.step(math.inf if free else target)
+        except Exception:
+            if not make_queued():  # (else the run ended before this step: return normally)
+                raise
+            reason = "stationary"
+            break
+        except BaseException:  # KeyboardInterrupt: the trackers see every completed snapshot
+            make_queued()
+            raise
         crossed = solver.t >= target
         while not done and solver.t >= target:
-            at = (target, interpolate(before, solver.rho, solver.t, target)) if free else None
-            snap = emit(solver.snapshot(at, before if target < solver.t else None))
-            if config.time.stop_when_stationary and snap.stationarity.held:
-                reason, done = "stationary", True
-            done = done or target >= t_end
+            if free:
+                queue.add(Pending(target, solver.n_steps, solver.dt,
+                                  interpolate(before, solver.rho, solver.t, target),
+                                  before if target < solver.t else None), solver.n_steps)
+            else:
+                queue.add(Pending(solver.t, solver.n_steps, solver.dt, solver.rho, None),
+                          solver.n_steps)
+            done = target >= t_end
             target = following(target)
+        if (done or queue.due(solver.n_steps)) and make_queued():
+            reason, done = "stationary", True
         if not crossed and progress is not None and wallclock.perf_counter() - last_report > 0.1:
             last_report = wallclock.perf_counter()
             progress(solver.t, solver.n_steps, solver.dt, None)
-    if not done and snap.t != solver.t:
-        snap = emit(solver.snapshot())
-    return RunResult(snap, reason, solver.n_steps, wallclock.perf_counter() - start)
+    if reason in ("interrupted", "max_steps") and snap.t != solver.t:
+        snap = deliver([solver.snapshot()])[0]
+    steps = snap.step if reason == "stationary" else solver.n_steps
+    return RunResult(snap, reason, steps, wallclock.perf_counter() - start)

@@ -177,7 +177,7 @@ def test_interrupted_run_resumes_from_its_last_step_state(tmp_path):
     path, calls = tmp_path / "run.nc", iter(range(10**6))
     theta, weight, phi = grid_arrays(cfg)
     with ArchiveWriter(path, cfg, theta, weight, phi=phi) as writer:
-        result = simulate(cfg, initial_density(cfg), trackers=[writer.write_snapshot],
+        result = simulate(cfg, initial_density(cfg), trackers=[writer],
                           stop=lambda: next(calls) >= 40)
     assert result.reason == "interrupted" and result.n_steps == 40 and result.final.restart is None
     assert read_restart(path) is None

@@ -1,0 +1,123 @@
+"""Snapshots on their way from the time loop to the trackers, made in batches.
+
+The time loop keeps the state of each snapshot time it passes (:class:`Pending`) in a
+:class:`SnapshotQueue` and steps on; when the queue is due, the solver makes the snapshots
+together (one batched transform for all their diagnostics where the discretisation can,
+``diagnostics_batch``) and :class:`Delivery` checks, judges and hands them on in time order.
+A tracker with a ``track_many(snapshots)`` method gets each batch in one call (the archive
+then decides once whether to write a block). What a tracker sees is what it would see one
+snapshot at a time; only later, by at most ``BATCH_STEPS`` steps or ``BATCH_WALL`` seconds.
+A stationary stop at a queued snapshot drops the snapshots after it: the run ends there, and
+the steps taken beyond it are the price of the batch (at most ``BATCH_STEPS``).
+"""
+
+from __future__ import annotations
+
+import time as wallclock
+from collections.abc import Callable, Sequence
+from typing import NamedTuple
+
+import numpy as np
+
+from solvers.core.snapshot import Restart, Snapshot, Stationarity
+
+BATCH_SNAPSHOTS = 64  # snapshots made together at most (1: each as its time is passed)
+BATCH_STEPS = 16  # steps the time loop takes at most past a queued snapshot time
+BATCH_WALL = 0.1  # seconds of wall time a queued snapshot waits at most
+
+
+class Pending(NamedTuple):
+    """A snapshot to make: time, step count and proposed step at that time, the state
+    (grid or flat measure state, not copied: step states are never written to again) and
+    the step state behind it when the state is interpolated."""
+
+    t: float
+    step: int
+    dt: float
+    state: np.ndarray
+    restart: Restart | None
+
+
+class SnapshotQueue:
+    """The pending snapshots of the time loop, and when to make them.
+
+    Due when it holds ``batch`` snapshots, or the time loop has taken ``BATCH_STEPS`` steps
+    or ``BATCH_WALL`` seconds since the first was queued.
+    """
+
+    def __init__(self, batch: int = BATCH_SNAPSHOTS) -> None:
+        if batch < 1:
+            raise ValueError(f"batch: at least 1 snapshot (got {batch})")
+        self.batch = int(batch)
+        self._items: list[Pending] = []
+        self._since = (0, 0.0)  # step count and wall time when the first was queued
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def add(self, pending: Pending, steps: int) -> None:
+        """Queue ``pending``; ``steps``: the time loop's step count now."""
+        if not self._items:
+            self._since = (steps, wallclock.perf_counter())
+        self._items.append(pending)
+
+    def due(self, steps: int) -> bool:
+        """Whether the queued snapshots should be made now (``steps``: the step count)."""
+        if not self._items:
+            return False
+        first_step, first_wall = self._since
+        return (len(self._items) >= self.batch or steps - first_step >= BATCH_STEPS
+                or wallclock.perf_counter() - first_wall >= BATCH_WALL)
+
+    def take(self) -> list[Pending]:
+        """The queued snapshots, in time order; the queue is left empty."""
+        items, self._items = self._items, []
+        return items
+
+
+class Delivery:
+    """Check, judge and hand on snapshots in time order.
+
+    For each snapshot: ``check(snapshot)`` (raises, e.g. BlowUpError, before any tracker sees
+    it), then ``rule(snapshot) -> Stationarity``; the checked snapshots go to every tracker
+    (``tracker.track_many(list)`` where it has one, else ``tracker(snapshot)`` each) and to
+    ``progress(t, step, dt, diagnostics)``, also when a later one fails its check. With
+    ``stop_when_stationary`` the first stationary snapshot is the last delivered.
+    """
+
+    def __init__(self, check: Callable[[Snapshot], None], rule: Callable[[Snapshot], Stationarity],
+                 trackers: Sequence[Callable[[Snapshot], object]], progress: Callable | None,
+                 stop_when_stationary: bool) -> None:
+        self.check, self.rule, self.progress = check, rule, progress
+        self.trackers = [(tracker, getattr(tracker, "track_many", None)) for tracker in trackers]
+        self.stop_when_stationary = stop_when_stationary
+
+    def __call__(self, snapshots: Sequence[Snapshot]) -> tuple[Snapshot | None, bool]:
+        """``(the last snapshot delivered or None, whether it is stationary and ends the run)``."""
+        ready: list[Snapshot] = []
+        stationary = False
+        try:
+            for snap in snapshots:
+                self.check(snap)
+                snap = Snapshot(snap.t, snap.step, snap.dt, snap.rho, snap.diagnostics,
+                                self.rule(snap), snap.restart)  # (cheaper than replace())
+                ready.append(snap)
+                if self.stop_when_stationary and snap.stationarity.held:
+                    stationary = True
+                    break
+        finally:
+            self._hand_on(ready)
+        return (ready[-1] if ready else None), stationary
+
+    def _hand_on(self, ready: list[Snapshot]) -> None:
+        if not ready:
+            return
+        for tracker, many in self.trackers:
+            if many is not None:
+                many(ready)
+            else:
+                for snap in ready:
+                    tracker(snap)
+        if self.progress is not None:
+            for snap in ready:
+                self.progress(snap.t, snap.step, snap.dt, snap.diagnostics)
