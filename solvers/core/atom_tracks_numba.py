@@ -71,15 +71,21 @@ def continue_identities(unit: np.ndarray, mass: np.ndarray, new_unit: np.ndarray
         return False, np.empty(0, np.int64)
     if n == 0:
         return True, np.empty(0, np.int64)
-    old = alive[:m]
-    row = same_atoms(unit[old], mass[old], new_unit, new_mass, radius, margin)
+    d = unit.shape[1]
+    unit_old, mass_old = np.empty((m, d)), np.empty(m)
+    for a in range(m):  # (loops, not fancy indexing: that costs seconds of compilation)
+        mass_old[a] = mass[alive[a]]
+        for k in range(d):
+            unit_old[a, k] = unit[alive[a], k]
+    row = same_atoms(unit_old, mass_old, new_unit, new_mass, radius, margin)
     if row.size == 0:
         return False, row
     ids = np.empty(n, np.int64)
     for i in range(n):
-        ids[row[i]] = old[i]
+        ids[row[i]] = alive[i]
     for j in range(n):
-        unit[ids[j], :] = new_unit[j]
+        for k in range(d):
+            unit[ids[j], k] = new_unit[j, k]
         mass[ids[j]] = new_mass[j]
     return True, ids
 

@@ -133,7 +133,7 @@ def split_edges(labels: np.ndarray, density: np.ndarray, edges: np.ndarray, nbr:
                 sad[m], ea[m], eb[m] = s, a, b
                 m += 1
     parent = np.arange(n)
-    for k in np.argsort(-sad[:m], kind="mergesort"):
+    for k in _argsort_descending(sad[:m]):
         ra, rb = _find(parent, ea[k]), _find(parent, eb[k])
         if ra != rb and sad[k] >= ratio * min(density[ra], density[rb]):
             if density[ra] >= density[rb]:
@@ -144,6 +144,38 @@ def split_edges(labels: np.ndarray, density: np.ndarray, edges: np.ndarray, nbr:
     for i in range(n):
         out[i] = _find(parent, peak[i]) if peak[i] >= 0 else -1
     return out
+
+
+@njit(cache=True)
+def _argsort_descending(values: np.ndarray) -> np.ndarray:
+    """``np.argsort(-values, kind="mergesort")``: indices by descending value, ties in index
+    order, NaN last (a bottom-up merge sort; numba's own mergesort and its ``kind`` string cost
+    seconds of compilation on a machine's first run)."""
+    n = values.size
+    order, spare = np.arange(n), np.empty(n, np.int64)
+    width = 1
+    while width < n:
+        for lo in range(0, n, 2 * width):
+            mid, hi = min(lo + width, n), min(lo + 2 * width, n)
+            i, j, k = lo, mid, lo
+            while i < mid and j < hi:
+                a, b = values[order[i]], values[order[j]]
+                if b > a or (a != a and b == b):  # the right one first only if strictly before
+                    spare[k] = order[j]
+                    j += 1
+                else:
+                    spare[k] = order[i]
+                    i += 1
+                k += 1
+            while i < mid:
+                spare[k] = order[i]
+                i, k = i + 1, k + 1
+            while j < hi:
+                spare[k] = order[j]
+                j, k = j + 1, k + 1
+        order, spare = spare, order
+        width *= 2
+    return order
 
 
 @njit(cache=True, inline="always")
