@@ -9,7 +9,7 @@ multiple of 100, no stationarity stop (the default integrator, SSP-RK(10,2)). Ea
 on every snapshot time then takes more, shorter steps than the sparse one).
 
     .venv/bin/python benchmarks/bench_snapshots.py [--t-end 1000] [--repeat 3] [--sync 5]
-        [--zarr] [--compare-every-record] [--adaptive [--land]] [--cli]
+        [--zarr] [--compare-every-record] [--adaptive [--land]] [--cli [--resolution N]]
 
 ``--compare-every-record`` adds the writer's earlier behaviour (``output.sync_interval = 0``:
 every snapshot written and synced as it comes). ``--land``: with ``--adaptive``, steps that
@@ -19,7 +19,8 @@ interpolated snapshots) instead of the default free steps.
 ``--cli``: the whole command instead, as a user runs it: ``meanfield run runs/demo.toml`` to
 stationarity with the default ``snapshot_interval = 1`` against ``100``, each in a fresh
 process (interpreter start, imports, compiled-kernel cache, archive), alternating, best of
-``--repeat``.
+``--repeat``; ``--resolution``: N of those runs (default 512; the issue's first measure was
+N = 256).
 """
 
 from __future__ import annotations
@@ -57,25 +58,27 @@ def run_once(interval: float, t_end: float, sync: float, folder: Path, suffix: s
     return wall, result.n_steps, size
 
 
-def cli_once(interval: float, folder: Path) -> float:
+def cli_once(interval: float, folder: Path, resolution: int = 512) -> float:
     """Wall seconds of ``meanfield run runs/demo.toml`` (to stationarity) in a new process."""
     out = folder / f"cli_{interval:g}.nc"
     cmd = [sys.executable, "-m", "solvers", "run", str(ROOT / "runs" / "demo.toml"), "-o", str(out),
-           "--overwrite", "--no-progress", "-q", "--set", f"output.snapshot_interval={interval}"]
+           "--overwrite", "--no-progress", "-q", "--set", f"output.snapshot_interval={interval}",
+           "--set", f"domain.resolution={resolution}"]
     start = time.perf_counter()
     subprocess.run(cmd, check=True, cwd=ROOT, capture_output=True)
     return time.perf_counter() - start
 
 
-def cli_main(repeat: int) -> None:
+def cli_main(repeat: int, resolution: int) -> None:
     """The ratio of whole ``meanfield run`` commands, interval 1 against 100."""
     best = {1.0: float("inf"), 100.0: float("inf")}
     with tempfile.TemporaryDirectory(prefix="bench-snap-") as tmp:
-        cli_once(100.0, Path(tmp))  # warm up (numba cache, page cache)
+        cli_once(100.0, Path(tmp), resolution)  # warm up (numba cache, page cache)
         for _ in range(repeat):
             for interval in best:
-                best[interval] = min(best[interval], cli_once(interval, Path(tmp)))
-    print(f"meanfield run runs/demo.toml (N=512, to stationarity), best of {repeat}, fresh processes")
+                best[interval] = min(best[interval], cli_once(interval, Path(tmp), resolution))
+    print(f"meanfield run runs/demo.toml (N={resolution}, to stationarity), best of {repeat}, "
+          "fresh processes")
     for interval, wall in best.items():
         print(f"  snapshot_interval {interval:5g}: {wall:6.2f} s")
     print(f"ratio (interval 1 / interval 100): {best[1.0] / best[100.0]:.3f}  (target <= 1.2)")
@@ -91,9 +94,10 @@ def main() -> None:
     parser.add_argument("--adaptive", action="store_true", help="default adaptive steps, not dt = 0.25")
     parser.add_argument("--land", action="store_true", help="steps land on the snapshot times")
     parser.add_argument("--cli", action="store_true", help="whole `meanfield run` commands")
+    parser.add_argument("--resolution", type=int, default=512, help="N of the --cli runs")
     args = parser.parse_args()
     if args.cli:
-        return cli_main(args.repeat)
+        return cli_main(args.repeat, args.resolution)
     mode = "land" if args.land else "auto"
     cases = [(1.0, args.sync), (100.0, args.sync)]
     if args.compare_every_record:
