@@ -378,7 +378,9 @@ def simulate(config: RunConfig, rho0: np.ndarray, *, t0: float = 0.0, step0: int
                           solver.n_steps)
             done = target >= t_end
             target = following(target)
-        if (done or queue.due(solver.n_steps)) and make_queued():
+            if (done or queue.due(solver.n_steps)) and make_queued():
+                reason, done = "stationary", True
+        if queue.due(solver.n_steps) and make_queued():
             reason, done = "stationary", True
         if not crossed and progress is not None and wallclock.perf_counter() - last_report > 0.1:
             last_report = wallclock.perf_counter()

@@ -24,6 +24,7 @@ from solvers.core.snapshot import Restart, Snapshot, Stationarity
 BATCH_SNAPSHOTS = 64  # snapshots made together at most (1: each as its time is passed)
 BATCH_STEPS = 16  # steps the time loop takes at most past a queued snapshot time
 BATCH_WALL = 0.1  # seconds of wall time a queued snapshot waits at most
+BATCH_BYTES = 64 * 2**20  # states kept at most (S^2 lmax 511: 16 states of 4 MiB)
 
 
 class Pending(NamedTuple):
@@ -41,8 +42,8 @@ class Pending(NamedTuple):
 class SnapshotQueue:
     """The pending snapshots of the time loop, and when to make them.
 
-    Due when it holds ``batch`` snapshots, or the time loop has taken ``BATCH_STEPS`` steps
-    or ``BATCH_WALL`` seconds since the first was queued.
+    Due when it holds ``batch`` snapshots or ``BATCH_BYTES`` of states, or the time loop has
+    taken ``BATCH_STEPS`` steps or ``BATCH_WALL`` seconds since the first was queued.
     """
 
     def __init__(self, batch: int = BATCH_SNAPSHOTS) -> None:
@@ -50,6 +51,7 @@ class SnapshotQueue:
             raise ValueError(f"batch: at least 1 snapshot (got {batch})")
         self.batch = int(batch)
         self._items: list[Pending] = []
+        self._bytes = 0
         self._since = (0, 0.0)  # step count and wall time when the first was queued
 
     def __len__(self) -> int:
@@ -60,18 +62,20 @@ class SnapshotQueue:
         if not self._items:
             self._since = (steps, wallclock.perf_counter())
         self._items.append(pending)
+        self._bytes += pending.state.nbytes
 
     def due(self, steps: int) -> bool:
         """Whether the queued snapshots should be made now (``steps``: the step count)."""
         if not self._items:
             return False
         first_step, first_wall = self._since
-        return (len(self._items) >= self.batch or steps - first_step >= BATCH_STEPS
+        return (len(self._items) >= self.batch or self._bytes >= BATCH_BYTES
+                or steps - first_step >= BATCH_STEPS
                 or wallclock.perf_counter() - first_wall >= BATCH_WALL)
 
     def take(self) -> list[Pending]:
         """The queued snapshots, in time order; the queue is left empty."""
-        items, self._items = self._items, []
+        items, self._items, self._bytes = self._items, [], 0
         return items
 
 

@@ -159,7 +159,9 @@ S2 = ('[domain]\nmanifold = "S2"\nresolution = 31\n[model]\nbeta = 1.0\ndirectio
     (BASE, {"atoms__representation": "dirac", "time__t_end": 60.0,
             "time__stop_when_stationary": False}),
     (S2, {}),
-], ids=["s1-dirac", "s2"])
+    (S2, {"domain__resolution": 63, "time__t_end": 1.0}),  # compiled stage combinations
+    (S2, {"atoms__representation": "dirac", "time__t_end": 1.0}),
+], ids=["s1-dirac", "s2", "s2-63", "s2-dirac"])
 def test_batches_on_other_states(tmp_path: Path, config) -> None:
     cfg = solvers.load_config(config[0], **config[1])
     _assert_same_runs(_archived(tmp_path, cfg, 1), _archived(tmp_path, cfg, 64))
@@ -187,3 +189,13 @@ def test_queue_rejects_an_empty_batch() -> None:
     cfg = solvers.load_config(BASE)
     with pytest.raises(ValueError, match="batch"):
         simulate(cfg, initial_density(cfg), batch=0)
+
+
+def test_a_step_past_more_snapshot_times_than_a_batch(tmp_path: Path) -> None:
+    """Steps of about a time unit and snapshots every 0.05: a batch of 3 is made inside the
+    loop over the snapshot times one step passes."""
+    cfg = solvers.load_config(BASE, output__snapshot_interval=0.05, time__t_end=40.0,
+                              time__stop_when_stationary=False)
+    single, small = _archived(tmp_path, cfg, 1), _archived(tmp_path, cfg, 3)
+    _assert_same_runs(single, small)
+    assert small[1].sizes["time"] == 801 and small[0].n_steps < 400
