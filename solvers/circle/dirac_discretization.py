@@ -41,7 +41,6 @@ from solvers.core.snapshot import Diagnostics
 from solvers.model.params import AtomParams, RunConfig
 
 CAPTURE_EVERY = 10  # steps between two capture checks (the basin detector is the costly part)
-MASS_FLOOR = 1e-6  # a face moves mass if its upwind density exceeds this times M / (2 pi)
 
 
 class DiracCircleDiscretization(MeasureStateAccess, CircleDiscretization):
@@ -86,10 +85,11 @@ class DiracCircleDiscretization(MeasureStateAccess, CircleDiscretization):
         return state
 
     def _set_total(self, total: float) -> None:
-        """The whole mass ``M``: the mass floor of the moving faces is ``MASS_FLOOR M / (2 pi)``."""
+        """The whole mass ``M``: a face moves mass when its upwind density exceeds
+        ``time.cfl_floor M / (2 pi)``."""
         self.total = total
         if self.compiled is not None:
-            self.compiled.set_mass_floor(MASS_FLOOR * total / (2 * np.pi))
+            self.compiled.set_mass_floor(self.config.time.cfl_floor * total / (2 * np.pi))
 
     def total_mass(self, state: np.ndarray) -> float:
         """``sum(rho) h + sum(m)``."""
@@ -105,7 +105,7 @@ class DiracCircleDiscretization(MeasureStateAccess, CircleDiscretization):
         rho_hat = b.forward(rho)
         u = self.field.face_velocity(rho_hat, x, m)
         mean = max(float(np.mean(rho)), 1e-300)
-        floor = MASS_FLOOR * self.total / (2 * np.pi) / mean
+        floor = self.config.time.cfl_floor * self.total / (2 * np.pi) / mean
         drho, rate = transport(rho, u, b.h, self.limiter, dt, floor)
         vx = self.problem.sign * self.field.atom_gradient(rho_hat, x, m)
         if n:

@@ -44,7 +44,8 @@ class CircleDiscretization:
         scheme = config.time.scheme
         self.problem = CircleProblem(config.model, CircleBasis(config.domain.resolution))
         factory, self.default_integrator, self.citation = SCHEMES[scheme]
-        self.rhs = factory(self.problem, config.time.limiter) if scheme == "fv" else factory(self.problem)
+        self.rhs = factory(self.problem, config.time.limiter, config.time.cfl_floor) \
+            if scheme == "fv" else factory(self.problem)
         self.scheme = scheme
         basis = self.problem.basis
         self.shape = (basis.n,)

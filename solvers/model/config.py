@@ -295,7 +295,9 @@ def _time(t: dict[str, Any]) -> TimeParams:
         "max_steps": lambda k, v: integer(k, v, 1), "stop_when_stationary": boolean,
         "stationary_window_time": _positive, "stationary_mass_rate": _positive,
         "stationary_measure": lambda k, v: choice(k, v, ("transport", "velocity")),
-        "limiter": lambda k, v: choice(k, v, LIMITERS)}))
+        "limiter": lambda k, v: choice(k, v, LIMITERS),
+        "cfl_floor": lambda k, v: number(k, v, lo=0.0, hi=0.5, lo_open=False,
+                                         why="(a fraction of the mean density)")}))
     why = "(positivity of the finite-volume scheme needs cfl <= 0.5)" if params.scheme == "fv" \
         else f"for scheme {json.dumps(params.scheme)}"
     cfl = number("time.cfl", t.get("cfl", params.cfl), lo=0.0, hi=CFL_MAX[params.scheme], why=why)

@@ -118,6 +118,9 @@ class TimeParams:
     grid the second never vanishes exactly (an atom's cell centre sits up to h/2 from the zero of
     the velocity, and thin tails keep moving), so it needs a tolerance of order ``h max|u'|``.
     (``stationary_window``, a count of snapshots, was replaced by ``stationary_window_time``.)
+    ``cfl_floor``: the fv CFL condition counts the faces whose upwind cell holds more than this
+    fraction of the mean density (the faces that move mass); the outflow limiter keeps the
+    others positive and conservative at any step (docs/schemes.md §8).
     """
 
     t_end: float = 10.0
@@ -133,6 +136,7 @@ class TimeParams:
     stationary_mass_rate: float = 1e-6
     stationary_measure: str = "transport"
     limiter: str = "mc"
+    cfl_floor: float = 1e-6
 
 
 ATOM_METHODS = ("basin", "paper")

@@ -41,7 +41,6 @@ from solvers.sphere.discretization import (
 )
 
 CAPTURE_EVERY = 10  # steps between two capture checks (the basin detector is the costly part)
-MASS_FLOOR = 1e-6  # a face moves mass if its upwind density exceeds this times M / (4 pi)
 FOUR_PI = 4.0 * np.pi
 
 
@@ -97,7 +96,8 @@ class DiracSphereDiscretization(MeasureStateAccess, SphereDiscretization):
         f_lm = p.kernel_coefficients(rho, backend=fv.backend)
         u_t, u_p = self.field.face_velocities(f_lm, x, m, backend=fv.backend)
         mean = float(np.mean(fv.cells(rho)))
-        fv.mass_floor = MASS_FLOOR * self.total / FOUR_PI / mean if mean > 0 else MASS_FLOOR
+        floor = self.config.time.cfl_floor  # of M / (4 pi): faces that move mass (§8)
+        fv.mass_floor = floor * self.total / FOUR_PI / mean if mean > 0 else floor
         drho, rate = fv.transport(rho, u_t, u_p, dt)
         v = p.sign * self.field.atom_gradient(rho, x, m)
         if n:

@@ -36,7 +36,7 @@ class SphereDiscretization:
         self.grid = SphereGrid(config.domain.resolution, merge_ratio=0.5 if self.scheme == "fv" else 0.0)
         self.problem = SphereProblem(config.model, self.grid)
         if self.scheme == "fv":
-            self.rhs = SphereFV(self.problem, config.time.limiter)
+            self.rhs = SphereFV(self.problem, config.time.limiter, config.time.cfl_floor)
             self.default_integrator = "ssprk10_2"
         else:
             from solvers.sphere.spectral import SphereSpectral
