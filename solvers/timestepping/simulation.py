@@ -1,6 +1,7 @@
 """Time stepping on S^1: the solver contract, step-size control, snapshots and stopping.
 
-simulate(config, rho0, *, t0=0.0, step0=0, dt0=None, trackers=(), progress=None) -> RunResult
+simulate(config, rho0, *, t0=0.0, step0=0, dt0=None, trackers=(), progress=None, stop=None,
+         atoms0=None, after=None, batch=64) -> RunResult
 
 - ``rho0``: shape (N,). For a new run (``step0 == 0`` and no ``after``) these are cell
   averages on the grid ``theta_i = 2 pi i / N`` (as :func:`solvers.io.state.initial_density`
@@ -11,8 +12,12 @@ simulate(config, rho0, *, t0=0.0, step0=0, dt0=None, trackers=(), progress=None)
   multiple of ``output.snapshot_interval`` and at the final time. With
   ``output.snapshot_mode = "interpolate"`` (:func:`snapshot_mode`) the steps do not stop at
   those times: a snapshot is :func:`interpolate` of the step states around it and carries the
-  earlier one as ``snapshot.restart``, so that a resume takes the same steps. ``KeyboardInterrupt``
-  propagates after the trackers have seen every completed snapshot.
+  earlier one as ``snapshot.restart``, so that a resume takes the same steps. The snapshots
+  are made in batches (``batch``, :mod:`solvers.timestepping.snapshot_queue`): a tracker sees
+  them in time order up to 16 steps or 0.1 s after the loop passed their times, one call per
+  snapshot, or one call per batch when it has a ``track_many(snapshots)`` method (the archive
+  writer). ``KeyboardInterrupt`` propagates after the trackers have seen every completed
+  snapshot.
 - ``progress``: ``progress(t, step, dt, diagnostics_or_None)``, at most ~10 times a second
   of wall time and at every snapshot.
 - ``stop``: ``stop() -> bool``, checked before every step (e.g. a flag that a SIGINT handler
