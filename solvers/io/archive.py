@@ -290,12 +290,7 @@ class ArchiveWriter:
         Returns False (and writes nothing) when ``snapshot.t`` equals the last written time
         (a repeated final snapshot); raises ValueError when it is earlier.
         """
-        if not self._add(snapshot):
-            return False
-        if (self._written <= FIRST_RECORDS or self.n_records % self._store.records == 0
-                or wallclock.monotonic() - self._synced >= self._wait):
-            self._flush_synced()
-        return True
+        return self.write_snapshots((snapshot,)) == 1
 
     __call__ = write_snapshot
 
