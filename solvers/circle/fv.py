@@ -13,6 +13,9 @@ forward-Euler step the result will be used with (``fv`` limits its fluxes with i
   its content (docs/math.md §6), so positivity holds at any step; ``max_rate`` is then taken
   only over faces whose upwind cell holds mass (density above ``mass_floor`` times the mean),
   since what the step must resolve is the motion of the mass.
+- with ``time.kink_faces`` the face nearest each corner of the perceptron velocity sits on the
+  corner (:mod:`solvers.circle.kink_faces`): ``rho`` stays the cell mass over ``h`` and the
+  reconstruction works on the density ``rho h / width``.
 
 ``backend="numba"`` (the default when numba imports, see :mod:`solvers.core.backend`) runs all of
 this after the velocity as one compiled kernel (:func:`solvers.core.kernels_numba.circle_fv_rhs`);
@@ -40,7 +43,7 @@ def upwind_flux(rho: np.ndarray, u_face: np.ndarray, limiter: str) -> np.ndarray
     Parameters
     ----------
     rho : ndarray, shape (N,)
-        Cell averages.
+        Cell densities (cell averages).
     u_face : ndarray, shape (N,)
         Velocity at the right face ``theta_i + h/2``.
     limiter : str
@@ -73,23 +76,31 @@ def limit_outflow(flux: np.ndarray, rho: np.ndarray, dt: float, h: float) -> np.
 
 
 def transport(rho: np.ndarray, u: np.ndarray, h: float, limiter: str = "mc", dt: float | None = None,
-              mass_floor: float = 1e-6, backend: str | None = None) -> tuple[np.ndarray, float]:
-    """``(d rho/dt, max_rate)`` for the cell averages ``rho`` and right-face velocities ``u`` (N,)."""
+              mass_floor: float = 1e-6, backend: str | None = None,
+              scale: np.ndarray | None = None) -> tuple[np.ndarray, float]:
+    """``(d rho/dt, max_rate)`` for the cell masses over ``h``, ``rho``, and right-face velocities
+    ``u`` (N,). ``scale`` (N,): ``h / width`` of each cell (None: the uniform grid; see
+    :mod:`solvers.circle.kink_faces`); the reconstruction works on ``rho * scale`` and the
+    CFL rate on ``|u| scale / h``."""
     inv_h = 1.0 / h
+    scale = np.ones(rho.shape) if scale is None else scale
     if resolve_backend(backend) == "numba":
         from solvers.core.kernels_numba import LIMITER_CODES, circle_fv_rhs
 
         limit = dt is not None
         step = float(dt) if limit else 0.0
         drho, speed = circle_fv_rhs(np.ascontiguousarray(rho, dtype=float), np.ascontiguousarray(u, dtype=float),
-                                    LIMITER_CODES[limiter], step, limit, inv_h, step / h, mass_floor)
+                                    LIMITER_CODES[limiter], step, limit, inv_h, step / h, mass_floor,
+                                    np.ascontiguousarray(scale, dtype=float))
         return drho, speed * inv_h
-    flux = upwind_flux(rho, u, limiter)
+    flux = upwind_flux(rho * scale, u, limiter)
     if dt is not None:
         flux = limit_outflow(flux, rho, dt, h)
-    upwind = np.where(u > 0, rho, np.roll(rho, -1))
+    right = u > 0
+    upwind = np.where(right, rho, np.roll(rho, -1))
     moving = upwind > mass_floor * max(float(np.mean(rho)), 0.0)
-    speed = float(np.max(np.abs(u[moving]))) if moving.any() else 0.0
+    courant = np.abs(u) * np.where(right, scale, np.roll(scale, -1))
+    speed = float(np.max(courant[moving])) if moving.any() else 0.0
     return (np.roll(flux, 1) - flux) * inv_h, speed * inv_h
 
 
@@ -99,14 +110,14 @@ def fv(problem: CircleProblem, limiter: str = "mc", mass_floor: float = 1e-6,
     if limiter not in LIMITERS:
         raise ValueError(f"time.limiter: unknown limiter {limiter!r}; use one of {', '.join(LIMITERS)}")
     basis = problem.basis
-    h, backend = basis.h, resolve_backend(backend)
+    h, backend, scale = basis.h, resolve_backend(backend), problem.cell_scale
 
     def rhs(rho: np.ndarray, dt: float | None = None) -> tuple[np.ndarray, float]:
-        return transport(rho, problem.face_velocity(rho), h, limiter, dt, mass_floor, backend)
+        return transport(rho, problem.face_velocity(rho), h, limiter, dt, mass_floor, backend, scale)
 
     def with_velocity(rho: np.ndarray, u: np.ndarray) -> tuple[np.ndarray, float]:
         """``rhs(rho)`` given the face velocity ``u = velocity(forward(rho), "face")``."""
-        return transport(rho, u, h, limiter, None, mass_floor, backend)
+        return transport(rho, u, h, limiter, None, mass_floor, backend, scale)
 
     rhs.with_velocity = with_velocity  # type: ignore[attr-defined]  (snapshot diagnostics)
     if backend == "numba":
@@ -121,14 +132,14 @@ def _fused_stage(problem: CircleProblem, limiter: str, mass_floor: float) -> Cal
     from solvers.core.kernels_numba import LIMITER_CODES
     from solvers.core.kernels_stages import circle_fv_stage
 
-    code, h = LIMITER_CODES[limiter], problem.basis.h
+    code, h, scale = LIMITER_CODES[limiter], problem.basis.h, problem.cell_scale
     inv_h = 1.0 / h
 
     def fused_stage(rho: np.ndarray, dt: float, u0: np.ndarray, c: float, alpha: float,
                     uj: np.ndarray) -> tuple[np.ndarray, float]:
         new, speed = circle_fv_stage(rho, problem.face_velocity(rho), code, float(dt), True,
                                      inv_h, float(dt) / h, mass_floor, u0, float(c),
-                                     float(alpha), uj, alpha != 0.0)
+                                     float(alpha), uj, alpha != 0.0, scale)
         return new, speed * inv_h
 
     return fused_stage

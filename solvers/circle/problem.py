@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from solvers.circle.kink_faces import evaluation_rows, layout_for
 from solvers.core.kernel import kernel_log_shift, max_kernel_second_derivative  # noqa: F401 (re-export)
 from solvers.model import perceptron
 from solvers.model.params import ModelParams
@@ -26,14 +27,20 @@ class CircleProblem:
     ----------
     model : ModelParams
     basis : CircleBasis
+    kink_faces : bool
+        Move the face nearest each corner of the perceptron velocity onto it
+        (:mod:`solvers.circle.kink_faces`, ``time.kink_faces``); ``faces``, ``moved_faces`` and
+        ``cell_scale`` describe the result.
     """
 
     model: ModelParams
     basis: CircleBasis
+    kink_faces: bool = False
     _cache: dict = field(default_factory=dict, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         b, p = self.basis, self.model.perceptron
+        layout = layout_for(b, p, self.kink_faces)
         lam = np.exp(kernel_eigenvalues(self.model.beta, b.wavenumbers, 2, log=True)
                      + kernel_log_shift(self.model))
         ik = 1j * b.wavenumbers.astype(float)
@@ -44,14 +51,39 @@ class CircleProblem:
             kernel=lam,  # (K*rho)_k / rho_k
             d_center=ik * lam, d_face=ik * lam * half, f_face=lam * half,
             w_center=perceptron.circle_velocity(p, b.theta),
-            w_face=perceptron.circle_velocity(p, b.faces),
+            w_face=perceptron.circle_velocity(p, layout.faces),
             v_center=perceptron.circle_potential(p, b.theta),
         )
         # the face velocity straight from the grid (rfft/N and irfft*N cancel): one complex
         # multiply, one inverse transform and one add per evaluation (unnormalised attention)
         sign = self.model.sign
         self._cache.update(m_face=sign * self._cache["d_face"] / self.model.beta,
-                           sw_face=sign * self._cache["w_face"])
+                           sw_face=sign * self._cache["w_face"], layout=layout)
+        if layout.moved.size:  # the attention at the moved faces, from the centre coefficients
+            rows = evaluation_rows(b, layout.faces[layout.moved])
+            self._cache.update(moved_rows=rows,  # face_velocity: rfft(rho) = N rho_hat
+                               moved_m=rows * (sign / (self.model.beta * b.n)) * self._cache["d_center"])
+
+    # -- the finite volumes -------------------------------------------------------------
+    @property
+    def faces(self) -> np.ndarray:
+        """Right-face angles of the finite volumes, shape (N,) (``basis.faces`` unless moved)."""
+        return self._cache["layout"].faces
+
+    @property
+    def moved_faces(self) -> np.ndarray:
+        """Indices of the faces moved onto perceptron corners, shape (m,) (empty: uniform)."""
+        return self._cache["layout"].moved
+
+    @property
+    def cell_scale(self) -> np.ndarray:
+        """``h / width`` of every cell, shape (N,): the cell density is ``rho * cell_scale``."""
+        return self._cache["layout"].scale
+
+    def moved_attention(self, rho_hat: np.ndarray, coefficients: str = "d_center") -> np.ndarray:
+        """``basis.backward(rho_hat * multiplier)`` at the moved faces, shape (m,), for the
+        centre multiplier ``coefficients`` (``"d_center"``: ``beta`` times the attention)."""
+        return np.real(self._cache["moved_rows"] @ (rho_hat * self._cache[coefficients]))
 
     # -- precomputed fields -------------------------------------------------------------
     @property
@@ -87,9 +119,15 @@ class CircleProblem:
             d_mult, f_mult = self._cache["d_center"], self._cache["kernel"]
         else:
             d_mult, f_mult = self._cache["d_face"], self._cache["f_face"]
+        moved = self.moved_faces if where == "face" else ()
         if not self.softmax:
-            return b.backward(rho_hat * d_mult) / beta
+            out = b.backward(rho_hat * d_mult)
+            if len(moved):
+                out[moved] = self.moved_attention(rho_hat)
+            return out / beta
         both = b.backward(np.stack([rho_hat * d_mult, rho_hat * f_mult]))
+        if len(moved):
+            both[:, moved] = [self.moved_attention(rho_hat), self.moved_attention(rho_hat, "kernel")]
         return both[0] / (beta * both[1])
 
     def velocity(self, rho_hat: np.ndarray, where: str = "face") -> np.ndarray:
@@ -102,8 +140,12 @@ class CircleProblem:
         the transport's hot path (the same field to round-off, with fewer array passes)."""
         if self.softmax:
             return self.velocity(self.basis.forward(rho), "face")
-        n = self.basis.n
-        return np.fft.irfft(np.fft.rfft(rho) * self._cache["m_face"], n=n) + self._cache["sw_face"]
+        n, moved = self.basis.n, self.moved_faces
+        spectrum = np.fft.rfft(rho)
+        u = np.fft.irfft(spectrum * self._cache["m_face"], n=n) + self._cache["sw_face"]
+        if moved.size:
+            u[moved] = np.real(self._cache["moved_m"] @ spectrum) + self._cache["sw_face"][moved]
+        return u
 
     def lipschitz_bound(self, mass: float) -> float:
         """Bound ``L`` of the nonlocal relaxation (or growth) rates of the attention (docs/math.md §6).
@@ -152,3 +194,4 @@ class CircleProblem:
         if not self.softmax:
             return grad_u, grad_u
         return grad_u, self.sign * self.velocity(rho_hat, "center")
+

@@ -238,7 +238,8 @@ def dirac_rhs(state: np.ndarray, g: np.ndarray, fft: np.ndarray, d_center: np.nd
     floor = consts[4] / max(total / n_grid, 1e-300)  # circle_fv_rhs multiplies by the mean
     inv_h = 1.0 / h
     step = dt if limit else 0.0
-    drho, speed = circle_fv_rhs(rho, u, limiter, step, limit, inv_h, step / h, floor)
+    drho, speed = circle_fv_rhs(rho, u, limiter, step, limit, inv_h, step / h, floor,
+                                np.ones(n_grid))  # uniform faces (time.kink_faces is grid-only)
     rate = speed * inv_h
     k = np.zeros(state.size)
     k[:n_grid] = drho

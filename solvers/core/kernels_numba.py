@@ -48,38 +48,43 @@ def _clip01(s: float) -> float:
 
 
 @njit(cache=True, error_model="numpy")
-def circle_fv_rhs(rho, u, code, dt, limit, inv_h, dt_over_h, mass_floor):
+def circle_fv_rhs(rho, u, code, dt, limit, inv_h, dt_over_h, mass_floor, scale):
     """S^1: ``(d rho/dt, max |u| / h over faces whose upwind cell holds mass)``.
 
-    ``rho``, ``u`` (N,): cell averages and right-face velocities; ``limit``: scale the
-    outflow of every cell to its content over ``dt`` (``dt_over_h = dt / h``).
+    ``rho``, ``u`` (N,): cell masses over ``h`` and right-face velocities; ``limit``: scale the
+    outflow of every cell to its content over ``dt`` (``dt_over_h = dt / h``); ``scale`` (N,):
+    ``h / width`` of each cell (all 1 on the uniform grid; :mod:`solvers.circle.kink_faces`),
+    the reconstruction works on the densities ``rho * scale``.
     """
     n = rho.size
+    dens = np.empty(n)
+    for i in range(n):
+        dens[i] = rho[i] * scale[i]
     slope = np.empty(n)
     for i in range(n):
         im = i - 1 if i > 0 else n - 1
         ip = i + 1 if i < n - 1 else 0
-        slope[i] = limited_slope(rho[i] - rho[im], rho[ip] - rho[i], code)
+        slope[i] = limited_slope(dens[i] - dens[im], dens[ip] - dens[i], code)
     flux = np.empty(n)
     total = 0.0
     for i in range(n):
         ip = i + 1 if i < n - 1 else 0
-        left = rho[i] + 0.5 * slope[i]
-        right = rho[ip] - 0.5 * slope[ip]
+        left = dens[i] + 0.5 * slope[i]
+        right = dens[ip] - 0.5 * slope[ip]
         flux[i] = max(u[i], 0.0) * left + min(u[i], 0.0) * right
         total += rho[i]
     if limit:
-        scale = np.empty(n)
+        keep = np.empty(n)
         for i in range(n):
             im = i - 1 if i > 0 else n - 1
             outflow = (max(flux[i], 0.0) + max(-flux[im], 0.0)) * dt_over_h
             s = 1.0
             if outflow > rho[i]:
                 s = rho[i] / (outflow if outflow > 0.0 else 1.0)
-            scale[i] = _clip01(s)
+            keep[i] = _clip01(s)
         for i in range(n):
             ip = i + 1 if i < n - 1 else 0
-            flux[i] = flux[i] * scale[i] if flux[i] > 0.0 else flux[i] * scale[ip]
+            flux[i] = flux[i] * keep[i] if flux[i] > 0.0 else flux[i] * keep[ip]
     floor = mass_floor * max(total / n, 0.0)
     out = np.empty(n)
     speed = 0.0
@@ -87,7 +92,7 @@ def circle_fv_rhs(rho, u, code, dt, limit, inv_h, dt_over_h, mass_floor):
         im = i - 1 if i > 0 else n - 1
         ip = i + 1 if i < n - 1 else 0
         out[i] = (flux[im] - flux[i]) * inv_h
-        upwind = rho[i] if u[i] > 0.0 else rho[ip]
-        if upwind > floor:
-            speed = max(speed, abs(u[i]))
+        up = i if u[i] > 0.0 else ip
+        if rho[up] > floor:
+            speed = max(speed, abs(u[i]) * scale[up])
     return out, speed

@@ -297,7 +297,8 @@ def _time(t: dict[str, Any]) -> TimeParams:
         "stationary_measure": lambda k, v: choice(k, v, ("transport", "velocity")),
         "limiter": lambda k, v: choice(k, v, LIMITERS),
         "cfl_floor": lambda k, v: number(k, v, lo=0.0, hi=0.5, lo_open=False,
-                                         why="(a fraction of the mean density)")}))
+                                         why="(a fraction of the mean density)"),
+        "kink_faces": boolean}))
     why = "(positivity of the finite-volume scheme needs cfl <= 0.5)" if params.scheme == "fv" \
         else f"for scheme {json.dumps(params.scheme)}"
     cfl = number("time.cfl", t.get("cfl", params.cfl), lo=0.0, hi=CFL_MAX[params.scheme], why=why)
@@ -334,7 +335,23 @@ def build_config(doc: dict[str, Any], text: str = "") -> RunConfig:
                        output=_output(sec["output"]), text=text)
     check_limits(config)
     _check_representation(config)
+    _check_kink_faces(config)
     return config
+
+
+def _check_kink_faces(config: RunConfig) -> None:
+    """``time.kink_faces`` moves faces of the S^1 finite volumes of a grid density."""
+    if not config.time.kink_faces:
+        return
+    if config.domain.manifold != "S1":
+        raise ConfigError("time.kink_faces", "is for S1 only (the S2 grid keeps its faces); "
+                                             "remove it or set it to false")
+    if config.time.scheme != "fv":
+        raise ConfigError("time.kink_faces", "moves finite-volume faces: it needs "
+                                             "time.scheme = \"fv\"")
+    if config.atoms.representation != "grid":
+        raise ConfigError("time.kink_faces", "is not available with atoms.representation = "
+                                             "\"dirac\" yet; use representation = \"grid\"")
 
 
 def _check_representation(config: RunConfig) -> None:
