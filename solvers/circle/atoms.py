@@ -60,15 +60,32 @@ def circle_graph(theta: np.ndarray) -> CellGraph:
                      2.0 * np.pi)
 
 
-def flow_pointer(face_velocity: np.ndarray) -> np.ndarray:
+def flow_pointer(face_velocity: np.ndarray, cell_mass: np.ndarray | None = None) -> np.ndarray:
     """Where each cell's mass flows, from the velocity at the right faces (N,): ``i + 1``,
-    ``i - 1``, ``i`` (a sink) or -1 (a source), shape (N,)."""
+    ``i - 1``, ``i`` (a sink) or -1 (a source), shape (N,).
+
+    Two sinks side by side have a face of velocity exactly 0 between them: the sink of the
+    flow sits on that face (a converged atom straddling it, whose two cells' pulls cancel to
+    round-off) and they are one basin. Given ``cell_mass`` (N,), such a sink points to its
+    heaviest zero-face sink neighbour when that one is heavier (equal masses: the lower index
+    wins), so that they share a root.
+    """
     n = face_velocity.size
     right = face_velocity > 0.0
     left = np.roll(face_velocity, 1) < 0.0
     idx = np.arange(n)
     pointer = np.where(right, (idx + 1) % n, np.where(left, (idx - 1) % n, idx))
-    return np.where(right & left, -1, pointer)
+    pointer = np.where(right & left, -1, pointer)
+    if cell_mass is None:
+        return pointer
+    m = np.asarray(cell_mass, dtype=float)
+    sink = pointer == idx
+    best = idx.copy()
+    for step, face in ((1, face_velocity), (-1, np.roll(face_velocity, 1))):
+        nb = (idx + step) % n
+        heavier = (m[nb] > m[best]) | ((m[nb] == m[best]) & (nb < best))
+        best = np.where(sink & sink[nb] & (face == 0.0) & heavier, nb, best)
+    return np.where(sink, best, pointer)
 
 
 def detect_atoms(theta: np.ndarray, cell_mass: np.ndarray, beta: float, params: AtomParams,
@@ -111,7 +128,7 @@ def detect_atoms(theta: np.ndarray, cell_mass: np.ndarray, beta: float, params: 
 
         pointer = steepest_ascent(density, graph)
     else:
-        pointer = flow_pointer(np.asarray(face_velocity, dtype=float))
+        pointer = flow_pointer(np.asarray(face_velocity, dtype=float), cell_mass)
     found = detect(pointer, density, cell_mass, graph, params, radii)
     return _sorted(found.mass, found.core_mass, found.unit[:, 0], found.unit[:, 1],
                    found.diffuse_mass, found.labels)

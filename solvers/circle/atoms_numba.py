@@ -187,8 +187,9 @@ def _cell_scale_atom(cells, top, density, cell_mass, h, contrast, mass, concentr
 
 
 @njit(cache=True)
-def _pointer(face_velocity: np.ndarray) -> np.ndarray:
-    """``flow_pointer``: ``i + 1``, ``i - 1``, ``i`` (a sink) or -1 (a source), shape (N,)."""
+def _pointer(face_velocity: np.ndarray, cell_mass: np.ndarray) -> np.ndarray:
+    """``flow_pointer``: ``i + 1``, ``i - 1``, ``i`` (a sink) or -1 (a source), shape (N,);
+    sinks side by side across a face of velocity exactly 0 joined (the same rule)."""
     n = face_velocity.size
     pointer = np.empty(n, dtype=np.int64)
     for i in range(n):
@@ -202,7 +203,19 @@ def _pointer(face_velocity: np.ndarray) -> np.ndarray:
             pointer[i] = _wrap(i - 1, n)
         else:
             pointer[i] = i
-    return pointer
+    out = pointer.copy()
+    for i in range(n):
+        if pointer[i] != i:
+            continue
+        best = i
+        for k in range(2):  # right neighbour first, then left (as the reference)
+            nb = _wrap(i + 1, n) if k == 0 else _wrap(i - 1, n)
+            face = i if k == 0 else _wrap(i - 1, n)
+            if pointer[nb] == nb and face_velocity[face] == 0.0 and (
+                    cell_mass[nb] > cell_mass[best] or (cell_mass[nb] == cell_mass[best] and nb < best)):
+                best = nb
+        out[i] = best
+    return out
 
 
 @njit(cache=True)
@@ -221,7 +234,7 @@ def detect_ring(face_velocity: np.ndarray, cell_mass: np.ndarray, points: np.nda
     """
     n = cell_mass.size
     h = 2.0 * np.pi / n
-    basin = _roots(_pointer(face_velocity))
+    basin = _roots(_pointer(face_velocity, cell_mass))
     if n and basin[0] == -2:
         return False, np.full(n, -1, dtype=np.int64), np.zeros((4, 0)), 0.0, True
     density = cell_mass / h
