@@ -94,7 +94,7 @@ class CircleMeasureField:
     def face_velocity(self, rho_hat: np.ndarray, x: np.ndarray, m: np.ndarray) -> np.ndarray:
         """Signed velocity of the whole measure at the right faces, shape (N,)."""
         p = self.problem
-        att = p.attention_field(rho_hat, "face") + self.atom_attention(p.basis.faces, x, m)
+        att = p.attention_field(rho_hat, "face") + self.atom_attention(p.faces, x, m)
         return p.sign * (att + p.multipliers("w_face"))
 
     def center_gradient(self, rho_hat: np.ndarray, x: np.ndarray, m: np.ndarray) -> np.ndarray:
@@ -136,9 +136,12 @@ class CompiledCircleField:
 
         b, model, units = problem.basis, problem.model, problem.model.perceptron
         self.kd, self.problem, self.n, self.h = kd, problem, b.n, b.h
-        self.faces = np.ascontiguousarray(np.stack([np.cos(b.faces), np.sin(b.faces), problem.multipliers("w_face"),
-                                                    np.cos(b.theta), np.sin(b.theta)]))
+        faces = problem.faces  # moved onto the perceptron's corners with time.kink_faces
+        self.faces = np.ascontiguousarray(np.stack([np.cos(faces), np.sin(faces), problem.multipliers("w_face"),
+                                                    np.cos(b.theta), np.sin(b.theta), problem.cell_scale]))
         self.d_center, self.d_face = problem.multipliers("d_center"), problem.multipliers("d_face")
+        self.moved = problem.moved_faces  # the density's field there: evaluated, not transformed
+        self.moved_dc = problem.multipliers("moved_rows") * self.d_center if self.moved.size else None
         self.n_modes = kernel_modes(self.d_center)
         self.code = kd.ACTIVATION_CODES[units.activation] if units.n_units else 0
         self.units = np.zeros((0, 4)) if not units.n_units else np.ascontiguousarray(
@@ -167,7 +170,10 @@ class CompiledCircleField:
         attention times ``beta`` (``CircleProblem.attention_field``; the ``1/N`` of ``rho_hat``
         and the ``N`` of the inverse transform left out: bitwise the same for N a power of two)."""
         fft = np.fft.rfft(rho)
-        return fft, np.fft.irfft(fft * self.d_face, n=self.n)
+        g = np.fft.irfft(fft * self.d_face, n=self.n)
+        if self.moved.size:
+            g[self.moved] = np.real(self.moved_dc @ fft) / self.n
+        return fft, g
 
     def __call__(self, state: np.ndarray, dt: float | None = None) -> tuple[np.ndarray, float]:
         """``(d state/dt, max_rate)`` of the flat state (``kernels_dirac_circle_numba.dirac_rhs``)."""
@@ -205,6 +211,8 @@ class CompiledCircleField:
     def face_velocity(self, rho_hat: np.ndarray, x: np.ndarray, m: np.ndarray) -> np.ndarray:
         """Signed velocity of the whole measure at the right faces, shape (N,)."""
         g = np.fft.irfft(rho_hat * self.d_face, n=self.n)
+        if self.moved.size:
+            g[self.moved] = np.real(self.moved_dc @ rho_hat) / self.n
         return self.kd.face_velocity(g, float(self.n), _floats(x), _floats(m), self.faces, self.consts)
 
     def center_gradient(self, rho_hat: np.ndarray, x: np.ndarray, m: np.ndarray) -> np.ndarray:

@@ -106,7 +106,7 @@ class DiracCircleDiscretization(MeasureStateAccess, CircleDiscretization):
         u = self.field.face_velocity(rho_hat, x, m)
         mean = max(float(np.mean(rho)), 1e-300)
         floor = self.config.time.cfl_floor * self.total / (2 * np.pi) / mean
-        drho, rate = transport(rho, u, b.h, self.limiter, dt, floor)
+        drho, rate = transport(rho, u, b.h, self.limiter, dt, floor, scale=self.problem.cell_scale)
         vx = self.problem.sign * self.field.atom_gradient(rho_hat, x, m)
         if n:
             rate = max(rate, float(np.max(np.abs(vx))) / b.h)
@@ -212,7 +212,7 @@ def measure_diagnostics(disc: DiracCircleDiscretization, state: np.ndarray, para
     u = f.face_velocity(rho_hat, x, m)
     grad = f.center_gradient(rho_hat, x, m)  # dU/dtheta: the perceptron term is in it
     g_atoms = f.atom_gradient(rho_hat, x, m)
-    drho, _ = transport(rho, u, b.h, disc.limiter)
+    drho, _ = transport(rho, u, b.h, disc.limiter, scale=disc.problem.cell_scale)
     support = rho > SUPPORT_FLOOR * abs(mass) / (2.0 * np.pi)
     speeds = np.concatenate([np.abs(grad[support]), np.abs(g_atoms)])
     found = measure_atoms(disc, rho, dirac, u, params)

@@ -22,8 +22,9 @@ one compiled call per Runge-Kutta stage. :func:`absorb_step` is the bookkeeping 
 (positions mod 2 pi, face velocity, absorption; merging is flagged, done by the caller).
 
 Compiled with ``cache=True``; import only through :mod:`solvers.core.backend` users (numba is
-optional at run time). Arguments: ``faces`` (5, N) = ``cos``, ``sin`` of the right faces, the
-perceptron face velocity, ``cos``, ``sin`` of the cell centres; ``units`` (J, 4) = ``a_j1, a_j2,
+optional at run time). Arguments: ``faces`` (6, N) = ``cos``, ``sin`` of the right faces, the
+perceptron face velocity, ``cos``, ``sin`` of the cell centres, ``h / width`` of the cells (all
+1 unless ``time.kink_faces`` moved faces, :mod:`solvers.circle.kink_faces`); ``units`` (J, 4) = ``a_j1, a_j2,
 b_j, omega_j``; ``consts`` = ``(beta, log c_K, s, h, absolute mass floor)``.
 """
 
@@ -238,8 +239,7 @@ def dirac_rhs(state: np.ndarray, g: np.ndarray, fft: np.ndarray, d_center: np.nd
     floor = consts[4] / max(total / n_grid, 1e-300)  # circle_fv_rhs multiplies by the mean
     inv_h = 1.0 / h
     step = dt if limit else 0.0
-    drho, speed = circle_fv_rhs(rho, u, limiter, step, limit, inv_h, step / h, floor,
-                                np.ones(n_grid))  # uniform faces (time.kink_faces is grid-only)
+    drho, speed = circle_fv_rhs(rho, u, limiter, step, limit, inv_h, step / h, floor, faces[5])
     rate = speed * inv_h
     k = np.zeros(state.size)
     k[:n_grid] = drho

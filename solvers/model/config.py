@@ -340,7 +340,7 @@ def build_config(doc: dict[str, Any], text: str = "") -> RunConfig:
 
 
 def _check_kink_faces(config: RunConfig) -> None:
-    """``time.kink_faces`` moves faces of the S^1 finite volumes of a grid density."""
+    """``time.kink_faces`` moves faces of the S^1 finite volumes."""
     if not config.time.kink_faces:
         return
     if config.domain.manifold != "S1":
@@ -349,9 +349,6 @@ def _check_kink_faces(config: RunConfig) -> None:
     if config.time.scheme != "fv":
         raise ConfigError("time.kink_faces", "moves finite-volume faces: it needs "
                                              "time.scheme = \"fv\"")
-    if config.atoms.representation != "grid":
-        raise ConfigError("time.kink_faces", "is not available with atoms.representation = "
-                                             "\"dirac\" yet; use representation = \"grid\"")
 
 
 def _check_representation(config: RunConfig) -> None:
