@@ -340,8 +340,8 @@ def build_config(doc: dict[str, Any], text: str = "") -> RunConfig:
 
 
 def _check_kink_faces(config: RunConfig) -> None:
-    """``time.kink_faces`` moves faces of the S^1 finite volumes."""
-    if not config.time.kink_faces:
+    """``time.kink_faces = true`` moves faces of the S^1 finite volumes (None: where it applies)."""
+    if config.time.kink_faces is not True:
         return
     if config.domain.manifold != "S1":
         raise ConfigError("time.kink_faces", "is for S1 only (the S2 grid keeps its faces); "

@@ -121,9 +121,10 @@ class TimeParams:
     ``cfl_floor``: the fv CFL condition counts the faces whose upwind cell holds more than this
     fraction of the mean density (the faces that move mass); the outflow limiter keeps the
     others positive and conservative at any step (docs/schemes.md §8).
-    ``kink_faces`` (S^1, fv, grid representation): put the face nearest each corner of the
-    perceptron velocity (ReLU, leaky ReLU: ``a_j.x + b_j = 0``) on the corner
-    (:mod:`solvers.circle.kink_faces`, docs/schemes.md §2).
+    ``kink_faces`` (S^1, fv): put the face nearest each corner of the perceptron velocity (ReLU,
+    leaky ReLU: ``a_j.x + b_j = 0``) on the corner (:mod:`solvers.circle.kink_faces`,
+    docs/schemes.md §2). None (default): on for the S^1 fv scheme, off elsewhere; ``false``:
+    uniform faces; ``true``: required (an error on S^2 or with the spectral scheme).
     """
 
     t_end: float = 10.0
@@ -140,7 +141,7 @@ class TimeParams:
     stationary_measure: str = "transport"
     limiter: str = "mc"
     cfl_floor: float = 1e-6
-    kink_faces: bool = False
+    kink_faces: bool | None = None
 
 
 ATOM_METHODS = ("basin", "paper")

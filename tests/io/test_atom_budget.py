@@ -92,7 +92,9 @@ def test_transfers_list_births_and_the_basin_splits(demo):
 
     events = transfers(demo, threshold=0.01)
     losses = [e for e in events if e["kind"] == "loss"]
-    assert len(losses) == 2 and all(170 <= e["time"] <= 200 for e in losses)
+    # the two splits by the sinks born at 25 and 325 degrees: t = 159 and 179 (kink faces;
+    # 170-200 with uniform faces, where the sink at 325 degrees was born late)
+    assert len(losses) == 2 and all(150 <= e["time"] <= 200 for e in losses)
     for e in losses:  # the entry is the archive's budget, signed
         i = int(np.flatnonzero(demo.time.values == e["time"])[0])
         assert e["mass"] == -demo.atom_mass_lost.values[i, e["atom"]]
