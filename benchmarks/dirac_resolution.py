@@ -1,0 +1,69 @@
+"""The same atoms on fewer cells: the Dirac state against the grid density across N.
+
+Descent, the paper's ReLU perceptron, shifted kernel (``runs/paper_s1_descent_relu_beta50.toml``
+with ``model.beta`` set), to stationarity or ``t = 5000``. For each representation and N the
+script prints the final atoms (position in degrees: mass), the diffuse mass, the steps, the stop
+time and the best wall time of ``--repeat`` runs (each setup warmed once, nothing else running).
+
+    .venv/bin/python benchmarks/dirac_resolution.py [--beta 10] [--repeat 3]
+        [--dirac 128,256,512,1024] [--grid 256,512,1024,2048]
+
+At beta = 10 (round 8) the Dirac state gives the same two atoms at every N from 128 while the
+grid density needs N = 1024 for them: see benchmarks/README.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from solvers.io.state import initial_density  # noqa: E402
+from solvers.model.config import load_config  # noqa: E402
+from solvers.timestepping.simulation import simulate  # noqa: E402
+
+CONFIG = ROOT / "runs" / "paper_s1_descent_relu_beta50.toml"
+
+
+def run(beta: float, n: int, representation: str) -> tuple[float, object]:
+    """Wall seconds and the result of one run (no archive)."""
+    cfg = load_config(CONFIG, [f"model.beta={beta}", f"domain.resolution={n}", "time.t_end=5000",
+                               f'atoms.representation="{representation}"', "output.progress=false"])
+    rho0 = initial_density(cfg)
+    start = time.perf_counter()
+    result = simulate(cfg, rho0)
+    return time.perf_counter() - start, result
+
+
+def line(beta: float, n: int, representation: str, repeat: int) -> str:
+    """One setup: best wall time of ``repeat`` runs after a warm-up, steps, stop time, atoms."""
+    run(beta, n, representation)
+    best, result = min((run(beta, n, representation) for _ in range(repeat)), key=lambda r: r[0])
+    d = result.final.diagnostics
+    order = np.argsort(d.atom_position)
+    atoms = " ".join(f"{np.degrees(p):.1f}:{m:.4f}" for p, m in
+                     zip(d.atom_position[order], d.atom_mass[order]))
+    return (f"{representation:5s} N={n:5d} wall={best:6.2f}s steps={result.n_steps:6d} "
+            f"t={result.final.t:6.0f} diffuse={d.diffuse_mass:.4f}  {atoms}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--beta", type=float, default=10.0)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--dirac", default="128,256,512,1024")
+    parser.add_argument("--grid", default="256,512,1024,2048")
+    args = parser.parse_args()
+    for representation, sizes in (("dirac", args.dirac), ("grid", args.grid)):
+        for n in (int(s) for s in sizes.split(",") if s):
+            print(line(args.beta, n, representation, args.repeat), flush=True)
+
+
+if __name__ == "__main__":
+    main()
