@@ -34,7 +34,7 @@ import numpy as np
 from solvers.circle.problem import CircleProblem
 from solvers.core.backend import resolve_backend
 from solvers.core.discretization import Rhs
-from solvers.core.limiters import LIMITERS
+from solvers.core.limiters import CIRCLE_RECONSTRUCTIONS, LIMITERS, weno5_faces
 
 
 def upwind_flux(rho: np.ndarray, u_face: np.ndarray, limiter: str) -> np.ndarray:
@@ -47,16 +47,20 @@ def upwind_flux(rho: np.ndarray, u_face: np.ndarray, limiter: str) -> np.ndarray
     u_face : ndarray, shape (N,)
         Velocity at the right face ``theta_i + h/2``.
     limiter : str
-        Key of :data:`LIMITERS`.
+        Key of :data:`LIMITERS`, or ``"weno5"`` (:func:`solvers.core.limiters.weno5_faces`).
 
     Returns
     -------
     ndarray, shape (N,)
         ``F_{i+1/2} = max(u,0) rho_i^+ + min(u,0) rho_{i+1}^-``.
     """
-    slope = LIMITERS[limiter](rho - np.roll(rho, 1), np.roll(rho, -1) - rho)
-    left_state = rho + 0.5 * slope  # value of cell i at its right face
-    right_state = np.roll(rho - 0.5 * slope, -1)  # value of cell i+1 at its left face
+    if limiter == "weno5":
+        plus, minus = weno5_faces(rho)
+        left_state, right_state = plus, np.roll(minus, -1)
+    else:
+        slope = LIMITERS[limiter](rho - np.roll(rho, 1), np.roll(rho, -1) - rho)
+        left_state = rho + 0.5 * slope  # value of cell i at its right face
+        right_state = np.roll(rho - 0.5 * slope, -1)  # value of cell i+1 at its left face
     return np.maximum(u_face, 0.0) * left_state + np.minimum(u_face, 0.0) * right_state
 
 
@@ -107,8 +111,9 @@ def transport(rho: np.ndarray, u: np.ndarray, h: float, limiter: str = "mc", dt:
 def fv(problem: CircleProblem, limiter: str = "mc", mass_floor: float = 1e-6,
        backend: str | None = None) -> Rhs:
     """Finite-volume right-hand side (see the module docstring); ``backend``: "numba" or "numpy"."""
-    if limiter not in LIMITERS:
-        raise ValueError(f"time.limiter: unknown limiter {limiter!r}; use one of {', '.join(LIMITERS)}")
+    if limiter not in CIRCLE_RECONSTRUCTIONS:
+        raise ValueError(f"time.limiter: unknown limiter {limiter!r}; use one of "
+                         f"{', '.join(CIRCLE_RECONSTRUCTIONS)}")
     basis = problem.basis
     h, backend, scale = basis.h, resolve_backend(backend), problem.cell_scale
 

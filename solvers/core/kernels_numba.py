@@ -20,7 +20,8 @@ import numpy as np
 from numba import njit
 
 # order of solvers.core.limiters.LIMITERS
-LIMITER_CODES = {"minmod": 0, "mc": 1, "vanleer": 2, "none": 3}
+LIMITER_CODES = {"minmod": 0, "mc": 1, "vanleer": 2, "none": 3, "weno5": 4}  # weno5: S^1 only
+WENO5 = 4
 
 
 @njit(cache=True, inline="always", error_model="numpy")
@@ -47,6 +48,34 @@ def _clip01(s: float) -> float:
     return min(max(s, 0.0), 1.0)
 
 
+@njit(cache=True, inline="always", error_model="numpy")
+def _weno5(vm2: float, vm1: float, v: float, vp1: float, vp2: float, eps: float) -> float:
+    """WENO5 value at the face between ``v`` and ``vp1`` from the left (the operations of
+    :func:`solvers.core.limiters._weno5_right`), clipped at 0."""
+    p0 = (2.0 * vm2 - 7.0 * vm1 + 11.0 * v) / 6.0
+    p1 = (-vm1 + 5.0 * v + 2.0 * vp1) / 6.0
+    p2 = (2.0 * v + 5.0 * vp1 - vp2) / 6.0
+    b0 = 13.0 / 12.0 * (vm2 - 2.0 * vm1 + v) ** 2 + 0.25 * (vm2 - 4.0 * vm1 + 3.0 * v) ** 2
+    b1 = 13.0 / 12.0 * (vm1 - 2.0 * v + vp1) ** 2 + 0.25 * (vm1 - vp1) ** 2
+    b2 = 13.0 / 12.0 * (v - 2.0 * vp1 + vp2) ** 2 + 0.25 * (3.0 * v - 4.0 * vp1 + vp2) ** 2
+    a0, a1, a2 = 0.1 / (eps + b0) ** 2, 0.6 / (eps + b1) ** 2, 0.3 / (eps + b2) ** 2
+    return max((a0 * p0 + a1 * p1 + a2 * p2) / (a0 + a1 + a2), 0.0)
+
+
+@njit(cache=True, error_model="numpy")
+def weno5_faces(d, plus, minus):
+    """:func:`solvers.core.limiters.weno5_faces` into ``plus``, ``minus`` (N,) (periodic)."""
+    n = d.size
+    total = 0.0
+    for i in range(n):
+        total += d[i]
+    mean = total / n
+    eps = 1e-6 * mean ** 2 + 1e-300
+    for i in range(n):
+        plus[i] = _weno5(d[(i - 2) % n], d[(i - 1) % n], d[i], d[(i + 1) % n], d[(i + 2) % n], eps)
+        minus[i] = _weno5(d[(i + 2) % n], d[(i + 1) % n], d[i], d[(i - 1) % n], d[(i - 2) % n], eps)
+
+
 @njit(cache=True, error_model="numpy")
 def circle_fv_rhs(rho, u, code, dt, limit, inv_h, dt_over_h, mass_floor, scale):
     """S^1: ``(d rho/dt, max |u| / h over faces whose upwind cell holds mass)``.
@@ -60,17 +89,22 @@ def circle_fv_rhs(rho, u, code, dt, limit, inv_h, dt_over_h, mass_floor, scale):
     dens = np.empty(n)
     for i in range(n):
         dens[i] = rho[i] * scale[i]
-    slope = np.empty(n)
-    for i in range(n):
-        im = i - 1 if i > 0 else n - 1
-        ip = i + 1 if i < n - 1 else 0
-        slope[i] = limited_slope(dens[i] - dens[im], dens[ip] - dens[i], code)
+    plus, minus = np.empty(n), np.empty(n)  # each cell's value at its right and left face
+    if code == WENO5:
+        weno5_faces(dens, plus, minus)
+    else:
+        for i in range(n):
+            im = i - 1 if i > 0 else n - 1
+            ip = i + 1 if i < n - 1 else 0
+            slope = limited_slope(dens[i] - dens[im], dens[ip] - dens[i], code)
+            plus[i] = dens[i] + 0.5 * slope
+            minus[i] = dens[i] - 0.5 * slope
     flux = np.empty(n)
     total = 0.0
     for i in range(n):
         ip = i + 1 if i < n - 1 else 0
-        left = dens[i] + 0.5 * slope[i]
-        right = dens[ip] - 0.5 * slope[ip]
+        left = plus[i]
+        right = minus[ip]
         flux[i] = max(u[i], 0.0) * left + min(u[i], 0.0) * right
         total += rho[i]
     if limit:

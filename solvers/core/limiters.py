@@ -34,3 +34,34 @@ LIMITERS: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
     "vanleer": _vanleer,  # van Leer 1974
     "none": lambda a, b: np.zeros_like(a),  # first-order upwind
 }
+
+
+def weno5_faces(d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Fifth-order WENO face values of the periodic cell averages ``d`` (N,) (Jiang & Shu,
+    J. Comput. Phys. 126 (1996), with ``eps = 1e-6 mean(d)^2``), clipped at 0.
+
+    Returns ``(plus, minus)``, each (N,): the value of cell ``i`` at its right face (from cells
+    ``i-2 .. i+2``) and at its left face (the mirror stencil). S^1 only (``time.limiter =
+    "weno5"``); the slope limiters above are the MUSCL alternatives.
+    """
+    eps = 1e-6 * float(np.mean(d)) ** 2 + 1e-300
+    plus = _weno5_right(d, eps)
+    minus = _weno5_right(d[::-1], eps)[::-1]
+    return np.maximum(plus, 0.0), np.maximum(minus, 0.0)
+
+
+def _weno5_right(v: np.ndarray, eps: float) -> np.ndarray:
+    """WENO5 value at the right face of every cell (the three candidate stencils weighted by
+    their smoothness; linear weights 1/10, 6/10, 3/10)."""
+    vm2, vm1, vp1, vp2 = np.roll(v, 2), np.roll(v, 1), np.roll(v, -1), np.roll(v, -2)
+    p0 = (2.0 * vm2 - 7.0 * vm1 + 11.0 * v) / 6.0
+    p1 = (-vm1 + 5.0 * v + 2.0 * vp1) / 6.0
+    p2 = (2.0 * v + 5.0 * vp1 - vp2) / 6.0
+    b0 = 13.0 / 12.0 * (vm2 - 2.0 * vm1 + v) ** 2 + 0.25 * (vm2 - 4.0 * vm1 + 3.0 * v) ** 2
+    b1 = 13.0 / 12.0 * (vm1 - 2.0 * v + vp1) ** 2 + 0.25 * (vm1 - vp1) ** 2
+    b2 = 13.0 / 12.0 * (v - 2.0 * vp1 + vp2) ** 2 + 0.25 * (3.0 * v - 4.0 * vp1 + vp2) ** 2
+    a0, a1, a2 = 0.1 / (eps + b0) ** 2, 0.6 / (eps + b1) ** 2, 0.3 / (eps + b2) ** 2
+    return (a0 * p0 + a1 * p1 + a2 * p2) / (a0 + a1 + a2)
+
+
+CIRCLE_RECONSTRUCTIONS = (*LIMITERS, "weno5")  # time.limiter on S^1 (weno5: S^1 only)

@@ -336,6 +336,9 @@ def build_config(doc: dict[str, Any], text: str = "") -> RunConfig:
     check_limits(config)
     _check_representation(config)
     _check_kink_faces(config)
+    if config.time.limiter == "weno5" and config.domain.manifold != "S1":
+        raise ConfigError("time.limiter", "\"weno5\" is for S1 only; on S2 use \"mc\", "
+                                          "\"minmod\", \"vanleer\" or \"none\"")
     return config
 
 

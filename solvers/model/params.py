@@ -19,7 +19,7 @@ MANIFOLDS = ("S1", "S2")
 # Names the implementations register under (checked against their tables by the tests):
 # solvers.timestepping.integrators.INTEGRATORS and solvers.core.limiters.LIMITERS.
 INTEGRATOR_NAMES = ("euler", "ssprk2", "ssprk3", "rk4", "ssprk10_2")
-LIMITER_NAMES = ("minmod", "mc", "vanleer", "none")
+LIMITER_NAMES = ("minmod", "mc", "vanleer", "none", "weno5")  # weno5: S^1 only
 
 
 @dataclass(frozen=True)
