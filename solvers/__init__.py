@@ -30,6 +30,10 @@ from __future__ import annotations
 from importlib import import_module
 from typing import Any
 
+from solvers.core.numba_cache import configure_numba_cache
+
+configure_numba_cache()  # compiled kernels keyed by their sources (stale-cache guard)
+
 _EXPORTS = {
     "run": "solvers.api", "resume": "solvers.api", "open_run": "solvers.api",
     "load_config": "solvers.api",
