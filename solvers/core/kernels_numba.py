@@ -70,7 +70,7 @@ def weno5_faces(d, plus, minus):
     for i in range(n):
         total += d[i]
     mean = total / n
-    eps = 1e-6 * mean ** 2 + 1e-300
+    eps = max(1e-6 * mean ** 2, 1e-100)  # solvers.core.limiters.EPS_FLOOR
     for i in range(n):
         plus[i] = _weno5(d[(i - 2) % n], d[(i - 1) % n], d[i], d[(i + 1) % n], d[(i + 2) % n], eps)
         minus[i] = _weno5(d[(i + 2) % n], d[(i + 1) % n], d[i], d[(i - 1) % n], d[(i - 2) % n], eps)

@@ -36,15 +36,18 @@ LIMITERS: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
 }
 
 
+EPS_FLOOR = 1e-100  # WENO eps when the density is (nearly) 0: (eps + beta)^2 must not underflow
+
+
 def weno5_faces(d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Fifth-order WENO face values of the periodic cell averages ``d`` (N,) (Jiang & Shu,
-    J. Comput. Phys. 126 (1996), with ``eps = 1e-6 mean(d)^2``), clipped at 0.
+    J. Comput. Phys. 126 (1996), with ``eps = 1e-6 mean(d)^2``, at least ``EPS_FLOOR``), clipped at 0.
 
     Returns ``(plus, minus)``, each (N,): the value of cell ``i`` at its right face (from cells
     ``i-2 .. i+2``) and at its left face (the mirror stencil). S^1 only (``time.limiter =
     "weno5"``); the slope limiters above are the MUSCL alternatives.
     """
-    eps = 1e-6 * float(np.mean(d)) ** 2 + 1e-300
+    eps = max(1e-6 * float(np.mean(d)) ** 2, EPS_FLOOR)
     plus = _weno5_right(d, eps)
     minus = _weno5_right(d[::-1], eps)[::-1]
     return np.maximum(plus, 0.0), np.maximum(minus, 0.0)

@@ -121,6 +121,9 @@ class TimeParams:
     ``cfl_floor``: the fv CFL condition counts the faces whose upwind cell holds more than this
     fraction of the mean density (the faces that move mass); the outflow limiter keeps the
     others positive and conservative at any step (docs/schemes.md §8).
+    ``limiter``: the fv reconstruction, a MUSCL slope limiter (``mc``, ``minmod``, ``vanleer``,
+    ``none``) or, on S^1, ``weno5`` (fifth-order WENO face values); default ``mc``, and
+    ``weno5`` for the S^1 Dirac state (``[atoms] representation = "dirac"``) when not given.
     ``kink_faces`` (S^1, fv): put the face nearest each corner of the perceptron velocity (ReLU,
     leaky ReLU: ``a_j.x + b_j = 0``) on the corner (:mod:`solvers.circle.kink_faces`,
     docs/schemes.md §2). None (default): on for the S^1 fv scheme, off elsewhere; ``false``:

@@ -99,3 +99,15 @@ def test_dirac_demo_same_atoms_at_128_and_512():
         found.append(mass[keep][np.argsort(pos[keep])])
     assert found[0].size == found[1].size == 5
     assert np.max(np.abs(found[0] - found[1])) < 1e-3
+
+
+@pytest.mark.parametrize("backend", ["numpy"] + (["numba"] if numba_available() else []))
+def test_empty_and_tiny_densities_stay_finite(backend):
+    """An all-zero density (a measure of Dirac atoms only) and one of 1e-250 (eps must not
+    underflow when squared)."""
+    for scale in (0.0, 1e-250):
+        rho = np.full(32, scale)
+        rho[5] *= 3.0
+        got, rate = transport(rho, np.linspace(-1, 1, 32), 0.2, "weno5", 0.1, backend=backend)
+        assert np.all(np.isfinite(got)) and np.isfinite(rate)
+        assert abs(np.sum(got)) <= 1e-13 * max(np.sum(np.abs(got)), 1e-300)
