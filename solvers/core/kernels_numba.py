@@ -71,9 +71,13 @@ def weno5_faces(d, plus, minus):
         total += d[i]
     mean = total / n
     eps = max(1e-6 * mean ** 2, 1e-100)  # solvers.core.limiters.EPS_FLOOR
+    ext = np.empty(n + 4)  # periodic padding: ext[j + 2] = d[j mod n]
+    for j in range(n + 4):
+        ext[j] = d[(j - 2) % n]
     for i in range(n):
-        plus[i] = _weno5(d[(i - 2) % n], d[(i - 1) % n], d[i], d[(i + 1) % n], d[(i + 2) % n], eps)
-        minus[i] = _weno5(d[(i + 2) % n], d[(i + 1) % n], d[i], d[(i - 1) % n], d[(i - 2) % n], eps)
+        a, b, c, e, f = ext[i], ext[i + 1], ext[i + 2], ext[i + 3], ext[i + 4]
+        plus[i] = _weno5(a, b, c, e, f, eps)
+        minus[i] = _weno5(f, e, c, b, a, eps)
 
 
 @njit(cache=True, error_model="numpy")
