@@ -19,6 +19,8 @@ import math
 import numpy as np
 from numba import njit
 
+from solvers.core.limiters import weno5_value
+
 # order of solvers.core.limiters.LIMITERS
 LIMITER_CODES = {"minmod": 0, "mc": 1, "vanleer": 2, "none": 3, "weno5": 4}  # weno5: S^1 only
 WENO5 = 4
@@ -48,18 +50,8 @@ def _clip01(s: float) -> float:
     return min(max(s, 0.0), 1.0)
 
 
-@njit(cache=True, inline="always", error_model="numpy")
-def _weno5(vm2: float, vm1: float, v: float, vp1: float, vp2: float, eps: float) -> float:
-    """WENO5 value at the face between ``v`` and ``vp1`` from the left (the operations of
-    :func:`solvers.core.limiters._weno5_right`), clipped at 0."""
-    p0 = (2.0 * vm2 - 7.0 * vm1 + 11.0 * v) / 6.0
-    p1 = (-vm1 + 5.0 * v + 2.0 * vp1) / 6.0
-    p2 = (2.0 * v + 5.0 * vp1 - vp2) / 6.0
-    b0 = 13.0 / 12.0 * (vm2 - 2.0 * vm1 + v) ** 2 + 0.25 * (vm2 - 4.0 * vm1 + 3.0 * v) ** 2
-    b1 = 13.0 / 12.0 * (vm1 - 2.0 * v + vp1) ** 2 + 0.25 * (vm1 - vp1) ** 2
-    b2 = 13.0 / 12.0 * (v - 2.0 * vp1 + vp2) ** 2 + 0.25 * (3.0 * v - 4.0 * vp1 + vp2) ** 2
-    a0, a1, a2 = 0.1 / (eps + b0) ** 2, 0.6 / (eps + b1) ** 2, 0.3 / (eps + b2) ** 2
-    return max((a0 * p0 + a1 * p1 + a2 * p2) / (a0 + a1 + a2), 0.0)
+# the numpy reference's function itself, compiled (one source for both paths)
+_weno5 = njit(cache=True, inline="always", error_model="numpy")(weno5_value)
 
 
 @njit(cache=True, error_model="numpy")
@@ -76,8 +68,8 @@ def weno5_faces(d, plus, minus):
         ext[j] = d[(j - 2) % n]
     for i in range(n):
         a, b, c, e, f = ext[i], ext[i + 1], ext[i + 2], ext[i + 3], ext[i + 4]
-        plus[i] = _weno5(a, b, c, e, f, eps)
-        minus[i] = _weno5(f, e, c, b, a, eps)
+        plus[i] = max(_weno5(a, b, c, e, f, eps), 0.0)
+        minus[i] = max(_weno5(f, e, c, b, a, eps), 0.0)
 
 
 @njit(cache=True, error_model="numpy")

@@ -54,9 +54,14 @@ def weno5_faces(d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _weno5_right(v: np.ndarray, eps: float) -> np.ndarray:
-    """WENO5 value at the right face of every cell (the three candidate stencils weighted by
-    their smoothness; linear weights 1/10, 6/10, 3/10)."""
-    vm2, vm1, vp1, vp2 = np.roll(v, 2), np.roll(v, 1), np.roll(v, -1), np.roll(v, -2)
+    """WENO5 value at the right face of every cell of the periodic ``v`` (N,)."""
+    return weno5_value(np.roll(v, 2), np.roll(v, 1), v, np.roll(v, -1), np.roll(v, -2), eps)
+
+
+def weno5_value(vm2, vm1, v, vp1, vp2, eps):
+    """WENO5 value at the face between ``v`` and ``vp1``, from the left: the three candidate
+    stencils weighted by their smoothness (linear weights 1/10, 6/10, 3/10). Floats or arrays;
+    :mod:`solvers.core.kernels_numba` compiles this same function with numba's ``njit``."""
     p0 = (2.0 * vm2 - 7.0 * vm1 + 11.0 * v) / 6.0
     p1 = (-vm1 + 5.0 * v + 2.0 * vp1) / 6.0
     p2 = (2.0 * v + 5.0 * vp1 - vp2) / 6.0

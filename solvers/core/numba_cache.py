@@ -9,7 +9,9 @@ silently use the old code. (Round 8 met it: the compiled Dirac stage ran without
 
 :func:`configure_numba_cache` (called when ``solvers`` is imported) points ``NUMBA_CACHE_DIR``
 at ``$XDG_CACHE_HOME/meanfield-spectral/numba/<digest>`` (default ``~/.cache/...``), the digest
-a hash of every source file of the package that defines compiled functions. Any change to any
+a hash of every source file of the package that mentions ``njit`` (those that define
+compiled functions, and those whose plain functions a kernel compiles, which say so:
+``solvers/core/limiters.py: weno5_value``). Any change to any
 of them starts a fresh folder; the four most recent folders are kept. A ``NUMBA_CACHE_DIR`` set
 by the user is left alone (then stale caches are theirs to clear).
 """
