@@ -107,18 +107,20 @@ def test_face_velocity_at_moved_faces_is_the_direct_sum(attention):
 
 
 @pytest.mark.skipif(not numba_available(), reason="numba not installed")
+@pytest.mark.parametrize("limiter", ["mc", "weno5"])
 @pytest.mark.parametrize("dt", [None, 1e-3, 0.05])
-def test_numba_transport_with_widths_matches_numpy(dt):
-    rng = np.random.default_rng(7)
-    n = 64
+@pytest.mark.parametrize("n", [16, 64, 257])
+def test_numba_transport_with_widths_matches_numpy(limiter, dt, n):
+    """Random densities with empty cells, random velocities and cell widths; MUSCL and WENO5."""
+    rng = np.random.default_rng(n)
     h = 2 * np.pi / n
     for _ in range(5):
         rho = rng.random(n) ** 2
         rho[rng.random(n) < 0.3] = 0.0
         u = rng.normal(size=n) * 3.0
         scale = 1.0 / rng.uniform(0.3, 1.7, n)
-        ref, rate_ref = transport(rho, u, h, "mc", dt, backend="numpy", scale=scale)
-        got, rate = transport(rho, u, h, "mc", dt, backend="numba", scale=scale)
+        ref, rate_ref = transport(rho, u, h, limiter, dt, backend="numpy", scale=scale)
+        got, rate = transport(rho, u, h, limiter, dt, backend="numba", scale=scale)
         np.testing.assert_allclose(got, ref, rtol=0, atol=1e-13 * np.max(np.abs(ref)))
         assert rate == pytest.approx(rate_ref, rel=1e-14)
         assert abs(np.sum(got)) <= 1e-13 * np.sum(np.abs(got))  # telescoping
