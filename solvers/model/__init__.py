@@ -6,6 +6,8 @@
   ``ConfigError`` (one line naming the key).
 - :mod:`~solvers.model.validators`, :mod:`~solvers.model.limits`: value checks and the limits
   of the numerics (``check_run``: what a run checks before it allocates).
+- :mod:`~solvers.model.combinations`: settings valid alone but not together (Dirac state,
+  kink faces, ``weno5``).
 - :mod:`~solvers.model.activations`: perceptron activations ``sigma`` and their potentials ``phi``.
 - :mod:`~solvers.model.perceptron`: the perceptron potential ``v`` and its half gradient (paper eq. 2.7).
 """

@@ -22,6 +22,7 @@ except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib
 
 from solvers.model.activations import ACTIVATIONS as _ACTIVATION_TABLE
+from solvers.model.combinations import check_combinations
 from solvers.model.limits import (  # noqa: F401  (public names re-exported)
     BETA_RANGE,
     DT_MIN_FRACTION,
@@ -339,41 +340,8 @@ def build_config(doc: dict[str, Any], text: str = "") -> RunConfig:
     config = RunConfig(domain=domain, model=model, initial=_initial(sec["initial"], domain),
                        time=time, atoms=atoms, output=_output(sec["output"]), text=text)
     check_limits(config)
-    _check_representation(config)
-    _check_kink_faces(config)
-    if config.time.limiter == "weno5" and config.domain.manifold != "S1":
-        raise ConfigError("time.limiter", "\"weno5\" is for S1 only; on S2 use \"mc\", "
-                                          "\"minmod\", \"vanleer\" or \"none\"")
+    check_combinations(config)
     return config
-
-
-def _check_kink_faces(config: RunConfig) -> None:
-    """``time.kink_faces = true`` moves faces of the S^1 finite volumes (None: where it applies)."""
-    if config.time.kink_faces is not True:
-        return
-    if config.domain.manifold != "S1":
-        raise ConfigError("time.kink_faces", "is for S1 only (the S2 grid keeps its faces); "
-                                             "remove it or set it to false")
-    if config.time.scheme != "fv":
-        raise ConfigError("time.kink_faces", "moves finite-volume faces: it needs "
-                                             "time.scheme = \"fv\"")
-
-
-def _check_representation(config: RunConfig) -> None:
-    """``representation = "dirac"`` needs the fv scheme and unnormalized attention; ``kind =
-    "atoms"`` needs ``representation = "dirac"``."""
-    dirac = config.atoms.representation == "dirac"
-    if config.initial.kind == "atoms" and not dirac:
-        raise ConfigError("initial.kind", "\"atoms\" needs [atoms] representation = \"dirac\"")
-    if dirac and config.time.scheme != "fv":
-        raise ConfigError("atoms.representation", "\"dirac\" needs time.scheme = \"fv\"")
-    if dirac and config.model.attention != "unnormalized":
-        raise ConfigError("atoms.representation", "\"dirac\" needs model.attention = "
-                                                  "\"unnormalized\" (closed-form atoms)")
-    if dirac and config.output.snapshot_mode == "interpolate":
-        raise ConfigError("output.snapshot_mode", "\"interpolate\" is for grid densities; a "
-                          "measure-valued run (atoms.representation = \"dirac\") lands on its "
-                          "snapshot times: use \"auto\" or \"land\"")
 
 
 def load_config(path_or_text: str | Path, overrides: Iterable[str] = ()) -> RunConfig:

@@ -1,0 +1,52 @@
+"""Checks across config sections: settings that are valid alone but not together.
+
+Each raises :class:`~solvers.model.validators.ConfigError` naming the key to change and how.
+"""
+
+from __future__ import annotations
+
+from solvers.model.params import RunConfig
+from solvers.model.validators import ConfigError
+
+
+def check_combinations(config: RunConfig) -> None:
+    """All the checks below, in order."""
+    check_representation(config)
+    check_kink_faces(config)
+    check_limiter(config)
+
+
+def check_limiter(config: RunConfig) -> None:
+    """``time.limiter = "weno5"`` is for S^1 (the S^2 kernels have the slope limiters only)."""
+    if config.time.limiter == "weno5" and config.domain.manifold != "S1":
+        raise ConfigError("time.limiter", "\"weno5\" is for S1 only; on S2 use \"mc\", "
+                                          "\"minmod\", \"vanleer\" or \"none\"")
+
+
+def check_kink_faces(config: RunConfig) -> None:
+    """``time.kink_faces = true`` moves faces of the S^1 finite volumes (None: where it applies)."""
+    if config.time.kink_faces is not True:
+        return
+    if config.domain.manifold != "S1":
+        raise ConfigError("time.kink_faces", "is for S1 only (the S2 grid keeps its faces); "
+                                             "remove it or set it to false")
+    if config.time.scheme != "fv":
+        raise ConfigError("time.kink_faces", "moves finite-volume faces: it needs "
+                                             "time.scheme = \"fv\"")
+
+
+def check_representation(config: RunConfig) -> None:
+    """``representation = "dirac"`` needs the fv scheme and unnormalized attention; ``kind =
+    "atoms"`` needs ``representation = "dirac"``."""
+    dirac = config.atoms.representation == "dirac"
+    if config.initial.kind == "atoms" and not dirac:
+        raise ConfigError("initial.kind", "\"atoms\" needs [atoms] representation = \"dirac\"")
+    if dirac and config.time.scheme != "fv":
+        raise ConfigError("atoms.representation", "\"dirac\" needs time.scheme = \"fv\"")
+    if dirac and config.model.attention != "unnormalized":
+        raise ConfigError("atoms.representation", "\"dirac\" needs model.attention = "
+                                                  "\"unnormalized\" (closed-form atoms)")
+    if dirac and config.output.snapshot_mode == "interpolate":
+        raise ConfigError("output.snapshot_mode", "\"interpolate\" is for grid densities; a "
+                          "measure-valued run (atoms.representation = \"dirac\") lands on its "
+                          "snapshot times: use \"auto\" or \"land\"")
