@@ -82,9 +82,11 @@ INTEGRATORS = INTEGRATOR_NAMES
 LIMITERS = LIMITER_NAMES
 S2_MIN_LMAX = 31  # shtns needs a Gauss grid of >= 32 latitudes
 CFL_MAX = {"fv": 0.5, "spectral": 1.0}
-# the S^1 Dirac state's default reconstruction: its diffuse density gives the same atoms at
-# N = 128 ... 1024 to 8e-4 with it, to 2.3e-3 with "mc" (docs/schemes.md, measure-valued state)
-DIRAC_S1_LIMITER = "weno5"  # the time schemes, with their largest cfl
+# the S^1 Dirac state's defaults (docs/schemes.md, measure-valued state): weno5, whose diffuse
+# density gives the same demo atoms at N = 128 ... 1024 to 8e-4 ("mc": 2.3e-3); and the CFL
+# condition on the faces whose upwind density exceeds 1% of the mean (the mass is in the atoms:
+# stationary atoms within 3e-5 of cfl_floor = 1e-6, with 1.1-3.2x fewer steps at beta 1-10)
+DIRAC_S1_TIME = {"limiter": "weno5", "cfl_floor": 1e-2}  # the time schemes, with their largest cfl
 # Limits that follow from the numerics and the machine (docs/math.md; the README lists them).
 KIND_KEYS = {"uniform": ("modes",), "von_mises": ("centers", "kappas", "weights"),
              "archive": ("path", "time"), "atoms": ("centers", "weights", "modes")}
@@ -335,8 +337,8 @@ def build_config(doc: dict[str, Any], text: str = "") -> RunConfig:
     domain = _domain(sec["domain"])
     model = _model(sec["model"], _perceptron(sec["perceptron"], domain))
     atoms, time = _atoms(sec["atoms"]), _time(sec["time"])
-    if "limiter" not in sec["time"] and atoms.representation == "dirac" and domain.manifold == "S1":
-        time = replace(time, limiter=DIRAC_S1_LIMITER)
+    if atoms.representation == "dirac" and domain.manifold == "S1":  # the S^1 Dirac defaults
+        time = replace(time, **{k: v for k, v in DIRAC_S1_TIME.items() if k not in sec["time"]})
     config = RunConfig(domain=domain, model=model, initial=_initial(sec["initial"], domain),
                        time=time, atoms=atoms, output=_output(sec["output"]), text=text)
     check_limits(config)

@@ -124,6 +124,7 @@ class TimeParams:
     ``limiter``: the fv reconstruction, a MUSCL slope limiter (``mc``, ``minmod``, ``vanleer``,
     ``none``) or, on S^1, ``weno5`` (fifth-order WENO face values); default ``mc``, and
     ``weno5`` for the S^1 Dirac state (``[atoms] representation = "dirac"``) when not given.
+    ``cfl_floor`` defaults to 1e-6, and to 1e-2 for the S^1 Dirac state when not given.
     ``kink_faces`` (S^1, fv): put the face nearest each corner of the perceptron velocity (ReLU,
     leaky ReLU: ``a_j.x + b_j = 0``) on the corner (:mod:`solvers.circle.kink_faces`,
     docs/schemes.md §2). None (default): on for the S^1 fv scheme, off elsewhere; ``false``:
