@@ -141,7 +141,6 @@ class CompiledCircleField:
                                                     np.cos(b.theta), np.sin(b.theta), problem.cell_scale]))
         self.d_center, self.d_face = problem.multipliers("d_center"), problem.multipliers("d_face")
         self.moved = problem.moved_faces  # the density's field there: evaluated, not transformed
-        self.moved_dc = problem.multipliers("moved_rows") * self.d_center if self.moved.size else None
         self.n_modes = kernel_modes(self.d_center)
         self.code = kd.ACTIVATION_CODES[units.activation] if units.n_units else 0
         self.units = np.zeros((0, 4)) if not units.n_units else np.ascontiguousarray(
@@ -172,7 +171,7 @@ class CompiledCircleField:
         fft = np.fft.rfft(rho)
         g = np.fft.irfft(fft * self.d_face, n=self.n)
         if self.moved.size:
-            g[self.moved] = np.real(self.moved_dc @ fft) / self.n
+            g[self.moved] = self.problem.moved_attention(fft) / self.n
         return fft, g
 
     def __call__(self, state: np.ndarray, dt: float | None = None) -> tuple[np.ndarray, float]:
@@ -212,7 +211,7 @@ class CompiledCircleField:
         """Signed velocity of the whole measure at the right faces, shape (N,)."""
         g = np.fft.irfft(rho_hat * self.d_face, n=self.n)
         if self.moved.size:
-            g[self.moved] = np.real(self.moved_dc @ rho_hat) / self.n
+            g[self.moved] = self.problem.moved_attention(rho_hat) / self.n
         return self.kd.face_velocity(g, float(self.n), _floats(x), _floats(m), self.faces, self.consts)
 
     def center_gradient(self, rho_hat: np.ndarray, x: np.ndarray, m: np.ndarray) -> np.ndarray:

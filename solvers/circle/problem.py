@@ -60,9 +60,7 @@ class CircleProblem:
         self._cache.update(m_face=sign * self._cache["d_face"] / self.model.beta,
                            sw_face=sign * self._cache["w_face"], layout=layout)
         if layout.moved.size:  # the attention at the moved faces, from the centre coefficients
-            rows = evaluation_rows(b, layout.faces[layout.moved])
-            self._cache.update(moved_rows=rows,  # face_velocity: rfft(rho) = N rho_hat
-                               moved_m=rows * (sign / (self.model.beta * b.n)) * self._cache["d_center"])
+            self._cache["moved_rows"] = evaluation_rows(b, layout.faces[layout.moved])
 
     # -- the finite volumes -------------------------------------------------------------
     @property
@@ -82,7 +80,8 @@ class CircleProblem:
 
     def moved_attention(self, rho_hat: np.ndarray, coefficients: str = "d_center") -> np.ndarray:
         """``basis.backward(rho_hat * multiplier)`` at the moved faces, shape (m,), for the
-        centre multiplier ``coefficients`` (``"d_center"``: ``beta`` times the attention)."""
+        centre multiplier ``coefficients`` (``"d_center"``: ``beta`` times the attention; linear
+        in ``rho_hat``, so any normalisation of the coefficients carries through)."""
         return np.real(self._cache["moved_rows"] @ (rho_hat * self._cache[coefficients]))
 
     # -- precomputed fields -------------------------------------------------------------
@@ -143,8 +142,9 @@ class CircleProblem:
         n, moved = self.basis.n, self.moved_faces
         spectrum = np.fft.rfft(rho)
         u = np.fft.irfft(spectrum * self._cache["m_face"], n=n) + self._cache["sw_face"]
-        if moved.size:
-            u[moved] = np.real(self._cache["moved_m"] @ spectrum) + self._cache["sw_face"][moved]
+        if moved.size:  # rfft(rho) = N rho_hat
+            scale = self.sign / (self.model.beta * n)
+            u[moved] = scale * self.moved_attention(spectrum) + self._cache["sw_face"][moved]
         return u
 
     def lipschitz_bound(self, mass: float) -> float:
