@@ -104,8 +104,12 @@ class CircleBasis:
         -------
         ndarray, shape (m,)
         """
-        pts = np.asarray(points, dtype=float)
+        return np.real(self.evaluation_matrix(points) @ rho_hat)
+
+    def evaluation_matrix(self, points: ArrayLike) -> np.ndarray:
+        """Rows ``R`` (m, N//2 + 1) with ``Re(R @ rho_hat) = evaluate(rho_hat, points)``: the
+        real-transform weights (1 at ``k = 0`` and Nyquist, else 2) times ``e^{i k p}``, for
+        evaluating many coefficient vectors at the same ``points`` (shape (m,))."""
         k = self.wavenumbers
         weight = np.where((k == 0) | (k == self.n // 2), 1.0, 2.0)
-        phase = np.exp(1j * np.multiply.outer(pts, k))
-        return np.real(phase @ (weight * rho_hat))
+        return weight * np.exp(1j * np.multiply.outer(np.asarray(points, dtype=float), k))

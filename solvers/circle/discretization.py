@@ -169,10 +169,10 @@ def _compiled_from(problem: CircleProblem, rhs: Rhs, rho: np.ndarray, rho_hat: n
     inverse transforms ``stack`` (3, N) of ``rho_hat`` times the multipliers."""
     fields, reductions_and_atoms, _, beta, sign, w_face, w_center, v_center, floor = \
         _compiled_setup(problem)
-    b, moved = problem.basis, problem.moved_faces
-    if moved.size:  # the attention at faces moved onto perceptron corners (kink_faces)
+    b, corners = problem.basis, problem.moved_faces
+    if corners.size:  # the attention at faces moved onto perceptron corners (kink_faces)
         stack = stack.copy()
-        stack[0, moved] = problem.moved_attention(rho_hat)
+        stack[0, corners] = problem.moved_attention(rho_hat)
     face, grad_u = fields(stack, beta, sign, w_face, w_center)
     drho = rhs.with_velocity(rho, face)[0]
     (mass, low, high, e_att, e_v, diss, moved, speed, tail), ring = reductions_and_atoms(

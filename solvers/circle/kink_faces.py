@@ -104,10 +104,3 @@ def layout_for(basis: CircleBasis, p: PerceptronParams, kink_faces: bool) -> Fac
         return uniform_layout(basis)
     return kink_face_layout(basis, perceptron_kinks(p))
 
-
-def evaluation_rows(basis: CircleBasis, points: np.ndarray) -> np.ndarray:
-    """Rows ``R`` (m, N//2 + 1) with ``Re(R @ c) = basis.evaluate(c, points)`` for coefficients
-    ``c`` (the band-limited interpolant at ``points``, shape (m,))."""
-    k = basis.wavenumbers
-    weight = np.where((k == 0) | (k == basis.n // 2), 1.0, 2.0)
-    return weight * np.exp(1j * np.multiply.outer(np.asarray(points, dtype=float), k))

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from solvers.circle.kink_faces import evaluation_rows, layout_for
+from solvers.circle.kink_faces import layout_for
 from solvers.core.kernel import kernel_log_shift, max_kernel_second_derivative  # noqa: F401 (re-export)
 from solvers.model import perceptron
 from solvers.model.params import ModelParams
@@ -60,7 +60,7 @@ class CircleProblem:
         self._cache.update(m_face=sign * self._cache["d_face"] / self.model.beta,
                            sw_face=sign * self._cache["w_face"], layout=layout)
         if layout.moved.size:  # the attention at the moved faces, from the centre coefficients
-            self._cache["moved_rows"] = evaluation_rows(b, layout.faces[layout.moved])
+            self._cache["moved_rows"] = b.evaluation_matrix(layout.faces[layout.moved])
 
     # -- the finite volumes -------------------------------------------------------------
     @property

@@ -19,7 +19,7 @@ import math
 import numpy as np
 from numba import njit
 
-from solvers.core.limiters import weno5_value
+from solvers.core.limiters import EPS_FLOOR, weno5_value
 
 # order of solvers.core.limiters.LIMITERS
 LIMITER_CODES = {"minmod": 0, "mc": 1, "vanleer": 2, "none": 3, "weno5": 4}  # weno5: S^1 only
@@ -62,7 +62,7 @@ def weno5_faces(d, plus, minus):
     for i in range(n):
         total += d[i]
     mean = total / n
-    eps = max(1e-6 * mean ** 2, 1e-100)  # solvers.core.limiters.EPS_FLOOR
+    eps = max(1e-6 * mean ** 2, EPS_FLOOR)
     ext = np.empty(n + 4)  # periodic padding: ext[j + 2] = d[j mod n]
     for j in range(n + 4):
         ext[j] = d[(j - 2) % n]
