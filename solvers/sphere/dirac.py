@@ -40,6 +40,7 @@ from solvers.sphere.fv import SphereFV
 from solvers.sphere.problem import SphereProblem, tangent_frame
 
 TWO_PI = 2.0 * np.pi
+FACE_KIND = {"theta_faces": 0, "phi_faces": 1}  # the component a face set carries (e_theta, e_phi)
 
 
 def normalise(x: np.ndarray) -> np.ndarray:
@@ -56,7 +57,8 @@ class SphereMeasureField:
     ----------
     problem : SphereProblem
     backend : {"numba", "numpy"} or None
-        The sums over points (:mod:`solvers.core.kernels_dirac_numba`; None: the problem's).
+        The sums over points: ``numba`` ring by ring (:mod:`solvers.core.kernels_dirac_numba`),
+        ``numpy`` directly (None: the problem's).
         The two agree to round-off.
     """
 
@@ -76,6 +78,13 @@ class SphereMeasureField:
             frame_c=tuple(e.reshape(-1, 3) for e in tangent_frame(g.theta, g.phi)),
             area=g.area.ravel(),
         )
+        if self.backend == "numba":  # the rings of the faces: (colatitudes, first longitude, e_p)
+            from solvers.core.kernels_dirac_numba import bessel_terms
+
+            self._c.update(rings_theta_faces=(g.theta_faces, float(g.phi[0])),
+                           rings_phi_faces=(g.theta, float(g.phi_faces[0])),
+                           rings_centres=(g.theta, float(g.phi[0])),
+                           n_terms=bessel_terms(self.beta))
 
     @property
     def beta(self) -> float:
@@ -114,12 +123,29 @@ class SphereMeasureField:
         points, e = self._c[where]
         if m.size == 0:
             return np.zeros(points.shape[0])
-        if self.backend == "numba":
-            from solvers.core.kernels_dirac_numba import along_sum
-
-            return along_sum(points, e, np.ascontiguousarray(x, dtype=float), np.asarray(m, dtype=float),
-                             self.beta, self.log_c)
+        if self.backend == "numba":  # ring by ring (kernels_dirac_numba): the same sum to round-off
+            return self._ring_values(where, FACE_KIND[where], x, m).ravel()
         return np.sum(self._weights(points, x, m) * (e @ x.T), axis=1)  # e . p = 0
+
+    def _ring_spectrum(self, where: str, kind: int, x: np.ndarray, m: np.ndarray, scale: float,
+                       out: np.ndarray | None = None) -> np.ndarray:
+        """``scale`` times the longitude half spectra of the atoms' sums of ``kind`` (0: along
+        ``e_theta``, 1: along ``e_phi``, 2: the potential) on the rings of ``where`` (faces or
+        ``"centres"``), shape (rings, nphi // 2 + 1), added into ``out`` when given (numba)."""
+        from solvers.core.kernels_dirac_numba import ring_along_spectrum
+
+        theta, phi0 = self._c["rings_" + where]
+        if out is None:
+            out = np.zeros((theta.size, self.problem.grid.shape[1] // 2 + 1), dtype=complex)
+        ring_along_spectrum(theta, phi0, np.ascontiguousarray(x, dtype=float), np.asarray(m, dtype=float),
+                            self.beta, self.log_c, self._c["n_terms"], kind, scale, out)
+        return out
+
+    def _ring_values(self, where: str, kind: int, x: np.ndarray, m: np.ndarray) -> np.ndarray:
+        """The atoms' sums of ``kind`` (:meth:`_ring_spectrum`) on the rings of ``where``,
+        shape (rings, nphi)."""
+        nphi = self.problem.grid.shape[1]
+        return np.fft.irfft(self._ring_spectrum(where, kind, x, m, 1.0), n=nphi, axis=1) * nphi
 
     def face_attention(self, x: np.ndarray, m: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Unsigned atom attention ``(u_theta (nlat+1, nphi), u_phi (nlat, nphi))`` at the faces."""
@@ -133,18 +159,30 @@ class SphereMeasureField:
         """Signed velocity of the whole measure ``(u_theta, u_phi)`` at the faces.
 
         ``f_lm``: the density's ``(K*rho)_lm`` (:meth:`SphereProblem.kernel_coefficients`).
+        numba: the atoms' longitude spectra join the density's before its one batched irfft.
         """
         p = self.problem
+        if m.size and (backend or p.backend) == "numba" and self.backend == "numba":
+            return p.face_velocities(f_lm, backend="numba", add=lambda spec: self._add_spectra(spec, x, m))
         u_t, u_p = p.face_velocities(f_lm, backend=backend)
         if m.size:
             a_t, a_p = self.face_attention(x, m)
             u_t, u_p = u_t + p.sign * a_t, u_p + p.sign * a_p
         return u_t, u_p
 
+    def _add_spectra(self, spec: np.ndarray, x: np.ndarray, m: np.ndarray) -> None:
+        """Add the atoms' spectra to the rows (theta faces, then phi faces) of ``spec``, scaled
+        as :meth:`SphereProblem.face_velocities` synthesises them (``irfft`` without ``nphi``)."""
+        nf, nphi = self.problem.grid.shape[0] + 1, self.problem.grid.shape[1]
+        self._ring_spectrum("theta_faces", 0, x, m, float(nphi), spec[:nf])
+        self._ring_spectrum("phi_faces", 1, x, m, float(nphi), spec[nf:])
+
     def centre_attention(self, x: np.ndarray, m: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The atoms' ``(1/beta) grad sum m_i K`` at the cell centres as (theta, phi) components,
         each (nlat, nphi)."""
         shape = self.problem.grid.shape
+        if self.backend == "numba" and m.size:
+            return self._ring_values("centres", 0, x, m), self._ring_values("centres", 1, x, m)
         grad = self.atom_gradient_at(self.centres, x, m)
         e_t, e_p = self._c["frame_c"]
         return np.sum(grad * e_t, axis=1).reshape(shape), np.sum(grad * e_p, axis=1).reshape(shape)
@@ -154,10 +192,13 @@ class SphereMeasureField:
         """``(sum_c k_c (P,), sum_c k_c y_c (P, 3))`` with ``k_c = c_K rho_c area_c e^{beta p.y_c}``."""
         w = np.asarray(rho, dtype=float).ravel() * self._c["area"]
         points = np.ascontiguousarray(points, dtype=float).reshape(-1, 3)
-        if self.backend == "numba":
-            from solvers.core.kernels_dirac_numba import point_mass_sum
+        if self.backend == "numba":  # ring by ring (kernels_dirac_numba): the same sum to round-off
+            from solvers.core.kernels_dirac_numba import ring_point_sums
 
-            return point_mass_sum(points, self.centres, w, self.beta, self.log_c)
+            g = self.problem.grid
+            w_hat = np.fft.rfft(w.reshape(g.shape), axis=1)
+            return ring_point_sums(w_hat, g.theta, float(g.phi[0]), g.shape[1], points, self.beta,
+                                   self.log_c, self._c["n_terms"])
         k = np.exp(self.beta * (points @ self.centres.T) + self.log_c) * w[None, :]
         return k.sum(axis=1), k @ self.centres
 
@@ -193,7 +234,10 @@ class SphereMeasureField:
         p = self.problem
         if f_centres is None:
             f_centres = p.centre_fields(rho)["f"]
-        f = f_centres + self.atom_potential(self.centres, x, m).reshape(p.grid.shape)
+        if self.backend == "numba" and m.size:
+            f = f_centres + self._ring_values("centres", 2, x, m)
+        else:
+            f = f_centres + self.atom_potential(self.centres, x, m).reshape(p.grid.shape)
         return p.sign * (f / self.beta + 0.5 * p._c["v_c"])
 
 

@@ -13,6 +13,7 @@ Velocity components: ``u_theta`` along ``e_theta`` (southward), ``u_phi`` along 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -233,13 +234,18 @@ class SphereProblem:
         grad = syn(f_lm, which, d_phi=dphi, row_scale=row / beta, backend="numba", **kw)
         return signed_sum(grad, w, sign)
 
-    def face_velocities(self, f_lm: np.ndarray, backend: str | None = None) -> tuple[np.ndarray, np.ndarray]:
+    def face_velocities(self, f_lm: np.ndarray, backend: str | None = None,
+                        add: Callable[[np.ndarray], None] | None = None) -> tuple[np.ndarray, np.ndarray]:
         """``(velocity(f_lm, "theta_faces"), velocity(f_lm, "phi_faces"))``.
 
         numba backend: the longitude spectra of both components (and, for softmax, of ``f``
         at both face sets) are written into one array and synthesised by one batched irfft;
-        same operations per row as :meth:`velocity`.
+        same operations per row as :meth:`velocity`. ``add(spec)`` (unnormalized attention,
+        numba only) adds more unsigned attention to the rows of ``spec`` (theta faces, then phi
+        faces; shape (nlat + 1 + nlat, nphi // 2 + 1)) before the synthesis: the Dirac atoms'.
         """
+        if add is not None and (self._softmax or (backend or self.backend) != "numba"):
+            raise ValueError("add: needs the numba backend and unnormalized attention")
         if (backend or self.backend) != "numba":
             return self.velocity(f_lm, "theta_faces", backend), self.velocity(f_lm, "phi_faces", backend)
         from solvers.core import kernels_sphere_sums_numba as sums
@@ -256,8 +262,10 @@ class SphereProblem:
                 scales = [nphi * (ones_f / beta), nphi * (inv_sin / beta)]
             twist = np.exp(1j * centres.m * (0.5 * self.grid.dphi))
             spec = np.zeros((2 * (nf + nc) if self._softmax else nf + nc, nphi // 2 + 1), dtype=complex)
-            c["batched"] = (scales, twist, spec)
-        scales, twist, spec = c["batched"]
+            # the columns no order writes: zero between calls (an add writes there too)
+            free = np.setdiff1d(np.arange(nphi // 2 + 1), np.union1d(faces.m_unique, centres.m_unique))
+            c["batched"] = (scales, twist, spec, free)
+        scales, twist, spec, free = c["batched"]
         threads = compute_threads(nc * nphi)  # the grid's size, as the fv kernel
         legendre_spectrum_into = sums.legendre_spectrum_into_threads if threads > 1 else sums.legendre_spectrum_into
         signed_sum_inplace = sums.signed_sum_inplace_threads if threads > 1 else sums.signed_sum_inplace
@@ -270,7 +278,11 @@ class SphereProblem:
             legendre_spectrum_into(faces.p, coef, faces.starts, faces.m_unique, scales[2], spec[nf + nc:2 * nf + nc])
             legendre_spectrum_into(centres.p, coef * twist, centres.starts, centres.m_unique, scales[3],
                                    spec[2 * nf + nc:])
+        if add is not None:
+            add(spec)
         grid = np.fft.irfft(spec, n=nphi, axis=1)
+        if add is not None:  # the free columns back to 0 for the next call
+            spec[:, free] = 0.0
         if self._softmax:
             return (signed_ratio_sum(grid[:nf], grid[nf + nc:2 * nf + nc], beta, c["w_theta_f"], sign),
                     signed_ratio_sum(grid[nf:nf + nc], grid[2 * nf + nc:], beta, c["w_phi_z"], sign))
