@@ -22,7 +22,7 @@ from solvers.timestepping.simulation import make_discretization
 RNG = np.random.default_rng(7)
 
 
-@pytest.mark.parametrize("beta", [0.1, 1.0, 5.0, 25.0, 50.0, 200.0])
+@pytest.mark.parametrize("beta", [0.1, 1.0, 5.0, 25.0, 50.0, 200.0, 2000.0])
 def test_scaled_bessel_matches_scipy(beta):
     """``I_n(a) e^{-a}`` for n <= N over a in [0, beta] (0, the series branch and its edge
     included) within 1e-14 of the sum ``sum_n I_n(a) e^{-a} = 1``, and the terms past N are below
