@@ -1,12 +1,13 @@
-"""Cost of the Dirac representation on S^1: the same run with ``[atoms] representation = "grid"``
-and ``"dirac"``, side by side in one process (target: the Dirac run at most 2x the grid run).
+"""Cost of the Dirac representation: the same run with ``[atoms] representation = "grid"`` and
+``"dirac"``, side by side in one process (target on S^1: the Dirac run at most 2x the grid run).
 
 Setups: ``runs/paper_s1_descent_relu_beta50.toml`` with ``time.t_end = 1000`` at N = 256 and
-N = 512, and ``runs/demo.toml`` as it is (N = 512, to stationarity). Each run is warmed once
-(numba cache, imports), then the grid and the Dirac run alternate ``--repeat`` times; the best
-wall time of each is printed with the steps taken and the ratio Dirac / grid.
+N = 512, and ``runs/demo.toml`` as it is (N = 512, to stationarity); with ``--s2`` (or only them,
+``--only-s2``) ``runs/paper_s2_descent_relu.toml`` to stationarity at lmax 63 and 127. Each run
+is warmed once (numba cache, imports), then the grid and the Dirac run alternate ``--repeat``
+times; the best wall time of each is printed with the steps taken and the ratio Dirac / grid.
 
-    .venv/bin/python benchmarks/bench_dirac.py [--repeat 3] [--quick]
+    .venv/bin/python benchmarks/bench_dirac.py [--repeat 3] [--quick] [--s2 | --only-s2]
 
 ``--quick``: the N = 256 setup only, one repeat (a smoke run). ``MEANFIELD_NUMPY=1`` times the
 numpy reference path of both representations.
@@ -31,6 +32,11 @@ SETUPS = {
     "beta50 N=256 t=1000": (BETA50, ["time.t_end=1000", "domain.resolution=256"]),
     "beta50 N=512 t=1000": (BETA50, ["time.t_end=1000", "domain.resolution=512"]),
     "demo N=512": (ROOT / "runs" / "demo.toml", []),
+}
+S2 = ROOT / "runs" / "paper_s2_descent_relu.toml"
+SETUPS_S2 = {
+    "s2 lmax 63": (S2, ["domain.resolution=63"]),
+    "s2 lmax 127": (S2, ["domain.resolution=127"]),
 }
 
 
@@ -60,8 +66,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--quick", action="store_true", help="N = 256 only, one repeat")
+    parser.add_argument("--s2", action="store_true", help="also the S^2 setups")
+    parser.add_argument("--only-s2", action="store_true", help="the S^2 setups only")
     args = parser.parse_args()
-    setups = dict(list(SETUPS.items())[:1]) if args.quick else SETUPS
+    setups = dict(list(SETUPS.items())[:1]) if args.quick else dict(SETUPS)
+    if args.only_s2:
+        setups = dict(SETUPS_S2)
+    elif args.s2:
+        setups.update(SETUPS_S2)
     repeat = 1 if args.quick else args.repeat
     print(f"{'setup':<22} {'grid s':>8} {'steps':>6} {'dirac s':>8} {'steps':>6} {'ratio':>6}  (best of {repeat})")
     for name, (path, overrides) in setups.items():

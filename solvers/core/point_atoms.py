@@ -23,6 +23,9 @@ tangent plane; a step ``u_i`` (d - 1,) moves it to ``normalise(x_i + B_i^T u_i)`
 - ``hess_u_full``: the tangential Hessian of ``U`` at each atom *with* its own mass (the
   curvature felt by a little mass split off the atom): the diagonal block plus
   ``-c_K m_i e^{beta} I``.
+- ``mass_sensitivity``: ``|d x_i / d m_j|`` at a stationary point, ``-J^{-1} dg/dm`` with
+  ``dg_i/dm_j = c_K e^{beta x_i.x_j} B_i x_j`` (j != i): how much a position read off a run
+  depends on the masses it was given.
 ReLU and leaky ReLU give a piecewise-constant ``sigma'``: Newton is then semismooth.
 """
 
@@ -134,6 +137,23 @@ class AtomSystem:
                 coupling = kp[i, j] * (self.model.beta * np.outer(x[j], x[i]) + np.eye(d))
                 jac[i, :, j, :] = b @ coupling @ bases[j].T
         return jac.reshape(n * q, n * q)
+
+    def mass_jacobian(self, x: np.ndarray, bases: np.ndarray) -> np.ndarray:
+        """``d g_i / d m_j`` in tangent coordinates, shape (n (d-1), n): ``c_K e^{beta x_i.x_j}
+        B_i x_j`` for ``j != i`` (an atom's own mass exerts no force on it)."""
+        n, d = x.shape
+        k = self.c_k * np.exp(self.model.beta * (x @ x.T))
+        np.fill_diagonal(k, 0.0)
+        return (np.einsum("iqd,jd->iqj", bases, x) * k[:, None, :]).reshape(n * (d - 1), n)
+
+    def mass_sensitivity(self, x: np.ndarray, bases: np.ndarray) -> np.ndarray:
+        """``|d x_i / d m_j|`` (radians per unit mass), shape (n, n): how far atom i's stationary
+        position moves when atom j's mass changes, from ``J dx = -(dg/dm) dm`` at a stationary
+        point (implicit function theorem; least squares, so the symmetry modes of a singular
+        ``J``, e.g. rotations without a perceptron, are left out)."""
+        n, q = x.shape[0], x.shape[1] - 1
+        dx = -np.linalg.lstsq(self.jacobian(x, bases), self.mass_jacobian(x, bases), rcond=1e-10)[0]
+        return np.linalg.norm(dx.reshape(n, q, n), axis=1)
 
     def energy(self, x: np.ndarray) -> float:
         """``E`` of atoms plus sources (docs/math.md §1), sources' self-energy included."""

@@ -50,6 +50,7 @@ class Polished:
     energy_hessian: np.ndarray  # (n (d - 1),) eigenvalues
     stable: bool
     direction: str
+    sensitivity: np.ndarray  # (n, n) |d x_i / d m_j|, radians per unit mass
 
 
 def grid_atoms(config: RunConfig, rho: np.ndarray) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray]:
@@ -146,7 +147,8 @@ def _report(system: AtomSystem, x0: np.ndarray, result: Any, merged: bool, remai
     sign = 1.0 if direction == "ascent" else -1.0
     stable = bool(np.all(-sign * hess_u >= -1e-9 * scale) and np.all(-sign * eig >= -1e-9 * scale))
     return Polished(x, system.m, x0, result.residuals, result.converged, merged, remainder,
-                    system.energy(x0), system.energy(x), hess_u, eig, stable, direction)
+                    system.energy(x0), system.energy(x), hess_u, eig, stable, direction,
+                    system.mass_sensitivity(x, bases))
 
 
 def polish_archive(path: str | Path, out: str | Path | None = None,
@@ -192,6 +194,9 @@ def _with_dirac(ds: Any, r: Polished, config: RunConfig) -> Any:
                              "eigenvalues of the Hessian of the energy in the atom positions"})
     out["newton_residual"] = ("iteration", np.asarray(r.residuals), {"units": "1", "long_name":
                               "max |grad U| at the atoms per Newton iteration"})
+    out["dirac_mass_sensitivity"] = (("dirac", "dirac_source"), r.sensitivity, {"units": "radian",
+                                     "long_name": "move of the polished atom's position per unit "
+                                                  "mass added to atom dirac_source"})
     out.attrs.update(
         polish_representation=("atoms only: the remainder was merged into the nearest atoms"
                                if r.merged else "atoms plus the remainder (fixed sources)"),
@@ -210,11 +215,13 @@ def format_report(r: Polished) -> str:
             f"remainder {r.remainder:.2e}: " + ("merged into the nearest atoms" if r.merged
                                                 else "kept as fixed sources"),
             f"energy {r.energy_before:.12g} -> {r.energy_after:.12g}",
-            f"  {'mass':>9}  {'moved (rad)':>11}  {'Hess U eigenvalues':>22}"]
+            f"  {'mass':>9}  {'moved (rad)':>11}  {'max|dx/dm|':>10}  {'Hess U eigenvalues':>22}"]
     for i in range(r.m.size):
         moved = float(np.arccos(np.clip(r.x[i] @ r.x0[i], -1, 1)))
         eig = " ".join(f"{e:10.3e}" for e in r.hess_u[i])
-        rows.append(f"  {r.m[i]:9.6f}  {moved:11.3e}  {eig:>22}")
+        rows.append(f"  {r.m[i]:9.6f}  {moved:11.3e}  {r.sensitivity[i].max():10.3g}  {eig:>22}")
+    rows.append("max|dx/dm|: radians an atom moves per unit of mass added to one atom (a mass "
+                "error dm moves the positions by up to this times dm)")
     low, high = float(r.energy_hessian.min()), float(r.energy_hessian.max())
     rows.append(f"energy Hessian in the positions ({d - 1} per atom): eigenvalues in [{low:.3e}, {high:.3e}]")
     rows.append(f"{r.direction}: {'stable' if r.stable else 'NOT stable'} stationary point")

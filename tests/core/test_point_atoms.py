@@ -99,3 +99,28 @@ def test_newton_on_the_sphere_with_a_linear_perceptron():
     # diag(1, 2) - 3 (the perceptron) minus e (the atom's own mass): a maximum, unstable under descent
     hess = sysm.hess_u_full(result.x, tangent_bases(result.x))[0]
     np.testing.assert_allclose(np.sort(np.linalg.eigvalsh(hess)), [-2.0 - np.e, -1.0 - np.e], atol=1e-12)
+
+
+@pytest.mark.parametrize("d", [2, 3])
+def test_mass_sensitivity_against_newton_re_solves(d):
+    """``|dx_i/dm_j|`` from the implicit function theorem against central differences of
+    stationary points re-solved by Newton with ``m_j +- 1e-6`` (fixed sources included)."""
+    sysm, _ = system(d, "linear", sources=3)
+    for _ in range(20):  # a stationary point (stable or not) of this system
+        res = newton(sysm, unit(RNG.normal(size=(4, d))), tol=1e-14)
+        if res.converged:
+            break
+    assert res.converged
+    sens = sysm.mass_sensitivity(res.x, tangent_bases(res.x))
+    eps = 1e-6
+    for j in range(4):
+        moved = []
+        for sign in (1.0, -1.0):
+            m = sysm.m.copy()
+            m[j] += sign * eps
+            again = newton(AtomSystem(sysm.model, m, sysm.y, sysm.w), res.x, tol=1e-14)
+            assert again.converged
+            moved.append(again.x)
+        fd = np.linalg.norm(moved[0] - moved[1], axis=1) / (2 * eps)
+        np.testing.assert_allclose(sens[:, j], fd, rtol=1e-5, atol=1e-7 * sens.max())
+    assert np.all(sens[np.arange(4), np.arange(4)] >= 0) and sens.max() > 0

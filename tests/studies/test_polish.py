@@ -93,3 +93,28 @@ def test_two_dirac_atoms_on_s2_polish_to_the_antipodal_pair(tmp_path):
     eig = np.sort(result.energy_hessian)
     assert np.all(np.abs(eig[:2]) < 1e-10) and np.all(eig[2:] > 1e-3)
     assert np.all(result.hess_u < 0) and not result.stable
+
+
+def test_demo_reports_how_positions_follow_the_masses(demo, tmp_path, capsys):
+    """The demo's light atoms in the perceptron-free arc move by radians per unit mass of their
+    neighbours (the sensitivity that turns the resolution study's mass errors into position
+    errors): the report's matrix against Newton re-solves, and its column in the table."""
+    from solvers.core.point_atoms import AtomSystem, newton
+    from solvers.model.config import load_config
+
+    result, out = polish_archive(demo, tmp_path / "s.nc")
+    model = load_config(str(solvers.open_run(demo).attrs["config_text"])).model
+    eps = 1e-6
+    for j in range(result.m.size):
+        ends = []
+        for sign in (1.0, -1.0):
+            m = result.m.copy()
+            m[j] += sign * eps
+            ends.append(newton(AtomSystem(model, m), result.x, tol=1e-14).x)
+        fd = np.linalg.norm(ends[0] - ends[1], axis=1) / (2 * eps)
+        np.testing.assert_allclose(result.sensitivity[:, j], fd, rtol=1e-4, atol=1e-6)
+    assert result.sensitivity.max() > 1.0  # radians per unit mass: the light atoms
+    ds = solvers.open_run(out)
+    assert ds["dirac_mass_sensitivity"].shape == (5, 5)
+    assert main(["polish", str(demo), "-o", str(tmp_path / "t.nc")]) == 0
+    assert "max|dx/dm|" in capsys.readouterr().out
