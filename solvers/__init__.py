@@ -21,7 +21,7 @@ The public API (imported lazily: ``import solvers`` costs almost nothing)::
     ds = solvers.resume(ds, t_end=3000.0)
     cfg = solvers.load_config("runs/demo.toml", model__beta=3)
 
-Building blocks: ``simulate`` (time loop on plain arrays), ``initial_density``,
+Building blocks: ``simulate`` (time loop on plain arrays), ``initial_density``, ``initial_state``,
 ``ArchiveWriter``, ``RunConfig``, ``ConfigError``, and ``spectral.kernel_eigenvalues``.
 """
 
@@ -38,7 +38,7 @@ _EXPORTS = {
     "run": "solvers.api", "resume": "solvers.api", "open_run": "solvers.api",
     "load_config": "solvers.api",
     "simulate": "solvers.timestepping.simulation", "RunResult": "solvers.timestepping.simulation",
-    "initial_density": "solvers.io.state", "ArchiveWriter": "solvers.io.archive",
+    "initial_density": "solvers.io.state", "initial_state": "solvers.io.state", "ArchiveWriter": "solvers.io.archive",
     "RunConfig": "solvers.model.params", "ConfigError": "solvers.model.config",
 }
 __all__ = sorted(_EXPORTS) + ["__version__"]

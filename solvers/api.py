@@ -106,12 +106,13 @@ def run(config: str | os.PathLike | Mapping[str, Any] | RunConfig, *,
         S^2, diagnostics, atoms, provenance attributes), plus the attributes
         ``stop_reason``, ``n_steps`` and ``wall_time_s`` of this call.
     """
-    from solvers.io.state import initial_density
+    from solvers.io.state import initial_state
 
     cfg = load_config(config, **overrides)
     check_resolution(cfg)
-    return _simulate_to_dataset(cfg, {"rho": initial_density(cfg), "t0": 0.0, "step0": 0,
-                                      "dt0": None}, path, overwrite, progress, append=False)
+    rho0, atoms0 = initial_state(cfg)  # atoms0: an archived measure's Dirac atoms (Dirac runs)
+    return _simulate_to_dataset(cfg, {"rho": rho0, "t0": 0.0, "step0": 0, "dt0": None,
+                                      "atoms0": atoms0}, path, overwrite, progress, append=False)
 
 
 def resume(source: str | os.PathLike | xr.Dataset, *, t_end: float | None = None,
@@ -161,8 +162,8 @@ def resume(source: str | os.PathLike | xr.Dataset, *, t_end: float | None = None
     restart = None
     if RESTART in source:
         restart = restart_state(source[RESTART].attrs, source[RESTART].values, record[0])
-    new = _simulate_to_dataset(cfg, resume_start(record, restart), None, False, progress,
-                               append=False)
+    state = {**resume_start(record, restart), "atoms0": _dirac_atoms(last)}
+    new = _simulate_to_dataset(cfg, state, None, False, progress, append=False)
     import xarray as xr
 
     parts = _label_ragged_dims([source, new])
@@ -171,6 +172,23 @@ def resume(source: str | os.PathLike | xr.Dataset, *, t_end: float | None = None
     merged = merged.drop_vars([d for d in merged.dims if d in merged.coords and d not in source.coords])
     merged.attrs.update({k: new.attrs[k] for k in ("stop_reason", "n_steps", "wall_time_s")})
     return merged
+
+
+def _dirac_atoms(record: xr.Dataset) -> Any:
+    """The Dirac atoms (:class:`solvers.core.measure.DiracAtoms`) of one record of a
+    measure-valued run (``dirac_mass`` on the ``dirac`` dimension; identities are the columns
+    with a finite mass, as :func:`solvers.io.reading.read_dirac`); None for a grid run."""
+    from solvers.core.measure import DiracAtoms
+
+    if "dirac_mass" not in record:
+        return None
+    mass = np.asarray(record["dirac_mass"].values, dtype=float)
+    ids = np.flatnonzero(np.isfinite(mass))
+    if "dirac_x" in record:
+        pos = np.stack([np.asarray(record[f"dirac_{c}"].values, float) for c in "xyz"], axis=1)
+    else:
+        pos = np.asarray(record["dirac_position"].values, dtype=float)
+    return DiracAtoms(mass[ids], pos[ids], ids)
 
 
 def _label_ragged_dims(parts: list[xr.Dataset]) -> list[xr.Dataset]:

@@ -20,7 +20,7 @@ import numpy as np
 from solvers.cli.guard import EXIT_FAILED, EXIT_INTERRUPTED, CliError, StopRequest
 from solvers.cli.progress import LowestDensity, ProgressBar
 from solvers.io.restart import resume_start
-from solvers.io.state import grid_arrays, initial_density
+from solvers.io.state import grid_arrays, initial_state
 from solvers.model.config import (ConfigError, check_run, clip, load_config, parse_override,
                                   toml_value)
 from solvers.model.params import RunConfig, flatten
@@ -103,7 +103,8 @@ def _fresh_state(args: argparse.Namespace) -> tuple[RunConfig, dict[str, Any]]:
         overrides.append(f"output.path={toml_value(args.output)}")
     config = load_config(Path(args.config), overrides)
     check_run(config)
-    return config, {"rho": initial_density(config), "t0": 0.0, "step0": 0, "dt0": None}
+    rho0, atoms0 = initial_state(config)  # atoms0: an archived measure's Dirac atoms (Dirac runs)
+    return config, {"rho": rho0, "t0": 0.0, "step0": 0, "dt0": None, "atoms0": atoms0}
 
 
 def _dirac_mass(config: RunConfig, state: dict[str, Any]) -> float:

@@ -117,6 +117,7 @@ from solvers.io.reading import (  # noqa: F401  (public names re-exported)
     is_zarr,
     open_run,
     read_config_text,
+    read_dirac,
     read_last_dirac,
     read_last_state,
     read_restart,

@@ -164,6 +164,13 @@ def read_restart(path: str | os.PathLike) -> tuple[float, int, float, np.ndarray
 def read_last_dirac(path: str | os.PathLike) -> Any:
     """The Dirac atoms (:class:`solvers.core.measure.DiracAtoms`) of the last complete record of
     a measure-valued run, for resuming; None for a grid run (no ``dirac_mass`` variable)."""
+    return read_dirac(path)
+
+
+def read_dirac(path: str | os.PathLike, time: float | None = None) -> Any:
+    """The Dirac atoms (:class:`solvers.core.measure.DiracAtoms`) of the record nearest to
+    ``time`` (the last complete one if None), the record :func:`read_snapshot` reads; None
+    for a grid run (no ``dirac_mass`` variable) and for zarr stores (grid runs only)."""
     from solvers.core.measure import DiracAtoms
 
     if is_zarr(path):  # measure-valued runs are archived in NetCDF only
@@ -171,7 +178,8 @@ def read_last_dirac(path: str | os.PathLike) -> Any:
     with _reading(path) as nc:
         if "dirac_mass" not in nc.variables:
             return None
-        i = _valid_records(nc) - 1
+        n = _valid_records(nc)
+        i = n - 1 if time is None or n == 0 else _nearest_record(nc, n, time)
         width = len(nc.dimensions["dirac"])
         s2 = "dirac_x" in nc.variables  # S^2: unit vectors (n, 3); S^1: angles (n,)
         if i < 0 or width == 0:
@@ -181,6 +189,12 @@ def read_last_dirac(path: str | os.PathLike) -> Any:
         pos = np.stack([row(f"dirac_{c}") for c in "xyz"], axis=1) if s2 else row("dirac_position")
         ids = np.flatnonzero(np.isfinite(mass))
         return DiracAtoms(mass[ids], pos[ids], ids)
+
+
+def _nearest_record(nc: Any, n: int, time: float) -> int:
+    """Index of the complete record (of the first ``n``) nearest to ``time``."""
+    times = np.ma.filled(np.ma.asarray(nc["time"][:n], dtype=float), np.inf)
+    return int(np.argmin(np.abs(times - time)))
 
 
 def read_snapshot(path: str | os.PathLike, time: float | None = None
@@ -204,7 +218,7 @@ def read_snapshot(path: str | os.PathLike, time: float | None = None
         if n == 0:
             raise ValueError(f"archive {path} holds no snapshots")
         times = np.ma.filled(np.ma.asarray(nc["time"][:n], dtype=float), np.inf)
-        i = n - 1 if time is None else int(np.argmin(np.abs(times - time)))
+        i = n - 1 if time is None else _nearest_record(nc, n, time)
         theta = np.asarray(nc["theta"][:], dtype=float)
         if "phi" in nc.variables:
             theta = (theta, np.asarray(nc["phi"][:], dtype=float))

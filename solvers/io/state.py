@@ -3,7 +3,15 @@
 ``initial_density(config)`` gives the configured initial density on the run's grid: analytic
 kinds come from :mod:`solvers.circle.initial` / :mod:`solvers.sphere.initial`, ``kind =
 "archive"`` reads a snapshot of another run here (the only layer that reads archives).
-``grid_arrays(config)`` gives the axes the archive writer records.
+``initial_state(config)`` gives the initial measure as the run's state: the density and, for
+``[atoms] representation = "dirac"`` started from the archive of a measure-valued run, that
+record's Dirac atoms at their exact positions. ``grid_arrays(config)`` gives the axes the
+archive writer records.
+
+A snapshot of a measure-valued run is ``rho dsigma + sum_i m_i delta_{x_i}``; both functions
+read all of it. ``initial_density`` puts each atom's mass into the cell that holds it (the
+whole measure on the grid, for a grid run or a caller that passes no atoms); ``initial_state``
+keeps the atoms as atoms for a Dirac run. Either way ``initial.mass`` scales the whole measure.
 """
 
 from __future__ import annotations
@@ -13,6 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from solvers.circle import initial as circle
+from solvers.core.measure import DiracAtoms
 from solvers.model.config import ConfigError
 from solvers.model.params import RunConfig
 
@@ -39,34 +48,106 @@ def initial_density(config: RunConfig) -> np.ndarray:
     ConfigError
         For a negative or non-finite density, zero mass, or a missing or unsuitable archive.
     """
+    rho, atoms = _initial_measure(config)
+    return rho if atoms is None else _deposit(config, rho, atoms)
+
+
+def initial_state(config: RunConfig) -> tuple[np.ndarray, DiracAtoms | None]:
+    """``(rho0, atoms0)``: the initial density (as :func:`initial_density`) and the Dirac atoms
+    for ``simulate(config, rho0, atoms0=atoms0)``.
+
+    ``atoms0`` is None except for a Dirac run (``[atoms] representation = "dirac"``) started
+    from a record of a measure-valued run (``kind = "archive"``): then ``rho0`` is that record's
+    diffuse density and ``atoms0`` its Dirac atoms (masses, exact positions, identities), both
+    scaled so that the whole measure has mass ``initial.mass``. (``kind = "atoms"`` runs take
+    their atoms from the config, in the discretisation.)
+    """
+    rho, atoms = _initial_measure(config)
+    if atoms is None or config.atoms.representation == "dirac":
+        return rho, atoms
+    return _deposit(config, rho, atoms), None
+
+
+def _initial_measure(config: RunConfig) -> tuple[np.ndarray, DiracAtoms | None]:
+    """The configured density and, for an archived measure-valued record, its Dirac atoms,
+    scaled together to ``initial.mass`` (atoms: None when the record has none)."""
     init, n = config.initial, config.domain.resolution
+    if init.kind != "archive":
+        if config.domain.manifold == "S2":
+            from solvers.sphere import initial as sphere
+            from solvers.sphere.grid import SphereGrid
+
+            return sphere.sphere_initial_density(init, SphereGrid(n), point_values=config.time.scheme
+                                                 == "spectral"), None
+        return circle.circle_initial_density(init, n), None
+    axes, rho, atoms = _read_archive(init.path, init.time)
     if config.domain.manifold == "S2":
         from solvers.sphere import initial as sphere
         from solvers.sphere.grid import SphereGrid
 
         grid = SphereGrid(n)
-        if init.kind == "archive":
-            axes, rho = _read_archive(init.path, init.time)
-            return sphere.scale(sphere.from_snapshot(axes, rho, grid, init.path), init.mass,
-                                "initial.path", grid)
-        return sphere.sphere_initial_density(init, grid, point_values=config.time.scheme == "spectral")
-    if init.kind == "archive":
-        theta, rho = _read_archive(init.path, init.time)
-        return circle.scale(circle.from_snapshot(theta, rho, n, init.path), init.mass, "initial.path")
-    return circle.circle_initial_density(init, n)
+        rho, weight = sphere.from_snapshot(axes, rho, grid, init.path), grid.area
+    else:
+        rho, weight = circle.from_snapshot(axes, rho, n, init.path), circle.cell_width(n)
+    if atoms is None or atoms.count == 0:
+        return _scale(config, rho), None
+    return _scale_measure(config, rho, weight, atoms)
 
 
-def _read_archive(path: str, time: float | None) -> tuple[object, np.ndarray]:
-    """``(axes, rho)`` of the snapshot nearest ``time``; problems become ``initial.path`` errors."""
+def _scale(config: RunConfig, rho: np.ndarray) -> np.ndarray:
+    """``rho`` checked and scaled to ``initial.mass`` (errors name ``initial.path``)."""
+    if config.domain.manifold == "S2":
+        from solvers.sphere import initial as sphere
+        from solvers.sphere.grid import SphereGrid
+
+        return sphere.scale(rho, config.initial.mass, "initial.path", SphereGrid(config.domain.resolution))
+    return circle.scale(rho, config.initial.mass, "initial.path")
+
+
+def _scale_measure(config: RunConfig, rho: np.ndarray, weight: np.ndarray | float,
+                   atoms: DiracAtoms) -> tuple[np.ndarray, DiracAtoms]:
+    """Density and atoms scaled by one factor so that ``sum(rho weight) + sum(m) = initial.mass``."""
+    bad = not (np.all(np.isfinite(rho)) and np.all(np.isfinite(atoms.mass)) and np.all(np.isfinite(atoms.position)))
+    if bad or rho.min() < 0.0 or atoms.mass.min() < 0.0:
+        raise ConfigError("initial.path", f"{config.initial.path}: the archived measure is not finite "
+                                          "and nonnegative")
+    total = float(np.sum(rho * weight)) + float(np.sum(atoms.mass))
+    if not total > 0.0:
+        raise ConfigError("initial.path", f"{config.initial.path}: the archived measure has no mass")
+    f = config.initial.mass / total
+    return rho * f, DiracAtoms(atoms.mass * f, atoms.position.copy(), atoms.ids.copy())
+
+
+def _deposit(config: RunConfig, rho: np.ndarray, atoms: DiracAtoms) -> np.ndarray:
+    """``rho`` with each Dirac atom's mass added to the cell that holds it (mass exact)."""
+    rho = rho.copy()
+    if config.domain.manifold == "S2":
+        from solvers.sphere.grid import SphereGrid
+
+        grid = SphereGrid(config.domain.resolution)
+        flat, fine = rho.reshape(-1), grid.fine_cell(atoms.position)
+        np.add.at(flat, fine, atoms.mass / grid.area.reshape(-1)[fine])
+        return rho
+    n = rho.size
+    h = circle.cell_width(n)
+    cells = np.rint(np.mod(atoms.position, 2.0 * np.pi) / h).astype(int) % n
+    np.add.at(rho, cells, atoms.mass / h)
+    return rho
+
+
+def _read_archive(path: str, time: float | None) -> tuple[object, np.ndarray, DiracAtoms | None]:
+    """``(axes, rho, atoms)`` of the snapshot nearest ``time`` (atoms: the record's Dirac atoms,
+    None for a grid run); problems become ``initial.path`` errors."""
     if not Path(path).is_file():
         raise ConfigError("initial.path", f"archive not found: {path}")
-    from solvers.io.archive import read_snapshot
+    from solvers.io.archive import read_dirac, read_snapshot
 
     try:
-        _, axes, rho = read_snapshot(path, time)
+        t, axes, rho = read_snapshot(path, time)
+        atoms = read_dirac(path, t)
     except ValueError as err:  # not a run archive, or an empty one
         raise ConfigError("initial.path", str(err)) from None
-    return axes, np.asarray(rho, dtype=float)
+    return axes, np.asarray(rho, dtype=float), atoms
 
 
 def grid_arrays(config: RunConfig) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:

@@ -245,14 +245,7 @@ class SphereMeasureField:
 def locate(fv: SphereFV, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``(fine, cell)``: the flat fine cell (nlat * nphi indexing) and the finite volume holding
     each point of ``x`` (n, 3), each shape (n,)."""
-    g = fv.problem.grid
-    nlat, nphi = g.shape
-    x = np.asarray(x, dtype=float).reshape(-1, 3)
-    theta = np.arccos(np.clip(x[:, 2] / np.linalg.norm(x, axis=1), -1.0, 1.0))
-    j = np.clip(np.searchsorted(g.theta_faces, theta, side="right") - 1, 0, nlat - 1)
-    phi = np.mod(np.arctan2(x[:, 1], x[:, 0]), TWO_PI)
-    k = np.floor(phi / g.dphi + 0.5).astype(int) % nphi
-    fine = j * nphi + k
+    fine = fv.problem.grid.fine_cell(x)
     return fine, fv.maps.cell_id.ravel()[fine]
 
 

@@ -131,6 +131,16 @@ class SphereGrid:
         """Finite-volume values repeated over their fine cells, shape (nlat, nphi)."""
         return cells[self.cell_id]
 
+    def fine_cell(self, x: np.ndarray) -> np.ndarray:
+        """Flat (nlat * nphi) index of the fine cell holding each point of ``x`` (n, 3), shape (n,)."""
+        nlat, nphi = self.shape
+        x = np.asarray(x, dtype=float).reshape(-1, 3)
+        theta = np.arccos(np.clip(x[:, 2] / np.linalg.norm(x, axis=1), -1.0, 1.0))
+        j = np.clip(np.searchsorted(self.theta_faces, theta, side="right") - 1, 0, nlat - 1)
+        phi = np.mod(np.arctan2(x[:, 1], x[:, 0]), 2.0 * np.pi)
+        k = np.floor(phi / self.dphi + 0.5).astype(int) % nphi
+        return j * nphi + k
+
     def points(self, theta: np.ndarray, phi: np.ndarray) -> np.ndarray:
         """Cartesian points of the outer product ``theta x phi``, shape (len(theta), len(phi), 3)."""
         st, ct = np.sin(theta)[:, None], np.cos(theta)[:, None]

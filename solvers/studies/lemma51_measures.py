@@ -47,6 +47,9 @@ class Measure:
         vMF concentration.
     label : str
         Human-readable description.
+    n_cells : int
+        ``snapshot``: the first ``n_cells`` atoms are the grid's cells (``rho_i h`` at the
+        centres); the rest are the record's Dirac atoms (measure-valued runs).
     """
 
     kind: str
@@ -55,6 +58,7 @@ class Measure:
     weights: np.ndarray
     kappa: float = 0.0
     label: str = ""
+    n_cells: int = 0
 
     @property
     def dim(self) -> int:
@@ -113,11 +117,13 @@ def make_measure(kind: str, sphere: str, kappa: float = 3.0, n_atoms: int = 5,
 
 
 def snapshot_measure(path: str | Path, time: float | None = None) -> Measure:
-    """S^1 run-archive snapshot as point masses ``rho_i h`` at ``theta_i`` (cell averages).
+    """S^1 run-archive snapshot as point masses ``rho_i h`` at ``theta_i`` (cell averages),
+    plus, for a measure-valued run, the record's Dirac atoms ``m_i`` at their exact positions.
 
-    Reads with :func:`solvers.io.archive.read_snapshot` (nearest record; the last if None).
+    Reads with :func:`solvers.io.archive.read_snapshot` and :func:`~solvers.io.archive.read_dirac`
+    (nearest record; the last if None).
     """
-    from solvers.io.archive import read_snapshot
+    from solvers.io.archive import read_dirac, read_snapshot
 
     t, theta, rho = read_snapshot(path, time)
     theta, rho = np.asarray(theta, float), np.asarray(rho, float)
@@ -125,15 +131,20 @@ def snapshot_measure(path: str | Path, time: float | None = None) -> Measure:
         raise ValueError(f"--archive: {path} is not an S^1 archive (rho has shape {rho.shape}); "
                          "only S^1 snapshots are supported")
     h = 2.0 * np.pi / theta.size
-    return Measure("snapshot", "S1", theta, rho * h, 0.0,
-                   f"snapshot t = {t:g} of {Path(path).name} ({theta.size} cells as point masses)")
+    label = f"snapshot t = {t:g} of {Path(path).name} ({theta.size} cells as point masses"
+    dirac = read_dirac(path, t)
+    if dirac is None or dirac.count == 0:
+        return Measure("snapshot", "S1", theta, rho * h, 0.0, label + ")", n_cells=theta.size)
+    return Measure("snapshot", "S1", np.concatenate([theta, dirac.position]),
+                   np.concatenate([rho * h, dirac.mass]), 0.0,
+                   label + f", {dirac.count} Dirac atoms)", n_cells=theta.size)
 
 
 def density_l2(measure: Measure) -> float:
     """``int rho^2 dsigma`` (closed forms, docs/math.md §4); ``inf`` for atoms.
 
     For a snapshot: ``sum rho_i^2 h`` of its cell-average density (the point-mass measure itself
-    is not L^2, which shows only beyond degree N/2).
+    is not L^2, which shows only beyond degree N/2); ``inf`` when it holds Dirac atoms.
     """
     m, k = measure.mass, measure.kappa
     if measure.kind == "uniform":
@@ -143,6 +154,8 @@ def density_l2(measure: Measure) -> float:
     if measure.kind == "vmf":
         return m * m * float(np.exp(log_bessel_i(0, 2 * k) - 2 * log_bessel_i(0, k))) / (2 * np.pi)
     if measure.kind == "snapshot":
+        if measure.weights.size > measure.n_cells:
+            return float("inf")  # Dirac atoms
         h = 2.0 * np.pi / measure.weights.size
         return float(np.sum(measure.weights ** 2) / h)
     return float("inf")

@@ -244,7 +244,7 @@ def run_point(config: RunConfig, archive: str, name: str, digest: str) -> dict[s
     the last line of the traceback. The sidecar is written only for finished runs.
     """
     from solvers.io.archive import ArchiveWriter
-    from solvers.io.state import grid_arrays, initial_density
+    from solvers.io.state import grid_arrays, initial_state
     from solvers.timestepping.simulation import simulate
 
     one_thread_per_worker()  # the sweep runs points side by side: no threads within a point
@@ -253,10 +253,10 @@ def run_point(config: RunConfig, archive: str, name: str, digest: str) -> dict[s
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            rho0 = initial_density(config)
+            rho0, atoms0 = initial_state(config)
             theta, weight, phi = grid_arrays(config)
             with ArchiveWriter(path, config, theta, weight, phi=phi, overwrite=True) as writer:
-                result = simulate(config, rho0, trackers=[writer])
+                result = simulate(config, rho0, trackers=[writer], atoms0=atoms0)
     except Exception as err:  # noqa: BLE001 (reported per run, never lost)
         return failure(name, err, archive)
     record = result_record(result, name, archive, digest)

@@ -253,6 +253,7 @@ def test_snapshot_as_point_masses(monkeypatch):
     def fake(path, time=None):
         return 1.5, theta, rho
     monkeypatch.setattr("solvers.io.archive.read_snapshot", fake)
+    monkeypatch.setattr("solvers.io.archive.read_dirac", lambda path, time=None: None)  # a grid run
     m = L.snapshot_measure("run.nc", 1.5)
     assert m.kind == "snapshot" and m.mass == pytest.approx(1.0, rel=1e-13)
     r = L.invert(m, 20.0)
