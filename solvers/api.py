@@ -142,7 +142,8 @@ def resume(source: str | os.PathLike | xr.Dataset, *, t_end: float | None = None
         if item.split(".", 1)[0] not in RESUMABLE_SECTIONS:
             raise ConfigError(item.split("=", 1)[0], "cannot change on resume (only time.* "
                               "and output.* can); start a new run with initial.kind = \"archive\"")
-    from solvers.io.restart import restart_state, resume_start
+    from solvers.core.measure import DiracAtoms
+    from solvers.io.restart import restart_atoms, restart_state, resume_start
 
     if isinstance(source, (str, os.PathLike)):
         from solvers.io import archive
@@ -150,7 +151,7 @@ def resume(source: str | os.PathLike | xr.Dataset, *, t_end: float | None = None
         text = archive.read_config_text(source)
         t, step, dt, rho = archive.read_last_state(source)
         state = resume_start((t, step, dt, rho), archive.read_restart(source))
-        state["atoms0"] = archive.read_last_dirac(source)
+        state["atoms0"] = archive.resume_atoms(source)
         cfg = _resumed_config(text, items, t)
         return _simulate_to_dataset(cfg, state, source, False, progress, append=True)
     last = source.isel(time=-1)
@@ -159,10 +160,13 @@ def resume(source: str | os.PathLike | xr.Dataset, *, t_end: float | None = None
               np.asarray(last["rho"].values, dtype=float))
     from solvers.io.layout import RESTART
 
-    restart = None
+    restart, atoms0 = None, _dirac_atoms(last)
     if RESTART in source:
         restart = restart_state(source[RESTART].attrs, source[RESTART].values, record[0])
-    state = {**resume_start(record, restart), "atoms0": _dirac_atoms(last)}
+    if restart is not None and atoms0 is not None:  # the atoms of the step state behind it
+        behind = restart_atoms(source[RESTART].attrs, record[0])
+        atoms0 = behind if behind is not None else DiracAtoms.empty(1 if atoms0.position.ndim == 1 else 3)
+    state = {**resume_start(record, restart), "atoms0": atoms0}
     new = _simulate_to_dataset(cfg, state, None, False, progress, append=False)
     import xarray as xr
 

@@ -28,6 +28,7 @@ from solvers.circle.dirac import (
     absorb,
     capture,
     merge,
+    wrap_difference,
 )
 from solvers.circle.discretization import (
     SUPPORT_FLOOR,
@@ -61,6 +62,11 @@ class DiracCircleDiscretization(MeasureStateAccess, CircleDiscretization):
             if CompiledCircleField.available(self.problem) else None
         self.rhs = self._rhs if self.compiled is None else self.compiled
         self._set_total(self.total)
+
+    @staticmethod
+    def between(x_b: np.ndarray, x_a: np.ndarray, w: float) -> np.ndarray:
+        """Angles at ``w`` on the shorter arc from ``x_b`` to ``x_a``, in ``[0, 2 pi)``."""
+        return np.mod(x_b + w * wrap_difference(x_a, x_b), 2 * np.pi)
 
     @property
     def fields(self) -> CircleMeasureField | CompiledCircleField:

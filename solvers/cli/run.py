@@ -75,7 +75,7 @@ def _resume_state(args: argparse.Namespace) -> tuple[RunConfig, dict[str, Any]]:
         text = archive.read_config_text(path)
         t, step, dt, rho = archive.read_last_state(path)
         restart = archive.read_restart(path)  # the step state behind an interpolated record
-        atoms0 = archive.read_last_dirac(path)  # Dirac atoms of a measure-valued run, else None
+        atoms0 = archive.resume_atoms(path)  # Dirac atoms of a measure-valued run, else None
     except ValueError as err:  # not a run archive, or an empty one
         raise CliError(str(err)) from None
     config = load_config(text, overrides)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -141,10 +142,14 @@ class Restart:
     dt : float
         The step the controller proposed from it.
     rho : ndarray, grid shape
-        The state (the scheme's grid array).
+        The state (the scheme's grid array; a measure-valued state: its density).
+    atoms : DiracAtoms or None
+        The Dirac atoms of a measure-valued state (:class:`solvers.core.measure.DiracAtoms`);
+        None for a grid state.
     """
 
     t: float
     step: int
     dt: float
     rho: np.ndarray
+    atoms: Any = None

@@ -121,7 +121,9 @@ from solvers.io.reading import (  # noqa: F401  (public names re-exported)
     read_last_dirac,
     read_last_state,
     read_restart,
+    read_restart_atoms,
     read_snapshot,
+    resume_atoms,
 )
 from solvers.io.records import RecordBuffer
 from solvers.model.params import RunConfig

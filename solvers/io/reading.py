@@ -23,7 +23,7 @@ from solvers.io.layout import (
     RESTART,
 )
 from solvers.io.netcdf_store import valid_records as _valid_records
-from solvers.io.restart import restart_state
+from solvers.io.restart import restart_atoms, restart_state
 
 
 def is_zarr(path: str | os.PathLike) -> bool:
@@ -159,6 +159,30 @@ def read_restart(path: str | os.PathLike) -> tuple[float, int, float, np.ndarray
         var = nc[RESTART]
         attrs = {k: var.getncattr(k) for k in var.ncattrs()}
         return restart_state(attrs, np.ma.filled(var[...], np.nan), float(nc["time"][i]))
+
+
+def read_restart_atoms(path: str | os.PathLike) -> Any:
+    """The Dirac atoms of the step state behind an interpolated last record of a measure-valued
+    run (:func:`solvers.io.restart.restart_atoms`); None otherwise (then the last record's own
+    atoms, :func:`read_last_dirac`, are the resume's)."""
+    if is_zarr(path):  # measure-valued runs are archived in NetCDF only
+        return None
+    with _reading(path) as nc:
+        i = _valid_records(nc) - 1
+        if i < 0 or RESTART not in nc.variables:
+            return None
+        var = nc[RESTART]
+        return restart_atoms({k: var.getncattr(k) for k in var.ncattrs()}, float(nc["time"][i]))
+
+
+def resume_atoms(path: str | os.PathLike) -> Any:
+    """The Dirac atoms a resume of ``path`` starts with: the step state's behind an
+    interpolated last record, else the last record's (None for a grid run)."""
+    last = read_last_dirac(path)
+    if last is None or read_restart(path) is None:
+        return last
+    behind = read_restart_atoms(path)
+    return behind if behind is not None else type(last).empty(1 if last.position.ndim == 1 else 3)
 
 
 def read_last_dirac(path: str | os.PathLike) -> Any:

@@ -6,6 +6,11 @@ state of the scheme; a resume continues from the step state ``u_n`` before it, s
 the uninterrupted run's steps. The archive keeps ``u_n`` in :data:`~solvers.io.layout.RESTART`
 with the record it belongs to (``after_time``): a crash between writing it and counting the
 record complete leaves an ``after_time`` that no complete record has, and it is ignored.
+
+A measure-valued step state (``[atoms] representation = "dirac"``) keeps its density in
+``restart_rho`` and its Dirac atoms in attributes of it: ``restart_dirac_count``, and when
+there are any, ``restart_dirac_mass`` (n,), ``restart_dirac_position`` (n angles on S^1, n x 3
+unit-vector components on S^2, row by row) and ``restart_dirac_id`` (n,).
 """
 
 from __future__ import annotations
@@ -18,8 +23,35 @@ import numpy as np
 def restart_attributes(restart: Any, after: float) -> dict[str, Any]:
     """Attributes of :data:`RESTART` for the step state ``restart``
     (:class:`~solvers.core.snapshot.Restart`) behind the record at time ``after``."""
-    return {"restart_time": float(restart.t), "restart_step": int(restart.step),
-            "restart_dt": float(restart.dt), "after_time": float(after)}
+    attrs = {"restart_time": float(restart.t), "restart_step": int(restart.step),
+             "restart_dt": float(restart.dt), "after_time": float(after)}
+    atoms = getattr(restart, "atoms", None)
+    if atoms is not None:
+        attrs["restart_dirac_count"] = int(atoms.count)
+        if atoms.count:
+            attrs.update(restart_dirac_mass=np.asarray(atoms.mass, float),
+                         restart_dirac_position=np.asarray(atoms.position, float).ravel(),
+                         restart_dirac_id=np.asarray(atoms.ids, np.int64))
+    return attrs
+
+
+def restart_atoms(attrs: dict[str, Any], last_time: float) -> Any:
+    """The Dirac atoms (:class:`~solvers.core.measure.DiracAtoms`) of the archived step state
+    when it belongs to the last record (as :func:`restart_state`) and is measure-valued; else
+    None."""
+    from solvers.core.measure import DiracAtoms
+
+    after = attrs.get("after_time")
+    if after is None or float(after) != float(last_time) or "restart_dirac_count" not in attrs:
+        return None
+    n = int(np.asarray(attrs["restart_dirac_count"]).ravel()[0])
+    if n == 0:
+        return None  # (the dimension of an empty set is not archived: the caller's default)
+    mass = np.atleast_1d(np.asarray(attrs["restart_dirac_mass"], float))[:n]
+    pos = np.atleast_1d(np.asarray(attrs["restart_dirac_position"], float))
+    ids = np.atleast_1d(np.asarray(attrs["restart_dirac_id"])).astype(int)[:n]
+    pos = pos[:n] if pos.size == n else pos[: 3 * n].reshape(n, 3)
+    return DiracAtoms(mass, pos, ids)
 
 
 def restart_state(attrs: dict[str, Any], rho: Any, last_time: float

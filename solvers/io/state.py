@@ -49,7 +49,7 @@ def initial_density(config: RunConfig) -> np.ndarray:
         For a negative or non-finite density, zero mass, or a missing or unsuitable archive.
     """
     rho, atoms = _initial_measure(config)
-    return rho if atoms is None else _deposit(config, rho, atoms)
+    return rho if atoms is None else deposit_atoms(config, rho, atoms)
 
 
 def initial_state(config: RunConfig) -> tuple[np.ndarray, DiracAtoms | None]:
@@ -65,7 +65,7 @@ def initial_state(config: RunConfig) -> tuple[np.ndarray, DiracAtoms | None]:
     rho, atoms = _initial_measure(config)
     if atoms is None or config.atoms.representation == "dirac":
         return rho, atoms
-    return _deposit(config, rho, atoms), None
+    return deposit_atoms(config, rho, atoms), None
 
 
 def _initial_measure(config: RunConfig) -> tuple[np.ndarray, DiracAtoms | None]:
@@ -118,8 +118,9 @@ def _scale_measure(config: RunConfig, rho: np.ndarray, weight: np.ndarray | floa
     return rho * f, DiracAtoms(atoms.mass * f, atoms.position.copy(), atoms.ids.copy())
 
 
-def _deposit(config: RunConfig, rho: np.ndarray, atoms: DiracAtoms) -> np.ndarray:
-    """``rho`` with each Dirac atom's mass added to the cell that holds it (mass exact)."""
+def deposit_atoms(config: RunConfig, rho: np.ndarray, atoms: DiracAtoms) -> np.ndarray:
+    """``rho`` (the run's grid shape) with each Dirac atom's mass added to the cell that holds
+    it (S^1: the uniform cell ``round(x / h)``; S^2: the fine cell), a copy; mass exact."""
     rho = rho.copy()
     if config.domain.manifold == "S2":
         from solvers.sphere.grid import SphereGrid

@@ -46,7 +46,3 @@ def check_representation(config: RunConfig) -> None:
     if dirac and config.model.attention != "unnormalized":
         raise ConfigError("atoms.representation", "\"dirac\" needs model.attention = "
                                                   "\"unnormalized\" (closed-form atoms)")
-    if dirac and config.output.snapshot_mode == "interpolate":
-        raise ConfigError("output.snapshot_mode", "\"interpolate\" is for grid densities; a "
-                          "measure-valued run (atoms.representation = \"dirac\") lands on its "
-                          "snapshot times: use \"auto\" or \"land\"")

@@ -210,9 +210,10 @@ class OutputParams:
     snapshot is a step state; ``"interpolate"`` lets the steps run free and records the linear
     interpolant in time of the two step states around each snapshot time (exact mass,
     ``rho >= 0``, second order; the archive keeps the step state, so a resume takes the same
-    steps, docs/schemes.md §7); ``"auto"`` (default): interpolate for the fv scheme with
-    adaptive steps on a grid density, land otherwise (fixed ``time.dt``, the spectral scheme's
-    higher-order integrators, Dirac atoms).
+    steps, docs/schemes.md §9; with Dirac atoms the density and masses are interpolated on
+    straight lines and the atoms along their path); ``"auto"`` (default): interpolate for the
+    fv scheme with adaptive steps, land otherwise (fixed ``time.dt``, the spectral scheme's
+    higher-order integrators).
     """
 
     path: str = "output/run.nc"

@@ -63,6 +63,11 @@ class DiracSphereDiscretization(MeasureStateAccess, SphereDiscretization):
         self.next_id = 0
         self.rhs = self._rhs
 
+    @staticmethod
+    def between(x_b: np.ndarray, x_a: np.ndarray, w: float) -> np.ndarray:
+        """Unit vectors at ``w`` on the chord from ``x_b`` to ``x_a`` (n, 3), renormalised."""
+        return normalise(x_b + w * (x_a - x_b))
+
     # -- the state ------------------------------------------------------------------------
     def prepare_state(self, rho0: np.ndarray, atoms0: DiracAtoms | None, fresh: bool) -> np.ndarray:
         """Flat state from the grid density (averaged over merged cells when ``fresh``) and the

@@ -65,28 +65,31 @@ class PdeRunner:
     """Advances one PDE run piecewise (the resume path of :func:`simulate`)."""
 
     def __init__(self, config: RunConfig) -> None:
-        from solvers.io.state import initial_density
+        from solvers.io.state import initial_state
 
         time = dataclasses.replace(config.time, stop_when_stationary=False)
         out = dataclasses.replace(config.output, progress=False)
         self.config = dataclasses.replace(config, time=time, output=out)
-        self.rho, self.t, self.steps, self.dt = initial_density(config), 0.0, 0, None
+        self.rho, self.atoms0 = initial_state(config)  # atoms0: a measure-valued run's Dirac atoms
+        self.t, self.steps, self.dt = 0.0, 0, None
         self.restart: Restart | None = None  # the step state behind an interpolated self.rho
         self.wall, self.n_atoms = 0.0, 0
         self.atoms: tuple[np.ndarray, np.ndarray] = (np.zeros(0), np.zeros(0))
 
     def advance(self, t1: float) -> np.ndarray:
-        """Advance to ``t1 >= t``; return a copy of the state (:func:`cell_averages` on S^1)."""
+        """Advance to ``t1 >= t``; return a copy of the state (:func:`cell_averages` on S^1; a
+        measure-valued run: its density with the Dirac atoms in their cells)."""
+        from solvers.io.state import deposit_atoms
         from solvers.timestepping.simulation import simulate
 
         if t1 > self.t:
             cfg = dataclasses.replace(self.config, time=dataclasses.replace(
                 self.config.time, t_end=t1), output=dataclasses.replace(
                 self.config.output, snapshot_interval=t1 - self.t))
-            go = self.restart or Restart(self.t, self.steps, self.dt, self.rho)
+            go = self.restart or Restart(self.t, self.steps, self.dt, self.rho, self.atoms0)
             fresh = self.restart is None and self.steps == 0
             res = simulate(cfg, go.rho, t0=go.t, step0=go.step, dt0=go.dt,
-                           after=None if fresh else self.t)
+                           after=None if fresh else self.t, atoms0=go.atoms)
             if res.reason != "t_end":
                 raise ConfigError("time.max_steps", f"the PDE stopped ({res.reason}) at t = "
                                   f"{res.final.t:.6g} before t = {t1:g}; raise time.max_steps")
@@ -94,11 +97,21 @@ class PdeRunner:
             self.dt, self.wall = res.final.dt, self.wall + res.wall_time
             self.restart = res.final.restart
             diag = res.final.diagnostics
+            self.atoms0 = _dirac_of(diag) if self.config.atoms.representation == "dirac" else None
             self.n_atoms = int(diag.n_atoms)
             order = np.argsort(-np.asarray(diag.atom_mass), kind="stable")
             self.atoms = (np.asarray(diag.atom_mass)[order], np.asarray(diag.atom_position)[order])
         fresh = self.steps == 0  # initial cell averages, not yet the scheme's own state
-        return self.rho.copy() if fresh else cell_averages(self.config, self.rho)
+        rho = self.rho.copy() if fresh else cell_averages(self.config, self.rho)
+        return rho if self.atoms0 is None else deposit_atoms(self.config, rho, self.atoms0)
+
+
+def _dirac_of(diag: Any) -> Any:
+    """The Dirac atoms of a measure-valued snapshot's diagnostics."""
+    from solvers.core.measure import DiracAtoms
+
+    return DiracAtoms(np.asarray(diag.dirac_mass, float), np.asarray(diag.dirac_position, float),
+                      np.asarray(diag.dirac_id, int))
 
 
 def default_times(config: RunConfig) -> list[float]:

@@ -279,8 +279,22 @@ class Solver:
         return Snapshot(p.t, p.step, p.dt, rho, diag, restart=p.restart)
 
     def restart_state(self) -> Restart:
-        """The current step state, for a resume that must take the same steps."""
+        """The current step state, for a resume that must take the same steps (a measure-valued
+        state: its density and its Dirac atoms)."""
+        if self.measure:
+            return Restart(self.t, self.n_steps, self.dt, self.disc.density(self.rho), self.disc.atoms(self.rho))
         return Restart(self.t, self.n_steps, self.dt, self.rho)
+
+    def between(self, before: Restart, t: float) -> np.ndarray:
+        """The state at ``t`` in ``(before.t, self.t]`` on the step from ``before`` to the current
+        state: :func:`interpolate`, or for a measure-valued state the discretisation's
+        ``interpolate`` (density and masses on straight lines, atoms along their path)."""
+        if t >= self.t:
+            return self.rho
+        if not self.measure:
+            return interpolate(before, self.rho, self.t, t)
+        w = (t - before.t) / (self.t - before.t)
+        return self.disc.interpolate(before.rho, before.atoms, self.rho, w)
 
 
 def snapshot_mode(config: RunConfig) -> str:
@@ -289,8 +303,7 @@ def snapshot_mode(config: RunConfig) -> str:
     mode = config.output.snapshot_mode
     if mode != "auto":
         return mode
-    free = (config.time.scheme == "fv" and config.time.dt is None
-            and config.atoms.representation == "grid")
+    free = config.time.scheme == "fv" and config.time.dt is None
     return "interpolate" if free else "land"
 
 
@@ -375,8 +388,7 @@ def simulate(config: RunConfig, rho0: np.ndarray, *, t0: float = 0.0, step0: int
         crossed = solver.t >= target
         while not done and solver.t >= target:
             if free:
-                queue.add(Pending(target, solver.n_steps, solver.dt,
-                                  interpolate(before, solver.rho, solver.t, target),
+                queue.add(Pending(target, solver.n_steps, solver.dt, solver.between(before, target),
                                   before if target < solver.t else None), solver.n_steps)
             else:
                 queue.add(Pending(solver.t, solver.n_steps, solver.dt, solver.rho, None),

@@ -57,10 +57,10 @@ def test_modes_resolve_by_scheme_steps_and_representation():
     assert snapshot_mode(cfg) == "interpolate"
     assert snapshot_mode(solvers.load_config(BASE, time__dt=0.01)) == "land"
     assert snapshot_mode(solvers.load_config(BASE, time__scheme="spectral")) == "land"
-    assert snapshot_mode(solvers.load_config(BASE, atoms__representation="dirac")) == "land"
+    assert snapshot_mode(solvers.load_config(BASE, atoms__representation="dirac")) == "interpolate"
     assert snapshot_mode(solvers.load_config(BASE, output__snapshot_mode="land")) == "land"
     with pytest.raises(ConfigError, match="output.snapshot_mode"):
-        solvers.load_config(BASE, atoms__representation="dirac", output__snapshot_mode="interpolate")
+        solvers.load_config(BASE, output__snapshot_mode="sometimes")
 
 
 def test_steps_do_not_depend_on_the_snapshots():
