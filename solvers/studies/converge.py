@@ -143,6 +143,14 @@ class Run:
     steps: int
     wall: float
 
+    @property
+    def atoms(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """``(masses, positions)`` of the final state's Dirac atoms (measure-valued runs), or None."""
+        if self.config.atoms.representation != "dirac":
+            return None
+        d = self.diagnostics
+        return np.asarray(d.dirac_mass, float), np.asarray(d.dirac_position, float)
+
 
 @dataclass(frozen=True)
 class Ladder:
@@ -199,9 +207,9 @@ class Ladder:
         """W1 (S^1) or the kernel norm (S^2) between two runs' final states."""
         cfg = b.config
         if cfg.domain.manifold == "S1":
-            return w1_s1(a.rho, b.rho, cfg.time.scheme)
-        return kernel_distance_s2(a.rho, a.config.domain.resolution, b.rho,
-                                  cfg.domain.resolution, cfg.model.beta, kernel_log_shift(cfg.model))
+            return w1_s1(a.rho, b.rho, cfg.time.scheme, a.atoms, b.atoms)
+        return kernel_distance_s2(a.rho, a.config.domain.resolution, b.rho, cfg.domain.resolution,
+                                  cfg.model.beta, kernel_log_shift(cfg.model), a.atoms, b.atoms)
 
     def metric(self) -> str:
         return "W1" if self.runs[-1].config.domain.manifold == "S1" else "kernel_norm"
