@@ -52,13 +52,16 @@ DEFAULT_TIMES = (50.0, 100.0, 200.0)
 
 @dataclasses.dataclass
 class PdeStates:
-    """PDE states at ``times`` (S^1: cell averages (N,); S^2: grid values) and the cost."""
+    """PDE states at ``times`` (S^1: cell averages (N,); S^2: grid values) and the cost;
+    ``dirac``: a measure-valued run's Dirac atoms ``(masses, positions)`` at each time (None
+    for a grid run), part of the PDE's measure in every distance."""
 
     times: list[float]
     rho: list[np.ndarray]
     wall_time: float = 0.0
     steps: int = 0
     atoms: list[tuple[np.ndarray, np.ndarray]] = dataclasses.field(default_factory=list)
+    dirac: list[tuple[np.ndarray, np.ndarray] | None] = dataclasses.field(default_factory=list)
 
 
 class PdeRunner:
@@ -78,8 +81,7 @@ class PdeRunner:
 
     def advance(self, t1: float) -> np.ndarray:
         """Advance to ``t1 >= t``; return a copy of the state (:func:`cell_averages` on S^1; a
-        measure-valued run: its density with the Dirac atoms in their cells)."""
-        from solvers.io.state import deposit_atoms
+        measure-valued run: its density, the atoms are :attr:`dirac`)."""
         from solvers.timestepping.simulation import simulate
 
         if t1 > self.t:
@@ -102,8 +104,14 @@ class PdeRunner:
             order = np.argsort(-np.asarray(diag.atom_mass), kind="stable")
             self.atoms = (np.asarray(diag.atom_mass)[order], np.asarray(diag.atom_position)[order])
         fresh = self.steps == 0  # initial cell averages, not yet the scheme's own state
-        rho = self.rho.copy() if fresh else cell_averages(self.config, self.rho)
-        return rho if self.atoms0 is None else deposit_atoms(self.config, rho, self.atoms0)
+        return self.rho.copy() if fresh else cell_averages(self.config, self.rho)
+
+    @property
+    def dirac(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """``(masses, positions)`` of the current Dirac atoms (copies), None for a grid run."""
+        if self.atoms0 is None:
+            return None
+        return self.atoms0.mass.copy(), self.atoms0.position.copy()
 
 
 def _dirac_of(diag: Any) -> Any:
@@ -123,11 +131,12 @@ def pde_states(config: RunConfig, times: list[float] | None = None) -> PdeStates
     """PDE states and atoms at ``times`` (sorted; default :func:`default_times`)."""
     runner = PdeRunner(config)
     times = sorted(times) if times else default_times(config)
-    rho, atoms = [], []
+    rho, atoms, dirac = [], [], []
     for t in times:
         rho.append(runner.advance(t))
         atoms.append(runner.atoms)
-    return PdeStates(list(times), rho, runner.wall, runner.steps, atoms)
+        dirac.append(runner.dirac)
+    return PdeStates(list(times), rho, runner.wall, runner.steps, atoms, dirac)
 
 
 def cell_averages(config: RunConfig, rho: np.ndarray) -> np.ndarray:
@@ -156,12 +165,12 @@ def log_kernel_factor(config: RunConfig, degrees: np.ndarray, dim: int) -> np.nd
 
 
 def circle_kernel_distance(config: RunConfig, rho: np.ndarray, theta: np.ndarray,
-                           w: np.ndarray) -> float:
+                           w: np.ndarray, dirac: tuple[np.ndarray, np.ndarray] | None = None) -> float:
     """``sqrt(<K(mu - nu), mu - nu>)``: grid density ``rho`` (N,) against atoms ``(theta, w)`` (n,).
 
     ``K = sum_k I_k(beta) e^{ik(x - y)}``, so the form is ``sum_k I_k |mu_k - nu_k|^2``
     (``k`` from -j* to j*; ``mu_k`` of the piecewise-constant density: cell mass times
-    ``e^{-ik theta_i} sinc(k / N)``).
+    ``e^{-ik theta_i} sinc(k / N)``, plus ``m_j e^{-ik x_j}`` of the Dirac atoms ``dirac``).
     """
     from spectral import kernel_bandwidth
 
@@ -169,47 +178,63 @@ def circle_kernel_distance(config: RunConfig, rho: np.ndarray, theta: np.ndarray
     k = np.arange(kernel_bandwidth(config.model.beta, 2) + 1)
     cells = TWO_PI * np.arange(n) / n
     mu = np.exp(-1j * np.outer(k, cells)) @ (rho * TWO_PI / n) * np.sinc(k / n)
+    if dirac is not None:
+        mu = mu + np.exp(-1j * np.outer(k, np.asarray(dirac[1], float))) @ np.asarray(dirac[0], float)
     nu = np.exp(-1j * np.outer(k, theta)) @ w
     mult = np.where(k == 0, 1.0, 2.0) * np.exp(log_kernel_factor(config, k, 2))
     return float(np.sqrt(max(mult @ np.abs(mu - nu) ** 2, 0.0)))
 
 
 def sphere_kernel_distance(config: RunConfig, rho: np.ndarray, x: np.ndarray,
-                           w: np.ndarray, chunk: int = 2048) -> float:
+                           w: np.ndarray, chunk: int = 2048,
+                           dirac: tuple[np.ndarray, np.ndarray] | None = None) -> float:
     """``sqrt(sum_lm lambda_l |mu_lm - nu_lm|^2)`` on S^2 (``m < 0`` by symmetry: factor 2).
 
     ``mu_lm``: Gauss analysis of the grid state (exact moments of the cell masses placed at
-    the cell centres, :mod:`solvers.sphere.grid`); ``nu_lm = sum_i w_i conj(Y_lm(x_i))``.
+    the cell centres, :mod:`solvers.sphere.grid`), plus ``sum_j m_j conj(Y_lm(x_j))`` of the
+    Dirac atoms ``dirac``; ``nu_lm = sum_i w_i conj(Y_lm(x_i))``.
     """
     from spectral.sphere import SphereBasis
 
     basis = SphereBasis(config.domain.resolution)
     mu = basis.forward(rho)
-    theta = np.arccos(np.clip(x[:, 2], -1.0, 1.0))
-    phi = np.arctan2(x[:, 1], x[:, 0])
-    nu = np.zeros(basis.nlm, dtype=complex)
-    for i in range(0, x.shape[0], chunk):
-        nu += np.conj(basis.harmonics(theta[i:i + chunk], phi[i:i + chunk])).T @ w[i:i + chunk]
+    if dirac is not None and len(dirac[0]):
+        mu = mu + _point_moments(basis, np.asarray(dirac[1], float).reshape(-1, 3),
+                                 np.asarray(dirac[0], float), chunk)
+    nu = _point_moments(basis, x, w, chunk)
     lam = np.exp(log_kernel_factor(config, np.arange(basis.lmax + 1), 3))
     mult = np.where(basis.orders == 0, 1.0, 2.0) * lam[basis.degrees]
     return float(np.sqrt(max(mult @ np.abs(mu - nu) ** 2, 0.0)))
 
 
-def distances(config: RunConfig, rho: np.ndarray, x: np.ndarray,
-              w: np.ndarray) -> tuple[float, float]:
+def _point_moments(basis: Any, x: np.ndarray, w: np.ndarray, chunk: int) -> np.ndarray:
+    """``sum_i w_i conj(Y_lm(x_i))`` (basis order) of points ``x`` (n, 3) on the unit sphere."""
+    theta = np.arccos(np.clip(x[:, 2], -1.0, 1.0))
+    phi = np.arctan2(x[:, 1], x[:, 0])
+    out = np.zeros(basis.nlm, dtype=complex)
+    for i in range(0, x.shape[0], chunk):
+        out += np.conj(basis.harmonics(theta[i:i + chunk], phi[i:i + chunk])).T @ w[i:i + chunk]
+    return out
+
+
+def distances(config: RunConfig, rho: np.ndarray, x: np.ndarray, w: np.ndarray,
+              dirac: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[float, float]:
     """``(W1, kernel distance)`` between a PDE state and particles ``x`` (n, d), ``w`` (n,).
 
-    ``rho``: S^1 cell averages (N,) (see :func:`cell_averages`) or the S^2 grid state. W1 is
-    NaN on S^2.
+    ``rho``: S^1 cell averages (N,) (see :func:`cell_averages`) or the S^2 grid state;
+    ``dirac``: the PDE's Dirac atoms ``(masses, positions)`` (measure-valued runs), exact
+    point masses in both distances. W1 is NaN on S^2.
     """
     if config.domain.manifold == "S2":
-        return float("nan"), sphere_kernel_distance(config, rho, x, w)
-    from solvers.studies.wasserstein import grid_density, particles, w1
+        return float("nan"), sphere_kernel_distance(config, rho, x, w, dirac=dirac)
+    from solvers.studies.wasserstein import CircleMeasure, particles, w1
 
     theta = circle_angles(x)
-    mass = float(np.sum(rho)) * TWO_PI / rho.size
+    dm, dx = (np.zeros(0), np.zeros(0)) if dirac is None else dirac
+    mass = float(np.sum(rho)) * TWO_PI / rho.size + float(np.sum(dm))
     nu = particles(theta, w * (mass / w.sum()))  # identical masses up to the PDE's round-off
-    return w1(grid_density(rho), nu), circle_kernel_distance(config, rho, theta, w)
+    mu = CircleMeasure(rho, np.mod(np.asarray(dx, float), TWO_PI), np.asarray(dm, float))
+    return w1(mu, nu), circle_kernel_distance(config, rho, theta, w, dirac=dirac)
 
 
 def fit_rate(sizes: np.ndarray, values: np.ndarray) -> float:
@@ -245,7 +270,7 @@ def compare(config: RunConfig, sizes: list[int], times: list[float] | None = Non
     rows = []
     for n in sizes:
         run = run_particles(config, n, pde.times, placement=placement, seed=seed, dt=dt, cfl=cfl)
-        dist = np.array([distances(config, rho, run.x[j], run.weights)
+        dist = np.array([distances(config, rho, run.x[j], run.weights, pde.dirac[j])
                          for j, rho in enumerate(pde.rho)])  # (time, 2)
         rows.append((dist, run, [particle_atoms(config, run.x[j], run.weights)
                                  for j in range(len(pde.times))]))

@@ -203,8 +203,8 @@ def test_lemma51_snapshot_includes_the_dirac_atoms(s1_archive):
 def test_compare_particles_carries_the_dirac_atoms_between_its_pieces():
     """``compare-particles`` advances the PDE piece by piece: a Dirac run keeps its atoms from
     one piece to the next (it lost them: the demo's atoms read 0.17 and 0.07 at t = 100) and
-    hands the distances the whole measure (mass 1 on the grid)."""
-    from solvers.studies.compare_particles import pde_states
+    hands the distances the whole measure, the atoms as exact point masses."""
+    from solvers.studies.compare_particles import distances, pde_states
 
     cfg = load_config(ROOT_DEMO, atoms__representation="dirac", domain__resolution=128)
     states = pde_states(cfg, [50.0, 100.0])
@@ -212,8 +212,18 @@ def test_compare_particles_carries_the_dirac_atoms_between_its_pieces():
                         time__t_end=100.0, time__stop_when_stationary=False,
                         output__snapshot_interval=50.0)
     h = 2 * np.pi / 128
-    for rho in states.rho:
-        assert abs(float(rho.sum()) * h - 1.0) < 1e-13
+    for rho, dirac in zip(states.rho, states.dirac):
+        assert abs(float(rho.sum()) * h + float(dirac[0].sum()) - 1.0) < 1e-13
     want = np.sort(whole.isel(time=-1)["atom_mass"].values)
     got = np.sort(states.atoms[-1][0])
     np.testing.assert_allclose(got, want[np.isfinite(want)], atol=1e-12)
+    # the PDE measure against particles placed on it: its Dirac atoms and one particle per cell
+    rho, (m, x) = states.rho[-1], states.dirac[-1]
+    cells = 2 * np.pi * np.arange(128) / 128
+    pts = np.concatenate([x, cells])
+    w = np.concatenate([m, rho * h])
+    xy = np.stack([np.cos(pts), np.sin(pts)], axis=1)
+    w1, kernel = distances(cfg, rho, xy, w, (m, x))
+    assert w1 == pytest.approx(h / 4 * float(rho.sum() * h), rel=1e-6)  # cells vs their centres
+    assert kernel < 2e-4  # only the cells' sinc(k / N) against their centres (measured 7.4e-5)
+    assert distances(cfg, rho, xy, w)[1] > 100 * kernel  # without the atoms: most mass missing
