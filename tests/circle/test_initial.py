@@ -114,6 +114,7 @@ def fake_archive(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, rho: np.ndarra
         return 7.0, cell_centers(rho.size), rho
 
     monkeypatch.setattr(solvers.io.archive, "read_snapshot", read_snapshot)
+    monkeypatch.setattr(solvers.io.archive, "read_dirac", lambda p, time=None: None)  # a grid run
     return path
 
 

@@ -102,14 +102,18 @@ def _weights(cfg) -> np.ndarray:
     return SphereGrid(cfg.domain.resolution).area
 
 
+def _start(which: str, s1_archive: str, s2_archive: str, representation: str):
+    """``(archived atoms, archived rho, config, rho0, atoms0)`` of a run of ``representation``
+    started from the last record of the S^1 or S^2 source archive."""
+    path, text = (s1_archive, S1_SOURCE) if which == "s1" else (s2_archive, S2_SOURCE)
+    cfg = _from(text, path, representation)
+    return (read_dirac(path), read_snapshot(path)[2], cfg, *initial_state(cfg))
+
+
 @pytest.mark.parametrize("which", ["s1", "s2"])
 def test_dirac_run_from_an_archive_keeps_its_atoms(which, s1_archive, s2_archive):
     """Dirac target: the record's diffuse density and its atoms at their exact positions."""
-    path, text = (s1_archive, S1_SOURCE) if which == "s1" else (s2_archive, S2_SOURCE)
-    archived = read_dirac(path)
-    _, _, rho_arch = read_snapshot(path)
-    cfg = _from(text, path, "dirac")
-    rho, atoms = initial_state(cfg)
+    archived, rho_arch, cfg, rho, atoms = _start(which, s1_archive, s2_archive, "dirac")
     assert atoms is not None and atoms.count == 3
     np.testing.assert_array_equal(atoms.position, archived.position)
     np.testing.assert_allclose(atoms.mass, archived.mass, rtol=1e-13)
@@ -122,11 +126,7 @@ def test_dirac_run_from_an_archive_keeps_its_atoms(which, s1_archive, s2_archive
 @pytest.mark.parametrize("which", ["s1", "s2"])
 def test_grid_run_from_an_archive_gets_the_atoms_in_their_cells(which, s1_archive, s2_archive):
     """Grid target: each atom's mass is added to the cell that holds it; the mass is exact."""
-    path, text = (s1_archive, S1_SOURCE) if which == "s1" else (s2_archive, S2_SOURCE)
-    archived = read_dirac(path)
-    _, _, rho_arch = read_snapshot(path)
-    cfg = _from(text, path, "grid")
-    rho, atoms = initial_state(cfg)
+    archived, rho_arch, cfg, rho, atoms = _start(which, s1_archive, s2_archive, "grid")
     assert atoms is None
     np.testing.assert_array_equal(rho, initial_density(cfg))
     w = _weights(cfg)
