@@ -64,3 +64,49 @@ def test_killed_run_is_readable_and_resumes_to_the_same_state(tmp_path):
     np.testing.assert_array_equal(a["step"], b["step"])
     # fixed dt: the resumed run takes exactly the same steps
     np.testing.assert_allclose(a["rho"].values[-1], b["rho"].values[-1], rtol=0, atol=1e-12)
+
+
+DIRAC = paper_s1_toml(1024, 5.0, t_end=3000.0, snapshot_interval=1.0,
+                      time_keys="stop_when_stationary = false",
+                      extra='progress = false\nsync_interval = 0.2\n[atoms]\nrepresentation = "dirac"\n')
+
+
+def test_killed_dirac_run_resumes_from_its_step_state(tmp_path):
+    """Adaptive steps, Dirac atoms, records interpolated between the steps: SIGKILL leaves a
+    readable archive whose mass (density plus atoms) is 1, and --resume continues from the
+    archived step state (density and atoms) with the uninterrupted run's steps."""
+    cfg = tmp_path / "run.toml"
+    cfg.write_text(DIRAC)
+    killed, whole = tmp_path / "killed.nc", tmp_path / "whole.nc"
+    proc = _meanfield("run", str(cfg), "-o", str(killed), "--no-progress", cwd=tmp_path)
+    deadline = time.time() + 120
+    while time.time() < deadline and proc.poll() is None:
+        time.sleep(0.05)
+        copy = tmp_path / "copy.nc"
+        copy.write_bytes(killed.read_bytes()) if killed.exists() else None
+        if copy.exists() and _records(copy) >= 300:
+            break
+    assert proc.poll() is None, "the run finished before it could be killed: make it longer"
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    ds = xr.open_dataset(killed)
+    n_killed = ds.sizes["time"]
+    assert 300 <= n_killed < 3001
+    mass = (ds["rho"] * ds["cell_weight"]).sum("theta") + ds["dirac_mass"].fillna(0.0).sum("dirac")
+    assert np.allclose(mass, 1.0, atol=1e-12)
+    ds.close()
+    from solvers.io.archive import read_restart, read_restart_atoms
+
+    assert read_restart(killed) is not None  # the last record lies between two steps
+    assert read_restart_atoms(killed).count >= 1  # and the step state behind it has atoms
+
+    resumed = _meanfield("run", "--resume", str(killed), "--no-progress", cwd=tmp_path)
+    assert resumed.wait(timeout=600) == 0, resumed.stderr.read()
+    straight = _meanfield("run", str(cfg), "-o", str(whole), "--no-progress", cwd=tmp_path)
+    assert straight.wait(timeout=600) == 0, straight.stderr.read()
+    a, b = xr.open_dataset(killed), xr.open_dataset(whole)
+    assert a.sizes["time"] == b.sizes["time"] == 3001
+    np.testing.assert_array_equal(a["step"], b["step"])
+    np.testing.assert_array_equal(a["rho"].values[-1], b["rho"].values[-1])
+    np.testing.assert_array_equal(a["dirac_mass"].values[-1], b["dirac_mass"].values[-1])
+    np.testing.assert_array_equal(a["dirac_position"].values[-1], b["dirac_position"].values[-1])
