@@ -148,12 +148,17 @@ def resume(source: str | os.PathLike | xr.Dataset, *, t_end: float | None = None
     if isinstance(source, (str, os.PathLike)):
         from solvers.io import archive
 
+        archive.check_resumable(source)
         text = archive.read_config_text(source)
         t, step, dt, rho = archive.read_last_state(source)
         state = resume_start((t, step, dt, rho), archive.read_restart(source))
         state["atoms0"] = archive.resume_atoms(source)
         cfg = _resumed_config(text, items, t)
         return _simulate_to_dataset(cfg, state, source, False, progress, append=True)
+    if "polish_representation" in source.attrs:
+        from solvers.io.reading import polished_message
+
+        raise ValueError(polished_message("this Dataset"))
     last = source.isel(time=-1)
     cfg = _resumed_config(str(source.attrs["config_text"]), items, float(last["time"]))
     record = (float(last["time"]), int(last["step"]), float(last["dt"]),

@@ -72,6 +72,7 @@ def _resume_state(args: argparse.Namespace) -> tuple[RunConfig, dict[str, Any]]:
     _check_resume_overrides(args.set)
     overrides = list(args.set) + [f"output.path={toml_value(str(path))}"]
     try:
+        archive.check_resumable(path)
         text = archive.read_config_text(path)
         t, step, dt, rho = archive.read_last_state(path)
         restart = archive.read_restart(path)  # the step state behind an interpolated record

@@ -114,6 +114,7 @@ from solvers.io.reading import (  # noqa: F401  (public names re-exported)
     _check_archive,
     _existing,
     _reading,
+    check_resumable,
     is_zarr,
     open_run,
     read_config_text,

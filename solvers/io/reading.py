@@ -208,7 +208,10 @@ def read_dirac(path: str | os.PathLike, time: float | None = None) -> Any:
         s2 = "dirac_x" in nc.variables  # S^2: unit vectors (n, 3); S^1: angles (n,)
         if i < 0 or width == 0:
             return DiracAtoms.empty(3 if s2 else 1)
-        row = lambda name: np.ma.filled(np.ma.asarray(nc[name][i, :width], float), np.nan)
+        def row(name: str) -> np.ndarray:  # (time, dirac) in a run; (dirac,) in a polished record
+            var = nc[name]
+            return np.ma.filled(np.ma.asarray(var[i, :width] if var.ndim == 2 else var[:width], float), np.nan)
+
         mass = row("dirac_mass")
         pos = np.stack([row(f"dirac_{c}") for c in "xyz"], axis=1) if s2 else row("dirac_position")
         ids = np.flatnonzero(np.isfinite(mass))
@@ -247,6 +250,23 @@ def read_snapshot(path: str | os.PathLike, time: float | None = None
         if "phi" in nc.variables:
             theta = (theta, np.asarray(nc["phi"][:], dtype=float))
         return float(times[i]), theta, np.asarray(nc["rho"][i, ...], dtype=float)
+
+
+POLISHED = "polish_representation"  # the global attribute of a `meanfield polish` archive
+
+
+def check_resumable(path: str | os.PathLike) -> None:
+    """Raise ValueError when ``path`` is a polished measure (``meanfield polish``), not a run."""
+    if is_zarr(path):
+        return
+    with _reading(path) as nc:
+        if POLISHED in nc.ncattrs():
+            raise ValueError(polished_message(path))
+
+
+def polished_message(name: Any) -> str:
+    return (f"{name} is a polished stationary measure (meanfield polish), not a run to continue: "
+            'start a new run from it with [initial] kind = "archive", path = ...')
 
 
 def read_config_text(path: str | os.PathLike) -> str:

@@ -29,6 +29,7 @@ from solvers.plots.common import (
     basin_splits,
     frame_title,
     panel_energy,
+    record_values,
     run_title,
 )
 from solvers.plots.style import figsize, theorem_label, time_axis
@@ -167,7 +168,7 @@ def _dirac_stems(ax: Axes, ds: xr.Dataset) -> None:
     height is ``m / h``, the density the atom would have spread over one cell."""
     if "dirac_mass" not in ds or ds.sizes.get("dirac", 0) == 0:
         return
-    mass, pos = ds["dirac_mass"].values[-1], ds["dirac_position"].values[-1]
+    mass, pos = record_values(ds, "dirac_mass", -1), record_values(ds, "dirac_position", -1)
     ok = np.isfinite(mass) & np.isfinite(pos)
     if not ok.any():
         return
@@ -179,7 +180,11 @@ def _dirac_stems(ax: Axes, ds: xr.Dataset) -> None:
 def _panel_final(ax: Axes, ds: xr.Dataset) -> None:
     """The final density on a symlog axis (negative values show), atoms and their masses."""
     theta, rho = ds["theta"].values, ds["rho"].values[-1]
-    linthresh = max(float(np.nanmax(np.abs(rho))), 1e-300) * 10.0**-LOG_RANGE
+    top = float(np.nanmax(np.abs(rho)))
+    if "dirac_mass" in ds and ds.sizes.get("dirac", 0):  # the stems' heights m / h count too
+        top = max(top, float(np.nanmax(record_values(ds, "dirac_mass", -1), initial=0.0))
+                  / float(ds["cell_weight"].values[0]))
+    linthresh = max(top, 1e-300) * 10.0**-LOG_RANGE
     t = float(ds["time"].values[-1])
     ax.plot(np.append(theta, theta[0] + 2 * np.pi), np.append(rho, rho[0]), lw=0.8)
     ax.set_yscale("symlog", linthresh=linthresh, linscale=0.5)

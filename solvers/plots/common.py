@@ -19,6 +19,13 @@ THEOREM_3_5 = 16.0 / (16.0 + 3.0 * float(np.exp(11.0 / 8.0)))
 VIEWS = ("orthographic", "mollweide")
 
 
+def record_values(ds: xr.Dataset, name: str, i: int) -> np.ndarray:
+    """``ds[name]`` of record ``i``: its row when it has a ``time`` dimension (a run's
+    ``dirac_*``), itself when not (the one record of a ``meanfield polish`` archive)."""
+    var = ds[name]
+    return np.asarray(var.isel(time=i).values if "time" in var.dims else var.values)
+
+
 def _param(ds: xr.Dataset, key: str, default: Any = "?") -> Any:
     return ds.attrs.get(param_attr_name(key), default)
 

@@ -35,6 +35,7 @@ from solvers.plots.common import (
     basin_splits,
     frame_title,
     panel_energy,
+    record_values,
     run_title,
 )
 from solvers.plots.style import figsize, integer_ticks, theorem_label, time_axis
@@ -72,8 +73,8 @@ def _masses_and_units(ds: xr.Dataset, i: int, prefix: str) -> tuple[np.ndarray, 
     (empty without them)."""
     if f"{prefix}_mass" not in ds or f"{prefix}_x" not in ds or ds.sizes.get(prefix, 0) == 0:
         return np.zeros(0), np.zeros((0, 3))
-    mass = ds[f"{prefix}_mass"].values[i]
-    xyz = np.stack([ds[f"{prefix}_{c}"].values[i] for c in "xyz"], axis=1)
+    mass = record_values(ds, f"{prefix}_mass", i)
+    xyz = np.stack([record_values(ds, f"{prefix}_{c}", i) for c in "xyz"], axis=1)
     ok = np.isfinite(mass) & np.isfinite(xyz).all(axis=1)
     return mass[ok], xyz[ok]
 

@@ -11,16 +11,22 @@ nearest atom cell by cell when it is at most ``merge_tol``, else kept as fixed s
 - ``energy_hessian``: eigenvalues of the Hessian of the energy in the atom positions (descent:
   a local minimum has none < 0; zero modes are symmetries, e.g. rotations without a perceptron).
 
-The output archive is the input's last record (the grid density, so every command reads it)
-plus the polished atoms (``dirac_*`` variables) and ``polish_*`` attributes. A measure-valued
-run (``[atoms] representation = "dirac"``) is polished as density plus its Dirac atoms: the
-basins of the whole measure (its own diagnostics) give the masses; its ``dirac_*`` record is
-replaced by the polished atoms.
+The output archive is the input's last record with the polished measure in it: ``rho`` is
+its density (the remainder kept as fixed sources, zero where it was merged: "atoms only") and
+the polished atoms are the ``dirac_*`` variables, so that every command that reads a record of
+a measure-valued run (``rho`` plus its Dirac atoms: ``initial.kind = "archive"``, ``lemma51
+--archive``, ``plot``) reads the polished measure, of mass ``initial.mass``; the record's
+diagnostics are the unpolished run's, the polished figures are the ``polish_*`` attributes.
+(Round 9 kept the unpolished density in ``rho``: with the atoms that counted the mass twice.)
+A measure-valued run (``[atoms] representation = "dirac"``) is polished as density plus its
+Dirac atoms: the basins of the whole measure (its own diagnostics) give the masses; its
+``dirac_*`` record is replaced by the polished atoms. A polished archive is not a run to
+continue (``--resume`` refuses it): start a new run from it with ``initial.kind = "archive"``.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +57,7 @@ class Polished:
     stable: bool
     direction: str
     sensitivity: np.ndarray  # (n, n) |d x_i / d m_j|, radians per unit mass
+    diffuse: np.ndarray | None = None  # (cells,) bool: the cells of the remainder (in no atom)
 
 
 def grid_atoms(config: RunConfig, rho: np.ndarray) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray]:
@@ -131,7 +138,8 @@ def polish(config: RunConfig, rho: np.ndarray, merge_tol: float = MERGE_TOL,
     else:
         system = AtomSystem(config.model, m, points[diffuse], cell_mass[diffuse])
     result = newton(system, x0, tol=tol)
-    return _report(system, x0, result, merged, remainder, config.model.direction)
+    report = _report(system, x0, result, merged, remainder, config.model.direction)
+    return replace(report, diffuse=diffuse)
 
 
 def _report(system: AtomSystem, x0: np.ndarray, result: Any, merged: bool, remainder: float,
@@ -167,6 +175,10 @@ def polish_archive(path: str | Path, out: str | Path | None = None,
     result = polish(config, np.asarray(last["rho"].values[0], dtype=float), merge_tol, tol, dirac)
     last = last.drop_vars([v for v in last.data_vars if str(v).startswith("dirac_")])
     last = last.drop_dims([d for d in ("dirac",) if d in last.dims])
+    # rho: the polished measure's own density, the remainder kept as fixed sources (or none);
+    # the atoms' cells are in the atoms' masses (every reader adds rho and the dirac_* atoms)
+    keep = np.zeros(result.diffuse.shape, bool) if result.merged else result.diffuse
+    last["rho"] = last["rho"].copy(data=last["rho"].values * keep.reshape(last["rho"].shape))
     target = Path(out) if out else path.with_name(path.stem + ".polished.nc")
     if target.resolve() == path.resolve():
         raise ValueError("-o: would overwrite the input archive; choose another path")

@@ -118,3 +118,51 @@ def test_demo_reports_how_positions_follow_the_masses(demo, tmp_path, capsys):
     assert ds["dirac_mass_sensitivity"].shape == (5, 5)
     assert main(["polish", str(demo), "-o", str(tmp_path / "t.nc")]) == 0
     assert "max|dx/dm|" in capsys.readouterr().out
+
+
+def test_the_polished_archive_is_the_polished_measure(demo, tmp_path):
+    """``rho`` plus the ``dirac_*`` atoms is the polished measure, of the run's mass (round 9
+    kept the unpolished density in ``rho``: with the atoms, mass 2); a new run started from it
+    keeps the polished atoms (Dirac) or gets them in their cells (grid); ``lemma51`` reads all
+    of it; ``--resume`` and ``solvers.resume`` refuse it with the way to use it."""
+    from solvers.io.archive import read_dirac
+    from solvers.io.state import initial_state
+    from solvers.studies.lemma51_measures import snapshot_measure
+
+    result, out = polish_archive(demo, tmp_path / "p.nc")
+    ds = solvers.open_run(out)
+    h = 2 * np.pi / 256
+    assert result.merged and float(ds["rho"].values.sum()) == 0.0  # atoms only
+    assert float(ds["dirac_mass"].sum()) == pytest.approx(1.0, abs=1e-12)
+    atoms = read_dirac(out)
+    assert atoms.count == 5
+    np.testing.assert_allclose(atoms.position, np.mod(np.arctan2(result.x[:, 1], result.x[:, 0]), 2 * np.pi),
+                               atol=1e-15)
+    text = (ROOT / "runs" / "demo.toml").read_text().replace(
+        'kind = "uniform"', f'kind = "archive"\npath = "{out}"')
+    for representation in ("dirac", "grid"):
+        cfg = solvers.load_config(text, domain__resolution=256, atoms__representation=representation)
+        rho, got = initial_state(cfg)
+        total = float(rho.sum()) * h + (0.0 if got is None else float(got.mass.sum()))
+        assert total == pytest.approx(1.0, abs=1e-12)
+        if representation == "dirac":
+            np.testing.assert_allclose(got.mass, result.m, rtol=1e-13)
+    measure = snapshot_measure(out)
+    assert measure.mass == pytest.approx(1.0, abs=1e-12) and measure.weights.size == 256 + 5
+    assert main(["run", "--resume", str(out), "--set", "time.t_end=9000"]) == 2  # bad input
+    with pytest.raises(ValueError, match="polished stationary measure"):
+        solvers.resume(out)
+    with pytest.raises(ValueError, match="polished stationary measure"):
+        solvers.resume(ds)
+
+
+def test_plots_read_the_one_record_of_a_polished_archive():
+    """``record_values``: a run's ``(time, dirac)`` row, or a polished archive's ``(dirac,)``."""
+    import xarray as xr
+
+    from solvers.plots.common import record_values
+
+    run = xr.Dataset({"dirac_mass": (("time", "dirac"), [[0.1, 0.2, np.nan], [0.3, 0.4, 0.5]])})
+    polished = xr.Dataset({"dirac_mass": (("dirac",), [0.3, 0.4, 0.5])})
+    np.testing.assert_array_equal(record_values(run, "dirac_mass", -1), [0.3, 0.4, 0.5])
+    np.testing.assert_array_equal(record_values(polished, "dirac_mass", -1), [0.3, 0.4, 0.5])
