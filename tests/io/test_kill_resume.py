@@ -31,22 +31,29 @@ def _meanfield(*args: str, cwd: Path) -> subprocess.Popen:
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
-def test_killed_run_is_readable_and_resumes_to_the_same_state(tmp_path):
+def _kill_after(config: str, records: int, tmp_path: Path, wait: float) -> tuple[Path, Path, Path]:
+    """Start ``meanfield run`` of ``config`` into killed.nc and SIGKILL it once the archive
+    holds ``records`` records; returns the config's path, killed.nc and whole.nc."""
     cfg = tmp_path / "run.toml"
-    cfg.write_text(CONFIG)
+    cfg.write_text(config)
     killed, whole = tmp_path / "killed.nc", tmp_path / "whole.nc"
     proc = _meanfield("run", str(cfg), "-o", str(killed), "--no-progress", cwd=tmp_path)
-    deadline = time.time() + 60
+    deadline = time.time() + wait
     while time.time() < deadline and proc.poll() is None:
         time.sleep(0.05)
         # read a copy: the live file is locked by the writer
         copy = tmp_path / "copy.nc"
         copy.write_bytes(killed.read_bytes()) if killed.exists() else None
-        if copy.exists() and _records(copy) >= 4:
+        if copy.exists() and _records(copy) >= records:
             break
     assert proc.poll() is None, "the run finished before it could be killed: make it longer"
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
+    return cfg, killed, whole
+
+
+def test_killed_run_is_readable_and_resumes_to_the_same_state(tmp_path):
+    cfg, killed, whole = _kill_after(CONFIG, 4, tmp_path, 60)
     ds = xr.open_dataset(killed)
     n_killed = ds.sizes["time"]
     assert 4 <= n_killed < 49
@@ -75,20 +82,7 @@ def test_killed_dirac_run_resumes_from_its_step_state(tmp_path):
     """Adaptive steps, Dirac atoms, records interpolated between the steps: SIGKILL leaves a
     readable archive whose mass (density plus atoms) is 1, and --resume continues from the
     archived step state (density and atoms) with the uninterrupted run's steps."""
-    cfg = tmp_path / "run.toml"
-    cfg.write_text(DIRAC)
-    killed, whole = tmp_path / "killed.nc", tmp_path / "whole.nc"
-    proc = _meanfield("run", str(cfg), "-o", str(killed), "--no-progress", cwd=tmp_path)
-    deadline = time.time() + 120
-    while time.time() < deadline and proc.poll() is None:
-        time.sleep(0.05)
-        copy = tmp_path / "copy.nc"
-        copy.write_bytes(killed.read_bytes()) if killed.exists() else None
-        if copy.exists() and _records(copy) >= 300:
-            break
-    assert proc.poll() is None, "the run finished before it could be killed: make it longer"
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait()
+    cfg, killed, whole = _kill_after(DIRAC, 300, tmp_path, 120)
     ds = xr.open_dataset(killed)
     n_killed = ds.sizes["time"]
     assert 300 <= n_killed < 3001
