@@ -249,6 +249,23 @@ def locate(fv: SphereFV, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return fine, fv.maps.cell_id.ravel()[fine]
 
 
+def band_widths(fv: SphereFV) -> tuple[np.ndarray, np.ndarray]:
+    """``(-mu_faces (nlat + 1,), width (nlat,))``: the band search keys and the smaller width of
+    every band's finite volumes (meridional ``dtheta_j``, zonal ``sin(theta_j) r_j dphi``; both
+    constant along a band), for :func:`atom_widths`."""
+    m, g = fv.maps, fv.problem.grid
+    zonal = np.full(g.shape[0], np.inf)
+    np.minimum.at(zonal, m.band, m.zonal_width)
+    return -g.mu_faces, np.minimum(fv.dtheta, zonal)
+
+
+def atom_widths(keys: np.ndarray, widths: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """:func:`cell_width` of the finite volumes holding the unit vectors ``x`` (n, 3), from
+    their bands alone (``band_widths``): one search on ``-z`` instead of :func:`locate`."""
+    j = np.searchsorted(keys, -x[:, 2], side="right") - 1
+    return widths[np.clip(j, 0, widths.size - 1)]
+
+
 def cell_width(fv: SphereFV, cells: np.ndarray) -> np.ndarray:
     """The smaller width (meridional ``dtheta_j``, zonal ``sin(theta_j) r_j dphi``) of finite
     volumes ``cells`` (n,): an atom crossing it in a step would skip the density there."""

@@ -29,6 +29,8 @@ from solvers.sphere.dirac import (
     absorb,
     capture,
     cell_neighbours,
+    atom_widths,
+    band_widths,
     cell_width,
     locate,
     merge,
@@ -58,6 +60,7 @@ class DiracSphereDiscretization(MeasureStateAccess, SphereDiscretization):
         self.field = SphereMeasureField(self.problem)
         self.layout = MeasureLayout(self.shape, 3)
         self.neighbours = cell_neighbours(self.fv)
+        self._bands = band_widths(self.fv)  # an atom's cell width from its band (the step's rate)
         self.width = float(max(self.grid.dtheta.max(), self.grid.dphi))  # merging distance
         self.total = 1.0
         self.next_id = 0
@@ -106,8 +109,7 @@ class DiracSphereDiscretization(MeasureStateAccess, SphereDiscretization):
         drho, rate = fv.transport(rho, u_t, u_p, dt)
         v = p.sign * self.field.atom_gradient(rho, x, m)
         if n:
-            _, cells = locate(fv, x)
-            rate = max(rate, float(np.max(np.linalg.norm(v, axis=1) / cell_width(fv, cells))))
+            rate = max(rate, float(np.max(np.linalg.norm(v, axis=1) / atom_widths(*self._bands, x))))
         return np.concatenate([np.ravel(drho), v.ravel(), np.zeros(2 * n)]), rate
 
     def after_step(self, state: np.ndarray, step: int) -> np.ndarray:

@@ -299,3 +299,22 @@ def test_dissipation_is_the_energy_rate():
     rate = (energy(state + 1e-4 * k) - energy(state - 1e-4 * k)) / 2e-4
     d = disc.diagnostics(state, cfg.atoms)
     assert rate == pytest.approx(disc.problem.sign * d.dissipation, rel=2e-3)
+
+
+@pytest.mark.parametrize("lmax", [31, 63])
+def test_atom_widths_from_the_band_equal_the_located_cells(lmax):
+    """The step's atom rate uses the width of the atom's finite volume from its band alone
+    (``atom_widths``): the same as ``cell_width`` of the located cell, poles included."""
+    from pathlib import Path
+
+    from solvers.sphere.dirac import atom_widths, band_widths, cell_width, locate
+    from solvers.sphere.dirac_discretization import DiracSphereDiscretization
+
+    runs = Path(__file__).resolve().parents[2] / "runs"
+    cfg = load_config(runs / "paper_s2_descent_relu.toml", domain__resolution=lmax,
+                      atoms__representation="dirac")
+    d = DiracSphereDiscretization(cfg)
+    x = np.random.default_rng(lmax).normal(size=(5000, 3))
+    x[:4] = [[0, 0, 1], [0, 0, -1], [1, 0, 0], [0, 1e-9, 1]]
+    x /= np.linalg.norm(x, axis=1, keepdims=True)
+    np.testing.assert_array_equal(atom_widths(*band_widths(d.fv), x), cell_width(d.fv, locate(d.fv, x)[1]))
