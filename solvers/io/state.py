@@ -77,8 +77,8 @@ def _initial_measure(config: RunConfig) -> tuple[np.ndarray, DiracAtoms | None]:
             from solvers.sphere import initial as sphere
             from solvers.sphere.grid import SphereGrid
 
-            return sphere.sphere_initial_density(init, SphereGrid(n), point_values=config.time.scheme
-                                                 == "spectral"), None
+            points = config.time.scheme == "spectral"
+            return sphere.sphere_initial_density(init, SphereGrid(n), point_values=points), None
         return circle.circle_initial_density(init, n), None
     axes, rho, atoms = _read_archive(init.path, init.time)
     if config.domain.manifold == "S2":

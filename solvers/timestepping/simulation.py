@@ -53,6 +53,8 @@ from solvers.timestepping.snapshot_queue import (
     Delivery,
     Pending,
     SnapshotQueue,
+    interpolate,
+    snapshot_mode,
 )
 from solvers.timestepping.stop_rule import StopRule, _is_stationary, _link_radius  # noqa: F401
 
@@ -295,31 +297,6 @@ class Solver:
             return interpolate(before, self.rho, self.t, t)
         w = (t - before.t) / (self.t - before.t)
         return self.disc.interpolate(before.rho, before.atoms, self.rho, w)
-
-
-def snapshot_mode(config: RunConfig) -> str:
-    """``output.snapshot_mode`` resolved: ``"interpolate"`` or ``"land"`` (see
-    :class:`solvers.model.params.OutputParams`)."""
-    mode = config.output.snapshot_mode
-    if mode != "auto":
-        return mode
-    free = config.time.scheme == "fv" and config.time.dt is None
-    return "interpolate" if free else "land"
-
-
-def interpolate(before: Restart, rho: np.ndarray, t_after: float, t: float) -> np.ndarray:
-    """The state at ``t`` in ``(before.t, t_after]`` on the straight line from ``before.rho``
-    to ``rho`` (the state at ``t_after``).
-
-    ``before.rho + w (rho - before.rho)``, ``0 < w <= 1``: the mass is the two states' mass to
-    round-off, and for non-negative states every value is non-negative exactly (each rounding
-    is monotone and bounded by ``-before.rho``). It is the dense output of a second-order step
-    to second order (the fv SSP schemes, docs/schemes.md §9).
-    """
-    if t >= t_after:
-        return rho
-    w = (t - before.t) / (t_after - before.t)
-    return before.rho + w * (rho - before.rho)
 
 
 def simulate(config: RunConfig, rho0: np.ndarray, *, t0: float = 0.0, step0: int = 0,

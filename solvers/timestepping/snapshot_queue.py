@@ -9,6 +9,10 @@ then decides once whether to write a block). What a tracker sees is what it woul
 snapshot at a time; only later, by at most ``BATCH_STEPS`` steps or ``BATCH_WALL`` seconds.
 A stationary stop at a queued snapshot drops the snapshots after it: the run ends there, and
 the steps taken beyond it are the price of the batch (at most ``BATCH_STEPS``).
+
+Where a snapshot's state comes from: :func:`snapshot_mode` (``output.snapshot_mode``
+resolved) and :func:`interpolate` (a grid state between two steps; a measure-valued state is
+interpolated by its discretisation, :func:`solvers.core.measure.interpolate_measure`).
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from typing import NamedTuple
 import numpy as np
 
 from solvers.core.snapshot import Restart, Snapshot, Stationarity
+from solvers.model.params import RunConfig
 
 BATCH_SNAPSHOTS = 64  # snapshots made together at most (1: each as its time is passed)
 BATCH_STEPS = 16  # steps the time loop takes at most past a queued snapshot time
@@ -125,3 +130,28 @@ class Delivery:
         if self.progress is not None:
             for snap in ready:
                 self.progress(snap.t, snap.step, snap.dt, snap.diagnostics)
+
+
+def snapshot_mode(config: RunConfig) -> str:
+    """``output.snapshot_mode`` resolved: ``"interpolate"`` or ``"land"`` (see
+    :class:`solvers.model.params.OutputParams`)."""
+    mode = config.output.snapshot_mode
+    if mode != "auto":
+        return mode
+    free = config.time.scheme == "fv" and config.time.dt is None
+    return "interpolate" if free else "land"
+
+
+def interpolate(before: Restart, rho: np.ndarray, t_after: float, t: float) -> np.ndarray:
+    """The state at ``t`` in ``(before.t, t_after]`` on the straight line from ``before.rho``
+    to ``rho`` (the state at ``t_after``).
+
+    ``before.rho + w (rho - before.rho)``, ``0 < w <= 1``: the mass is the two states' mass to
+    round-off, and for non-negative states every value is non-negative exactly (each rounding
+    is monotone and bounded by ``-before.rho``). It is the dense output of a second-order step
+    to second order (the fv SSP schemes, docs/schemes.md §9).
+    """
+    if t >= t_after:
+        return rho
+    w = (t - before.t) / (t_after - before.t)
+    return before.rho + w * (rho - before.rho)
