@@ -54,6 +54,11 @@ class CircleBasis:
         """Quadrature weights (all ``h``), shape (N,): ``mass = sum(rho * cell_weight)``."""
         return np.full(self.n, self.h)
 
+    def cell_of(self, angles: ArrayLike) -> np.ndarray:
+        """Index of the cell ``[theta_i - h/2, theta_i + h/2)`` holding each angle (any real
+        angle, reduced mod 2 pi), integer array of the shape of ``angles``."""
+        return np.rint(np.asarray(angles, dtype=float) / self.h).astype(int) % self.n
+
     @cached_property
     def wavenumbers(self) -> np.ndarray:
         """Non-negative wavenumbers ``k = 0..N/2``, shape (N//2 + 1,)."""

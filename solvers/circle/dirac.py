@@ -299,7 +299,7 @@ def capture(rho: np.ndarray, atoms: DiracAtoms, u_face: np.ndarray, problem: Cir
     """
     b = problem.basis
     h, n = b.h, b.n
-    cells = np.rint(atoms.position / h).astype(int) % n
+    cells = b.cell_of(atoms.position)
     deposit = np.bincount(cells, weights=atoms.mass, minlength=n)
     found = detect_atoms(b.theta, rho * h + deposit, problem.model.beta, params, face_velocity=u_face)
     if found.labels is None or found.count == 0:

@@ -191,7 +191,7 @@ def measure_atoms(disc: DiracCircleDiscretization, rho: np.ndarray, dirac: Dirac
     atoms takes their mass-weighted exact position; a Dirac atom in no basin is an atom of its
     own. ``labels``: the atom of every cell (-1: diffuse), as for a grid density."""
     b = disc.problem.basis
-    cells = np.rint(dirac.position / b.h).astype(int) % b.n
+    cells = b.cell_of(dirac.position)
     deposit = np.bincount(cells, weights=dirac.mass, minlength=b.n)
     found = detect_atoms(b.theta, rho * b.h + deposit, disc.problem.model.beta, params, face_velocity=u)
     pos, mass, core = found.position.copy(), found.mass.copy(), found.core_mass.copy()

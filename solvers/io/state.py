@@ -24,6 +24,7 @@ from solvers.circle import initial as circle
 from solvers.core.measure import DiracAtoms
 from solvers.model.config import ConfigError
 from solvers.model.params import RunConfig
+from spectral import CircleBasis
 
 
 def initial_density(config: RunConfig) -> np.ndarray:
@@ -129,10 +130,8 @@ def deposit_atoms(config: RunConfig, rho: np.ndarray, atoms: DiracAtoms) -> np.n
         flat, fine = rho.reshape(-1), grid.fine_cell(atoms.position)
         np.add.at(flat, fine, atoms.mass / grid.area.reshape(-1)[fine])
         return rho
-    n = rho.size
-    h = circle.cell_width(n)
-    cells = np.rint(np.mod(atoms.position, 2.0 * np.pi) / h).astype(int) % n
-    np.add.at(rho, cells, atoms.mass / h)
+    basis = CircleBasis(rho.size)
+    np.add.at(rho, basis.cell_of(atoms.position), atoms.mass / basis.h)
     return rho
 
 

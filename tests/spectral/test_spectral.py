@@ -106,3 +106,14 @@ def test_kernel_application_by_fft_against_direct_quadrature(beta):
                                    / (2 * np.pi * special.i0(kappa)), 0, 2 * np.pi, epsabs=0, epsrel=1e-13,
                                    limit=200)
         assert f[i] == pytest.approx(direct, rel=1e-12)
+
+
+def test_cell_of_an_angle():
+    """``CircleBasis.cell_of``: the cell ``[theta_i - h/2, theta_i + h/2)`` of any real angle."""
+    b = CircleBasis(128)
+    x = np.array([-0.001, 0.0, 2 * np.pi - 1e-9, 3.0, 3.0 + 2 * np.pi, b.theta[5] + 0.49 * b.h])
+    np.testing.assert_array_equal(b.cell_of(x), [0, 0, 0, 61, 61, 5])
+    rng = np.random.default_rng(0)
+    y = rng.uniform(-20.0, 20.0, 1000)
+    centre = b.theta[b.cell_of(y)]
+    assert np.all(np.abs(np.angle(np.exp(1j * (y - centre)))) <= 0.5 * b.h + 1e-12)
