@@ -142,7 +142,6 @@ def resume(source: str | os.PathLike | xr.Dataset, *, t_end: float | None = None
         if item.split(".", 1)[0] not in RESUMABLE_SECTIONS:
             raise ConfigError(item.split("=", 1)[0], "cannot change on resume (only time.* "
                               "and output.* can); start a new run with initial.kind = \"archive\"")
-    from solvers.core.measure import DiracAtoms
     from solvers.io.restart import restart_atoms, restart_state, resume_start
 
     if isinstance(source, (str, os.PathLike)):
@@ -169,8 +168,7 @@ def resume(source: str | os.PathLike | xr.Dataset, *, t_end: float | None = None
     if RESTART in source:
         restart = restart_state(source[RESTART].attrs, source[RESTART].values, record[0])
     if restart is not None and atoms0 is not None:  # the atoms of the step state behind it
-        behind = restart_atoms(source[RESTART].attrs, record[0])
-        atoms0 = behind if behind is not None else DiracAtoms.empty(1 if atoms0.position.ndim == 1 else 3)
+        atoms0 = restart_atoms(source[RESTART].attrs, record[0], 1 if atoms0.position.ndim == 1 else 3)
     state = {**resume_start(record, restart), "atoms0": atoms0}
     new = _simulate_to_dataset(cfg, state, None, False, progress, append=False)
     import xarray as xr

@@ -169,20 +169,17 @@ def read_restart_atoms(path: str | os.PathLike) -> Any:
         return None
     with _reading(path) as nc:
         i = _valid_records(nc) - 1
-        if i < 0 or RESTART not in nc.variables:
+        if i < 0 or RESTART not in nc.variables or "dirac_mass" not in nc.variables:
             return None
-        var = nc[RESTART]
-        return restart_atoms({k: var.getncattr(k) for k in var.ncattrs()}, float(nc["time"][i]))
+        var, dim = nc[RESTART], 3 if "dirac_x" in nc.variables else 1
+        return restart_atoms({k: var.getncattr(k) for k in var.ncattrs()}, float(nc["time"][i]), dim)
 
 
 def resume_atoms(path: str | os.PathLike) -> Any:
     """The Dirac atoms a resume of ``path`` starts with: the step state's behind an
     interpolated last record, else the last record's (None for a grid run)."""
-    last = read_last_dirac(path)
-    if last is None or read_restart(path) is None:
-        return last
     behind = read_restart_atoms(path)
-    return behind if behind is not None else type(last).empty(1 if last.position.ndim == 1 else 3)
+    return behind if behind is not None else read_last_dirac(path)
 
 
 def read_last_dirac(path: str | os.PathLike) -> Any:

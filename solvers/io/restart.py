@@ -35,10 +35,10 @@ def restart_attributes(restart: Any, after: float) -> dict[str, Any]:
     return attrs
 
 
-def restart_atoms(attrs: dict[str, Any], last_time: float) -> Any:
-    """The Dirac atoms (:class:`~solvers.core.measure.DiracAtoms`) of the archived step state
-    when it belongs to the last record (as :func:`restart_state`) and is measure-valued; else
-    None."""
+def restart_atoms(attrs: dict[str, Any], last_time: float, dim: int) -> Any:
+    """The Dirac atoms (:class:`~solvers.core.measure.DiracAtoms`, positions of ``dim`` = 1 or 3
+    coordinates) of the archived step state when it belongs to the last record (as
+    :func:`restart_state`) and is measure-valued; else None."""
     from solvers.core.measure import DiracAtoms
 
     after = attrs.get("after_time")
@@ -46,11 +46,11 @@ def restart_atoms(attrs: dict[str, Any], last_time: float) -> Any:
         return None
     n = int(np.asarray(attrs["restart_dirac_count"]).ravel()[0])
     if n == 0:
-        return None  # (the dimension of an empty set is not archived: the caller's default)
+        return DiracAtoms.empty(dim)
     mass = np.atleast_1d(np.asarray(attrs["restart_dirac_mass"], float))[:n]
     pos = np.atleast_1d(np.asarray(attrs["restart_dirac_position"], float))
     ids = np.atleast_1d(np.asarray(attrs["restart_dirac_id"])).astype(int)[:n]
-    pos = pos[:n] if pos.size == n else pos[: 3 * n].reshape(n, 3)
+    pos = pos[:n] if dim == 1 else pos[: 3 * n].reshape(n, 3)
     return DiracAtoms(mass, pos, ids)
 
 
