@@ -194,27 +194,18 @@ def sphere_kernel_distance(config: RunConfig, rho: np.ndarray, x: np.ndarray,
     the cell centres, :mod:`solvers.sphere.grid`), plus ``sum_j m_j conj(Y_lm(x_j))`` of the
     Dirac atoms ``dirac``; ``nu_lm = sum_i w_i conj(Y_lm(x_i))``.
     """
+    from solvers.studies.distances import point_moments
     from spectral.sphere import SphereBasis
 
     basis = SphereBasis(config.domain.resolution)
     mu = basis.forward(rho)
     if dirac is not None and len(dirac[0]):
-        mu = mu + _point_moments(basis, np.asarray(dirac[1], float).reshape(-1, 3),
-                                 np.asarray(dirac[0], float), chunk)
-    nu = _point_moments(basis, x, w, chunk)
+        mu = mu + point_moments(basis, np.asarray(dirac[1], float).reshape(-1, 3),
+                                np.asarray(dirac[0], float), chunk)
+    nu = point_moments(basis, x, w, chunk)
     lam = np.exp(log_kernel_factor(config, np.arange(basis.lmax + 1), 3))
     mult = np.where(basis.orders == 0, 1.0, 2.0) * lam[basis.degrees]
     return float(np.sqrt(max(mult @ np.abs(mu - nu) ** 2, 0.0)))
-
-
-def _point_moments(basis: Any, x: np.ndarray, w: np.ndarray, chunk: int) -> np.ndarray:
-    """``sum_i w_i conj(Y_lm(x_i))`` (basis order) of points ``x`` (n, 3) on the unit sphere."""
-    theta = np.arccos(np.clip(x[:, 2], -1.0, 1.0))
-    phi = np.arctan2(x[:, 1], x[:, 0])
-    out = np.zeros(basis.nlm, dtype=complex)
-    for i in range(0, x.shape[0], chunk):
-        out += np.conj(basis.harmonics(theta[i:i + chunk], phi[i:i + chunk])).T @ w[i:i + chunk]
-    return out
 
 
 def distances(config: RunConfig, rho: np.ndarray, x: np.ndarray, w: np.ndarray,

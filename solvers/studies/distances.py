@@ -78,14 +78,24 @@ def sphere_moments(rho: np.ndarray, lmax: int, degree: int) -> np.ndarray:
     return basis.forward(rho)[keep][np.argsort(l * (l + 1) // 2 + m)]
 
 
+def point_moments(basis: SphereBasis, x: np.ndarray, w: np.ndarray, chunk: int = 2048) -> np.ndarray:
+    """``sum_i w_i conj(Y_lm(x_i))`` (``basis`` order, shape (nlm,)) of points ``x`` (n, 3) on the
+    unit sphere with weights ``w`` (n,), ``chunk`` points at a time."""
+    theta = np.arccos(np.clip(x[:, 2], -1.0, 1.0))
+    phi = np.arctan2(x[:, 1], x[:, 0])
+    out = np.zeros(basis.nlm, dtype=complex)
+    for i in range(0, x.shape[0], chunk):
+        out += np.conj(basis.harmonics(theta[i:i + chunk], phi[i:i + chunk])).T @ w[i:i + chunk]
+    return out
+
+
 def atom_moments(atoms: Atoms, lmax: int, degree: int) -> np.ndarray | float:
     """``sum_i m_i conj(Y_lm(x_i))`` in the order of :func:`sphere_moments`; 0 without atoms."""
     if atoms is None or len(atoms[0]) == 0:
         return 0.0
     basis = _basis(lmax)
     x = np.asarray(atoms[1], float).reshape(-1, 3)
-    theta = np.arccos(np.clip(x[:, 2] / np.linalg.norm(x, axis=1), -1.0, 1.0))
-    m = np.conj(basis.harmonics(theta, np.arctan2(x[:, 1], x[:, 0]))).T @ np.asarray(atoms[0], float)
+    m = point_moments(basis, x / np.linalg.norm(x, axis=1, keepdims=True), np.asarray(atoms[0], float))
     keep = basis.degrees <= degree
     l, order = basis.degrees[keep], basis.orders[keep]
     return m[keep][np.argsort(l * (l + 1) // 2 + order)]
