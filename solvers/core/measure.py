@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -65,6 +66,14 @@ class MeasureLayout:
         rest = state[g + n * self.dim :]
         return DiracAtoms(rest[:n].copy(), pos if self.dim == 1 else pos.reshape(n, 3),
                           np.rint(rest[n:]).astype(int))
+
+
+def dirac_of(diagnostics: Any) -> DiracAtoms:
+    """The Dirac atoms of a measure-valued snapshot's diagnostics
+    (:class:`solvers.core.snapshot.Diagnostics`: ``dirac_mass``, ``dirac_position``, ``dirac_id``)."""
+    d = diagnostics
+    return DiracAtoms(np.asarray(d.dirac_mass, float), np.asarray(d.dirac_position, float),
+                      np.asarray(d.dirac_id, int))
 
 
 def interpolate_measure(layout: MeasureLayout, rho_b: np.ndarray, atoms_b: DiracAtoms,

@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from solvers.core.measure import dirac_of
 from solvers.core.snapshot import Restart
 from solvers.model.config import ConfigError
 from solvers.model.params import RunConfig
@@ -99,7 +100,7 @@ class PdeRunner:
             self.dt, self.wall = res.final.dt, self.wall + res.wall_time
             self.restart = res.final.restart
             diag = res.final.diagnostics
-            self.atoms0 = _dirac_of(diag) if self.config.atoms.representation == "dirac" else None
+            self.atoms0 = dirac_of(diag) if self.config.atoms.representation == "dirac" else None
             self.n_atoms = int(diag.n_atoms)
             order = np.argsort(-np.asarray(diag.atom_mass), kind="stable")
             self.atoms = (np.asarray(diag.atom_mass)[order], np.asarray(diag.atom_position)[order])
@@ -112,14 +113,6 @@ class PdeRunner:
         if self.atoms0 is None:
             return None
         return self.atoms0.mass.copy(), self.atoms0.position.copy()
-
-
-def _dirac_of(diag: Any) -> Any:
-    """The Dirac atoms of a measure-valued snapshot's diagnostics."""
-    from solvers.core.measure import DiracAtoms
-
-    return DiracAtoms(np.asarray(diag.dirac_mass, float), np.asarray(diag.dirac_position, float),
-                      np.asarray(diag.dirac_id, int))
 
 
 def default_times(config: RunConfig) -> list[float]:

@@ -45,6 +45,7 @@ import numpy as np
 
 from solvers.circle.atoms import default_radius as circle_radius
 from solvers.core.kernel import kernel_log_shift
+from solvers.core.measure import dirac_of
 from solvers.io.state import initial_density
 from solvers.model.config import ConfigError, check_resolution, load_config
 from solvers.model.params import RunConfig
@@ -148,8 +149,8 @@ class Run:
         """``(masses, positions)`` of the final state's Dirac atoms (measure-valued runs), or None."""
         if self.config.atoms.representation != "dirac":
             return None
-        d = self.diagnostics
-        return np.asarray(d.dirac_mass, float), np.asarray(d.dirac_position, float)
+        atoms = dirac_of(self.diagnostics)
+        return atoms.mass, atoms.position
 
 
 @dataclass(frozen=True)
