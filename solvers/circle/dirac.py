@@ -36,7 +36,7 @@ import numpy as np
 
 from solvers.circle.atoms import detect_atoms
 from solvers.circle.problem import CircleProblem, kernel_log_shift
-from solvers.core.backend import default_backend
+from solvers.core.backend import default_backend, fused_steps_available
 from solvers.core.measure import DiracAtoms
 from solvers.model import perceptron
 from solvers.model.params import AtomParams
@@ -149,6 +149,10 @@ class CompiledCircleField:
         self.beta, self.log_c = float(model.beta), float(kernel_log_shift(model))
         # (beta, log c_K, s, h, absolute mass floor: set_mass_floor)
         self.consts = np.array([self.beta, self.log_c, problem.sign, b.h, 0.0])
+        rows = problem.multipliers("moved_rows") if self.moved.size else np.zeros((0, 1), dtype=complex)
+        self._moved = (np.ascontiguousarray(self.moved, dtype=np.int64), np.ascontiguousarray(rows))
+        if not fused_steps_available():  # the integrator then calls fused_stage stage by stage
+            self.fused_step = None  # type: ignore[method-assign]
 
     @staticmethod
     def available(problem: CircleProblem) -> bool:
@@ -187,6 +191,15 @@ class CompiledCircleField:
         return self.kd.dirac_stage(state, g, fft, self.d_center, self.n_modes, self.faces, self.units, self.code,
                                    self.consts, self.limiter, float(dt), u0, float(c), float(alpha), uj,
                                    alpha != 0.0)
+
+    def fused_step(self, state: np.ndarray, dt: float, plan: tuple) -> tuple[np.ndarray, float]:
+        """A whole Shu-Osher step (plan: :attr:`~solvers.timestepping.integrators.ButcherTable.stage_plan`)
+        in one compiled call, FFTs included (:func:`solvers.core.kernels_circle_steps_numba.dirac_step`):
+        the operations of :meth:`fused_stage` stage after stage. Set only with rocket-fft."""
+        from solvers.core.kernels_circle_steps_numba import dirac_step
+
+        return dirac_step(state, float(dt), *plan, self.d_face, self.d_center, self.n_modes, *self._moved,
+                          self.faces, self.units, self.code, self.consts, self.limiter)
 
     def absorb_step(self, state: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
         """Positions mod 2 pi and :func:`absorb` on a flat state: ``(new state, u, smallest

@@ -36,6 +36,7 @@ from solvers.circle.discretization import (
     tail_energy,
 )
 from solvers.circle.fv import transport
+from solvers.core.discretization import bound_mass
 from solvers.core.measure import DiracAtoms, MeasureLayout, MeasureStateAccess
 from solvers.core.point_atoms import AtomSystem
 from solvers.core.snapshot import Diagnostics
@@ -87,7 +88,7 @@ class DiracCircleDiscretization(MeasureStateAccess, CircleDiscretization):
                 atoms0 = DiracAtoms.empty(1)
         self.next_id = int(atoms0.ids.max()) + 1 if atoms0.count else 0
         state = self.layout.pack(rho0, merge(atoms0, self.problem.basis.h))
-        self._set_total(self.total_mass(state))
+        self._set_total(bound_mass(self.total_mass(state)))
         return state
 
     def _set_total(self, total: float) -> None:

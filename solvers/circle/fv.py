@@ -32,7 +32,7 @@ from typing import Callable
 import numpy as np
 
 from solvers.circle.problem import CircleProblem
-from solvers.core.backend import resolve_backend
+from solvers.core.backend import fused_steps_available, resolve_backend
 from solvers.core.discretization import Rhs
 from solvers.core.limiters import CIRCLE_RECONSTRUCTIONS, LIMITERS, weno5_faces
 
@@ -127,6 +127,8 @@ def fv(problem: CircleProblem, limiter: str = "mc", mass_floor: float = 1e-6,
     rhs.with_velocity = with_velocity  # type: ignore[attr-defined]  (snapshot diagnostics)
     if backend == "numba":
         rhs.fused_stage = _fused_stage(problem, limiter, mass_floor)  # type: ignore[attr-defined]
+        if fused_steps_available() and not problem.softmax:
+            rhs.fused_step = _fused_step(problem, limiter, mass_floor)  # type: ignore[attr-defined]
     return rhs
 
 
@@ -148,3 +150,24 @@ def _fused_stage(problem: CircleProblem, limiter: str, mass_floor: float) -> Cal
         return new, speed * inv_h
 
     return fused_stage
+
+
+def _fused_step(problem: CircleProblem, limiter: str, mass_floor: float) -> Callable:
+    """``fused_step(rho, dt, plan) -> (rho_new, max_rate)``: a whole Shu-Osher step (plan:
+    :attr:`solvers.timestepping.integrators.ButcherTable.stage_plan`) in one compiled call,
+    FFTs included (:func:`solvers.core.kernels_circle_steps_numba.grid_step`; unnormalised
+    attention), the operations of the stage-by-stage :func:`_fused_stage` path."""
+    from solvers.core.kernels_circle_steps_numba import grid_step
+    from solvers.core.kernels_numba import LIMITER_CODES
+
+    code, h, scale = LIMITER_CODES[limiter], problem.basis.h, problem.cell_scale
+    moved = np.ascontiguousarray(problem.moved_faces, dtype=np.int64)
+    rows = problem.multipliers("moved_rows") if moved.size else np.zeros((0, 1), dtype=complex)
+    fields = (problem.multipliers("m_face"), problem.multipliers("sw_face"), moved, np.ascontiguousarray(rows),
+              problem.multipliers("d_center"), problem.sign / (problem.model.beta * problem.basis.n))
+
+    def fused_step(rho: np.ndarray, dt: float, plan: tuple) -> tuple[np.ndarray, float]:
+        return grid_step(np.ascontiguousarray(rho, dtype=float), float(dt), *plan, *fields, code, h,
+                         mass_floor, scale)
+
+    return fused_step

@@ -21,6 +21,14 @@ def numba_available() -> bool:
     return importlib.util.find_spec("numba") is not None
 
 
+@lru_cache(maxsize=1)
+def fused_steps_available() -> bool:
+    """Whether the numba backend's S^1 steps can run whole in one compiled call: numba and
+    rocket-fft, which gives numba ``numpy.fft`` (:mod:`solvers.core.kernels_circle_steps_numba`;
+    without it each stage is one compiled call after numpy's FFTs, the same numbers)."""
+    return numba_available() and importlib.util.find_spec("rocket_fft") is not None
+
+
 def default_backend() -> str:
     """``"numpy"`` when ``MEANFIELD_NUMPY=1`` or numba is missing, else ``"numba"``."""
     if os.environ.get("MEANFIELD_NUMPY", "") not in ("", "0") or not numba_available():

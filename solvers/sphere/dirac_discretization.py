@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from solvers.core.discretization import bound_mass
 from solvers.core.measure import DiracAtoms, MeasureLayout, MeasureStateAccess
 from solvers.core.point_atoms import AtomSystem
 from solvers.core.snapshot import Diagnostics
@@ -87,7 +88,7 @@ class DiracSphereDiscretization(MeasureStateAccess, SphereDiscretization):
         rho = self.prepare(rho0, fresh) if fresh else np.asarray(rho0, float)
         self.next_id = int(atoms0.ids.max()) + 1 if atoms0.count else 0
         state = self.layout.pack(rho, merge(atoms0, self.width))
-        self.total = self.total_mass(state)
+        self.total = bound_mass(self.total_mass(state))
         return state
 
     def total_mass(self, state: np.ndarray) -> float:

@@ -10,7 +10,7 @@ The tables are checked against the order conditions (up to order 4) when they ar
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import partial
+from functools import cached_property, partial
 from typing import Callable
 
 import numpy as np
@@ -53,6 +53,21 @@ class ButcherTable:
         if self.alpha is None:
             return 1.0
         return float(np.min(np.diag(self.alpha) / np.diag(self.beta)))
+
+    @cached_property
+    def stage_plan(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
+        """``(beta_ii, alpha_ii, alpha_ij, j)`` per stage (``j = 0``: no earlier stage) when every
+        Shu-Osher stage draws on at most one earlier stage besides ``u^(0)``, else None: the
+        plan of the compiled whole steps (:mod:`solvers.core.kernels_circle_steps_numba`)."""
+        if self.alpha is None:
+            return None
+        rows = [[j for j in range(1, i + 1) if self.alpha[i, j] != 0.0] for i in range(self.stages)]
+        if any(len(r) > 1 for r in rows):
+            return None
+        term = np.array([r[0] if r else 0 for r in rows], dtype=np.int64)
+        weight = np.array([self.alpha[i, r[0]] if r else 0.0 for i, r in enumerate(rows)])
+        return (np.ascontiguousarray(np.diag(self.beta)), np.ascontiguousarray(np.diag(self.alpha)),
+                weight, term)
 
     def order_residuals(self) -> list[float]:
         """Residuals of the order conditions up to ``self.order`` (all ~0 if valid)."""
@@ -164,6 +179,9 @@ def _fusable(*arrays: np.ndarray) -> bool:
 
 def _shu_osher_step(table: ButcherTable, rhs: Rhs, u: np.ndarray, dt: float,
                     backend: str = "numpy") -> tuple[np.ndarray, float]:
+    whole = getattr(rhs, "fused_step", None) if backend == "numba" else None
+    if whole is not None and table.stage_plan is not None:  # every stage in one compiled call
+        return whole(u, dt, table.stage_plan)
     stages, speed = [u], 0.0
     fused = getattr(rhs, "fused_stage", None) if backend == "numba" else None
     for i in range(table.stages):

@@ -43,7 +43,7 @@ from typing import NoReturn
 
 import numpy as np
 
-from solvers.core.discretization import Discretization
+from solvers.core.discretization import Discretization, bound_mass
 from solvers.core.snapshot import Diagnostics, Restart, Snapshot
 from solvers.model.config import DT_MIN_FRACTION, check_run
 from solvers.model.params import RunConfig
@@ -140,7 +140,8 @@ class Solver:
         else:
             self.rho = self.disc.prepare(rho0, fresh=fresh)
         self.t, self.n_steps = float(t0), int(step0)
-        mass = self.disc.total_mass(self.rho) if self.measure else float(np.sum(self.rho * self.disc.cell_weight))
+        mass = bound_mass(self.disc.total_mass(self.rho) if self.measure
+                          else float(np.sum(self.rho * self.disc.cell_weight)))
         # an SSP table's stages are Euler steps of dt / C: the Euler bounds scale by C
         self.ssp = self.table.ssp_coefficient
         self.rate_dt = self.ssp * tp.rate_factor / max(self.disc.lipschitz_bound(abs(mass)), 1e-300)

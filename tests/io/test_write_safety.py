@@ -164,11 +164,13 @@ def test_sigint_with_a_snapshot_every_step_is_never_swallowed(tmp_path, config) 
 
 def test_interrupted_run_resumes(tmp_path, config) -> None:
     out = tmp_path / "x.nc"
+    # 10000 steps: long enough to be interrupted after 5 records (dt = 0.001 took 0.7 s in all)
     proc = start("run", str(config), "-o", str(out), "--set", "time.t_end=2", "--set",
-                 "output.snapshot_interval=0.01", cwd=tmp_path)
+                 "output.snapshot_interval=0.01", "--set", "time.dt=0.0002", cwd=tmp_path)
     wait_for_records(out, proc, n=5)
     proc.send_signal(signal.SIGINT)
-    assert finish(proc)[0] == 130
+    rc, _, err = finish(proc)
+    assert rc == 130, err
     rc, _, err = finish(start("run", "--resume", str(out), cwd=tmp_path))
     assert rc == 0, err
     times = open_run(out)["time"].values
