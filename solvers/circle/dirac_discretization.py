@@ -174,13 +174,16 @@ class DiracCircleDiscretization(MeasureStateAccess, CircleDiscretization):
         return [measure_diagnostics(self, state, atoms) for state in states]
 
 
-def measure_energy(disc: DiracCircleDiscretization, rho: np.ndarray, dirac: DiracAtoms) -> float:
+def measure_energy(disc: DiracCircleDiscretization, rho: np.ndarray, dirac: DiracAtoms,
+                   rho_hat: np.ndarray | None = None) -> float:
     """``E[mu]`` (paper eq. 2.7) of density plus atoms: the density's own energy (spectral),
-    the cross term ``(1/beta) sum_i m_i (K*rho)(x_i)`` and the atoms' closed form."""
+    the cross term ``(1/beta) sum_i m_i (K*rho)(x_i)`` and the atoms' closed form.
+    ``rho_hat``: ``forward(rho)`` when already known."""
     p, x = disc.problem, dirac.position
-    e = p.energy(rho)
+    rho_hat = p.basis.forward(rho) if rho_hat is None else rho_hat
+    e = p.energy(rho, rho_hat)
     if dirac.count:
-        e += float(dirac.mass @ disc.fields.density_potential_at(p.basis.forward(rho), x)) / p.model.beta
+        e += float(dirac.mass @ disc.fields.density_potential_at(rho_hat, x)) / p.model.beta
         unit = np.stack([np.cos(x), np.sin(x)], axis=1)
         e += AtomSystem(p.model, dirac.mass).energy(unit)
     return e
@@ -225,7 +228,7 @@ def measure_diagnostics(disc: DiracCircleDiscretization, state: np.ndarray, para
     found = measure_atoms(disc, rho, dirac, u, params)
     return Diagnostics(
         mass=mass, min_rho=float(rho.min()), max_rho=float(rho.max()),
-        energy=measure_energy(disc, rho, dirac),
+        energy=measure_energy(disc, rho, dirac, rho_hat),
         dissipation=float(np.sum(rho * grad**2) * b.h + m @ g_atoms**2),
         transport_rate=float(np.sum(np.abs(drho)) * b.h + 2.0 * (m @ np.abs(g_atoms)) / b.h),
         max_support_velocity=float(speeds.max()) if speeds.size else 0.0,

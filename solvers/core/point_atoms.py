@@ -165,10 +165,17 @@ class AtomSystem:
             e += float(self.m @ ks.sum(axis=1)) / beta
             e += 0.5 / beta * float(self.w @ (c * np.exp(beta * (self.y @ self.y.T))) @ self.w)
             e += 0.5 * float(self.w @ self._perceptron_values(self.y))
-        return e + 0.5 * float(self.m @ self._perceptron(x)[2])
+        return e + 0.5 * float(self.m @ self._perceptron_values(x))
 
     def _perceptron_values(self, y: np.ndarray) -> np.ndarray:
-        return self._perceptron(y)[2]
+        """``v`` at the points ``y`` (n,): the third entry of :meth:`_perceptron`, without the
+        gradient and Hessian (the snapshot energy needs only the values)."""
+        p = self.model.perceptron
+        if p.n_units == 0:
+            return np.zeros(y.shape[0])
+        from solvers.model.activations import get_activation
+
+        return get_activation(p.activation).phi(y @ p.a.T + p.b) @ p.omega
 
     def hess_u_full(self, x: np.ndarray, bases: np.ndarray) -> np.ndarray:
         """Tangential Hessian of ``U`` at each atom including its own mass, shape (n, d-1, d-1)."""
