@@ -149,8 +149,7 @@ class CompiledCircleField:
         self.beta, self.log_c = float(model.beta), float(kernel_log_shift(model))
         # (beta, log c_K, s, h, absolute mass floor: set_mass_floor)
         self.consts = np.array([self.beta, self.log_c, problem.sign, b.h, 0.0])
-        rows = problem.multipliers("moved_rows") if self.moved.size else np.zeros((0, 1), dtype=complex)
-        self._moved = (np.ascontiguousarray(self.moved, dtype=np.int64), np.ascontiguousarray(rows))
+        self._moved = problem.moved_evaluation()  # the moved faces, for the compiled whole step
         if not fused_steps_available():  # the integrator then calls fused_stage stage by stage
             self.fused_step = None  # type: ignore[method-assign]
 

@@ -161,9 +161,7 @@ def _fused_step(problem: CircleProblem, limiter: str, mass_floor: float) -> Call
     from solvers.core.kernels_numba import LIMITER_CODES
 
     code, h, scale = LIMITER_CODES[limiter], problem.basis.h, problem.cell_scale
-    moved = np.ascontiguousarray(problem.moved_faces, dtype=np.int64)
-    rows = problem.multipliers("moved_rows") if moved.size else np.zeros((0, 1), dtype=complex)
-    fields = (problem.multipliers("m_face"), problem.multipliers("sw_face"), moved, np.ascontiguousarray(rows),
+    fields = (problem.multipliers("m_face"), problem.multipliers("sw_face"), *problem.moved_evaluation(),
               problem.multipliers("d_center"), problem.sign / (problem.model.beta * problem.basis.n))
 
     def fused_step(rho: np.ndarray, dt: float, plan: tuple) -> tuple[np.ndarray, float]:

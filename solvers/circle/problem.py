@@ -78,6 +78,14 @@ class CircleProblem:
         """``h / width`` of every cell, shape (N,): the cell density is ``rho * cell_scale``."""
         return self._cache["layout"].scale
 
+    def moved_evaluation(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(indices (m,) int64, rows (m, N//2 + 1) complex)``: the moved faces and the matrix that
+        evaluates a trigonometric polynomial there (:meth:`moved_attention`), contiguous for the
+        compiled kernels; ``m = 0`` (rows of shape (0, 1)) on the uniform grid."""
+        moved = np.ascontiguousarray(self.moved_faces, dtype=np.int64)
+        rows = self._cache["moved_rows"] if moved.size else np.zeros((0, 1), dtype=complex)
+        return moved, np.ascontiguousarray(rows)
+
     def moved_attention(self, rho_hat: np.ndarray, coefficients: str = "d_center") -> np.ndarray:
         """``basis.backward(rho_hat * multiplier)`` at the moved faces, shape (m,), for the
         centre multiplier ``coefficients`` (``"d_center"``: ``beta`` times the attention; linear
