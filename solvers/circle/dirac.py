@@ -138,7 +138,8 @@ class CompiledCircleField:
         self.kd, self.problem, self.n, self.h = kd, problem, b.n, b.h
         faces = problem.faces  # moved onto the perceptron's corners with time.kink_faces
         self.faces = np.ascontiguousarray(np.stack([np.cos(faces), np.sin(faces), problem.multipliers("w_face"),
-                                                    np.cos(b.theta), np.sin(b.theta), problem.cell_scale]))
+                                                    np.cos(b.theta), np.sin(b.theta), problem.cell_scale,
+                                                    faces]))  # row 6: the face angles (absorb's cells)
         self.d_center, self.d_face = problem.multipliers("d_center"), problem.multipliers("d_face")
         self.moved = problem.moved_faces  # the density's field there: evaluated, not transformed
         self.n_modes = kernel_modes(self.d_center)
@@ -214,7 +215,7 @@ class CompiledCircleField:
     def absorb(self, state: np.ndarray, u: np.ndarray) -> float:
         """:func:`absorb` in place on a flat state (positions mod 2 pi) with the face velocity
         ``u`` (N,); returns the atoms' smallest separation."""
-        return self.kd.absorb(state, u, self.n, self.h)
+        return self.kd.absorb(state, u, self.faces)
 
     # -- the fields of CircleMeasureField ---------------------------------------------------
     def atom_attention(self, points: np.ndarray, x: np.ndarray, m: np.ndarray) -> np.ndarray:
@@ -256,7 +257,8 @@ def kernel_modes(multiplier: np.ndarray, tol: float = MODE_TOL) -> int:
 def _floats(a: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(a, dtype=float)
 
-def absorb(rho: np.ndarray, atoms: DiracAtoms, u_face: np.ndarray, h: float) -> tuple[np.ndarray, DiracAtoms]:
+def absorb(rho: np.ndarray, atoms: DiracAtoms, u_face: np.ndarray, h: float,
+           cells: np.ndarray | None = None) -> tuple[np.ndarray, DiracAtoms]:
     """Add the density of every atom's cell to the atom when that cell has no outflow.
 
     Parameters
@@ -266,6 +268,9 @@ def absorb(rho: np.ndarray, atoms: DiracAtoms, u_face: np.ndarray, h: float) -> 
     u_face : ndarray, shape (N,)
         Signed velocity at the right faces.
     h : float
+    cells : ndarray of int, shape (n,), optional
+        The finite volume of each atom (:meth:`CircleProblem.cell_of`, which knows moved
+        faces); None: ``rint(x / h) mod N``, the uniform grid's cell.
 
     Returns
     -------
@@ -273,8 +278,9 @@ def absorb(rho: np.ndarray, atoms: DiracAtoms, u_face: np.ndarray, h: float) -> 
     """
     rho, mass = rho.copy(), atoms.mass.copy()
     n = rho.size
-    for i, x in enumerate(atoms.position):
-        c = int(np.rint(x / h)) % n
+    if cells is None:
+        cells = np.rint(atoms.position / h).astype(int) % n
+    for i, c in enumerate(cells):
         if u_face[c] <= 0.0 and u_face[c - 1] >= 0.0 and rho[c] > 0.0:
             mass[i] += rho[c] * h
             rho[c] = 0.0
@@ -317,7 +323,7 @@ def capture(rho: np.ndarray, atoms: DiracAtoms, u_face: np.ndarray, problem: Cir
     """
     b = problem.basis
     h, n = b.h, b.n
-    cells = b.cell_of(atoms.position)
+    cells = problem.cell_of(atoms.position)
     deposit = np.bincount(cells, weights=atoms.mass, minlength=n)
     found = detect_atoms(b.theta, rho * h + deposit, problem.model.beta, params, face_velocity=u_face)
     if found.labels is None or found.count == 0:
@@ -333,7 +339,9 @@ def capture(rho: np.ndarray, atoms: DiracAtoms, u_face: np.ndarray, problem: Cir
         core_mass = float(rho[core].sum() * h)
         if core_mass < params.capture_fraction * found.mass[k] or found.mass[k] < params.min_mass:
             continue
-        offset = np.arange(-CORE_CELLS, CORE_CELLS + 1) * h
+        # the cells' own centres: with time.kink_faces a core cell beside a moved face is off
+        # the uniform grid by up to h/4, and the atoms born on ReLU corners have such cores
+        offset = np.mod(problem.cell_centres[core] - b.theta[peak] + np.pi, TWO_PI) - np.pi
         new_x.append(float(np.mod(b.theta[peak] + rho[core] @ offset * h / core_mass, TWO_PI)))
         new_m.append(core_mass)
         rho[core] = 0.0

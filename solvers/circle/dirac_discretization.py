@@ -161,7 +161,7 @@ class DiracCircleDiscretization(MeasureStateAccess, CircleDiscretization):
         """:meth:`after_step` by :func:`capture`, :func:`absorb` and :func:`merge` (numpy)."""
         b = self.problem.basis
         rho, atoms, u = self._captured(state, self.field, step % CAPTURE_EVERY == 0)
-        rho, atoms = absorb(rho, atoms, u, b.h)
+        rho, atoms = absorb(rho, atoms, u, b.h, self.problem.cell_of(atoms.position))
         return self.layout.pack(rho, merge(atoms, b.h))
 
     # -- diagnostics ----------------------------------------------------------------------
@@ -195,7 +195,7 @@ def measure_atoms(disc: DiracCircleDiscretization, rho: np.ndarray, dirac: Dirac
     atoms takes their mass-weighted exact position; a Dirac atom in no basin is an atom of its
     own. ``labels``: the atom of every cell (-1: diffuse), as for a grid density."""
     b = disc.problem.basis
-    cells = b.cell_of(dirac.position)
+    cells = disc.problem.cell_of(dirac.position)
     deposit = np.bincount(cells, weights=dirac.mass, minlength=b.n)
     found = detect_atoms(b.theta, rho * b.h + deposit, disc.problem.model.beta, params, face_velocity=u)
     pos, mass, core = found.position.copy(), found.mass.copy(), found.core_mass.copy()

@@ -78,6 +78,29 @@ class CircleProblem:
         """``h / width`` of every cell, shape (N,): the cell density is ``rho * cell_scale``."""
         return self._cache["layout"].scale
 
+    @property
+    def cell_centres(self) -> np.ndarray:
+        """Centre angles of the finite volumes, shape (N,): the midpoints of their faces
+        (``basis.theta`` unless a face beside the cell was moved)."""
+        if "centres" not in self._cache:
+            shift = self.faces - self.basis.faces  # each face's move, |shift| <= h/2
+            self._cache["centres"] = self.basis.theta + 0.5 * (shift + np.roll(shift, 1))
+        return self._cache["centres"]
+
+    def cell_of(self, angles: np.ndarray) -> np.ndarray:
+        """Index of the finite volume (between its left and right faces) holding each angle
+        (any real angle), integer array of the shape of ``angles``; with moved faces a point
+        near one can lie in the cell next to ``basis.cell_of`` (same rule as the compiled
+        ``kernels_dirac_circle_numba.cell_of``)."""
+        x = np.asarray(angles, dtype=float)
+        c = self.basis.cell_of(x)
+        if not self.moved_faces.size:
+            return c
+        n, f = self.basis.n, self.faces
+        right = np.mod(x - f[c] + np.pi, 2.0 * np.pi) - np.pi >= 0.0
+        left = np.mod(x - f[(c - 1) % n] + np.pi, 2.0 * np.pi) - np.pi < 0.0
+        return (c + right - (left & ~right)) % n
+
     def moved_evaluation(self) -> tuple[np.ndarray, np.ndarray]:
         """``(indices (m,) int64, rows (m, N//2 + 1) complex)``: the moved faces and the matrix that
         evaluates a trigonometric polynomial there (:meth:`moved_attention`), contiguous for the

@@ -277,18 +277,35 @@ def min_separation(x: np.ndarray) -> float:
 
 
 @njit(cache=True, error_model="numpy")
-def absorb(state: np.ndarray, u: np.ndarray, n_grid: int, h: float) -> float:
+def cell_of(x: float, faces: np.ndarray) -> int:
+    """The finite volume holding angle ``x`` in [0, 2 pi]: ``rint(x / h)``, moved one cell where
+    ``x`` lies beyond a face moved onto a perceptron corner (``faces[6]``: the right-face angles;
+    :meth:`solvers.circle.problem.CircleProblem.cell_of` is the same rule)."""
+    n_grid = faces.shape[1]
+    c = int(np.rint(x / (TWO_PI / n_grid))) % n_grid
+    left = c - 1 if c > 0 else n_grid - 1
+    if np.mod(x - faces[6, c] + np.pi, TWO_PI) - np.pi >= 0.0:
+        return c + 1 if c + 1 < n_grid else 0
+    if np.mod(x - faces[6, left] + np.pi, TWO_PI) - np.pi < 0.0:
+        return left
+    return c
+
+
+@njit(cache=True, error_model="numpy")
+def absorb(state: np.ndarray, u: np.ndarray, faces: np.ndarray) -> float:
     """:func:`solvers.circle.dirac.absorb` in place on a flat state (positions in [0, 2 pi]) with
     the face velocity ``u`` (N,); returns the atoms' smallest separation (:func:`min_separation`).
 
-    Atom i (in order) takes the density of its cell ``c = rint(x_i / h) mod N`` when both faces
+    Atom i (in order) takes the density of its cell ``c`` (:func:`cell_of`) when both faces
     point into it (``u_c <= 0 <= u_{c-1}``) and ``rho_c > 0``; mass is conserved exactly up to
     the one rounding of ``m_i + rho_c h``.
     """
+    n_grid = faces.shape[1]
+    h = TWO_PI / n_grid
     n = (state.size - n_grid) // 3
     rho, x, m = state[:n_grid], state[n_grid : n_grid + n], state[n_grid + n : n_grid + 2 * n]
     for i in range(n):
-        c = int(np.rint(x[i] / h)) % n_grid
+        c = cell_of(x[i], faces)
         left = c - 1 if c > 0 else n_grid - 1
         if u[c] <= 0.0 and u[left] >= 0.0 and rho[c] > 0.0:
             m[i] += rho[c] * h
@@ -309,4 +326,4 @@ def absorb_step(state: np.ndarray, g: np.ndarray, faces: np.ndarray,
     for i in range(n):
         x[i] = np.mod(x[i], TWO_PI)
     u = face_velocity(g, 1.0, x, m, faces, consts)
-    return new, u, absorb(new, u, n_grid, consts[3])
+    return new, u, absorb(new, u, faces)
