@@ -15,6 +15,8 @@ import numpy as np
 from numba import njit
 
 from solvers.circle.atoms_numba import detect_ring
+from solvers.core.kernels_dirac_circle_numba import face_attention, face_velocity
+from solvers.core.kernels_numba import circle_fv_rhs
 
 
 @njit(cache=True, error_model="numpy")
@@ -78,3 +80,43 @@ def reductions_and_atoms(rho: np.ndarray, weight: np.ndarray, grad_u: np.ndarray
         cell_mass[i] = rho[i] * weight[i]
     return (reductions(rho, weight, grad_u, conv, v_center, drho, rho_hat, k_max, floor),
             detect_ring(face, cell_mass, *ring))
+
+
+@njit(cache=True, error_model="numpy")
+def measure_reductions(rho: np.ndarray, h: float, stack: np.ndarray, x: np.ndarray, m: np.ndarray,
+                       faces: np.ndarray, consts: np.ndarray, w_center: np.ndarray,
+                       v_center: np.ndarray, drho_of: tuple, rho_hat: np.ndarray, k_max: int,
+                       floor: float, g_atoms: np.ndarray) -> tuple:
+    """The reductions of a Dirac state's snapshot (density ``rho`` (N,) plus atoms ``x``, ``m``
+    (n,)): ``(face velocity (N,), (mass, min, max, <w, K*rho>, <w, v>, dissipation, transport
+    rate, max support speed, tail))`` with the atoms' mass, dissipation, moved mass and speeds
+    in them, the same quantities as :func:`solvers.circle.dirac_diagnostics.measure_diagnostics`.
+
+    ``stack`` (3, N): the inverse transforms of ``rho_hat`` times ``d_face``, ``d_center`` and
+    the kernel (the density's attention at faces and centres times ``beta``, and ``K*rho``);
+    ``faces``, ``consts``: :class:`~solvers.circle.dirac.CompiledCircleField`'s; ``drho_of``:
+    ``(limiter code, scale (N,))`` for the fv divergence; ``floor``: a cell is in the support
+    when ``rho > floor * |mass|``; ``g_atoms`` (n,): ``dU/dx`` at the atoms.
+    """
+    beta, log_c = consts[0], consts[1]
+    face = face_velocity(stack[0], 1.0, x, m, faces, consts)
+    grad_u = face_attention(faces[3], faces[4], x, m, beta, log_c)
+    for i in range(rho.size):
+        grad_u[i] = (stack[1, i] / beta + w_center[i]) + grad_u[i]
+    drho = circle_fv_rhs(rho, face, drho_of[0], 0.0, False, 1.0 / h, 0.0, 0.0, drho_of[1])[0]
+    weight = np.full(rho.size, h)
+    mass, low, high, e_att, e_v, diss, moved, _, tail = reductions(
+        rho, weight, grad_u, stack[2], v_center, drho, rho_hat, k_max, np.inf)
+    total, speed = mass, 0.0
+    for i in range(x.size):
+        total += m[i]
+        diss += m[i] * g_atoms[i] * g_atoms[i]
+        speed = max(speed, abs(g_atoms[i]))
+    level = floor * abs(total)
+    for i in range(rho.size):
+        if rho[i] > level:
+            speed = max(speed, abs(grad_u[i]))
+    rate = moved * h
+    for i in range(x.size):
+        rate += 2.0 * (m[i] * abs(g_atoms[i])) / h
+    return face, (total, low, high, e_att, e_v, diss, rate, speed, tail)

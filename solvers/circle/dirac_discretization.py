@@ -21,7 +21,6 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from solvers.circle.atoms import Atoms, detect_atoms, relabel
 from solvers.circle.dirac import (
     CircleMeasureField,
     CompiledCircleField,
@@ -30,15 +29,11 @@ from solvers.circle.dirac import (
     merge,
     wrap_difference,
 )
-from solvers.circle.discretization import (
-    SUPPORT_FLOOR,
-    CircleDiscretization,
-    tail_energy,
-)
+from solvers.circle.dirac_diagnostics import compiled_diagnostics, measure_diagnostics
+from solvers.circle.discretization import CircleDiscretization
 from solvers.circle.fv import transport
 from solvers.core.discretization import bound_mass
 from solvers.core.measure import DiracAtoms, MeasureLayout, MeasureStateAccess
-from solvers.core.point_atoms import AtomSystem
 from solvers.core.snapshot import Diagnostics
 from solvers.model.params import AtomParams, RunConfig
 
@@ -166,75 +161,13 @@ class DiracCircleDiscretization(MeasureStateAccess, CircleDiscretization):
 
     # -- diagnostics ----------------------------------------------------------------------
     def diagnostics(self, state: np.ndarray, atoms: AtomParams) -> Diagnostics:
-        return measure_diagnostics(self, state, atoms)
+        return self.diagnostics_batch([state], atoms)[0]
 
     def diagnostics_batch(self, states: Sequence[np.ndarray], atoms: AtomParams
                           ) -> list[Diagnostics]:
-        """:meth:`diagnostics` of each measure state (not the grid path of the base class)."""
+        """:meth:`diagnostics` of each measure state (not the grid path of the base class):
+        compiled when the fields are (:func:`~solvers.circle.dirac_diagnostics.compiled_diagnostics`),
+        else the numpy reference :func:`~solvers.circle.dirac_diagnostics.measure_diagnostics`."""
+        if self.compiled is not None:
+            return compiled_diagnostics(self, states, atoms)
         return [measure_diagnostics(self, state, atoms) for state in states]
-
-
-def measure_energy(disc: DiracCircleDiscretization, rho: np.ndarray, dirac: DiracAtoms,
-                   rho_hat: np.ndarray | None = None) -> float:
-    """``E[mu]`` (paper eq. 2.7) of density plus atoms: the density's own energy (spectral),
-    the cross term ``(1/beta) sum_i m_i (K*rho)(x_i)`` and the atoms' closed form.
-    ``rho_hat``: ``forward(rho)`` when already known."""
-    p, x = disc.problem, dirac.position
-    rho_hat = p.basis.forward(rho) if rho_hat is None else rho_hat
-    e = p.energy(rho, rho_hat)
-    if dirac.count:
-        e += float(dirac.mass @ disc.fields.density_potential_at(rho_hat, x)) / p.model.beta
-        unit = np.stack([np.cos(x), np.sin(x)], axis=1)
-        e += AtomSystem(p.model, dirac.mass).energy(unit)
-    return e
-
-
-def measure_atoms(disc: DiracCircleDiscretization, rho: np.ndarray, dirac: DiracAtoms,
-                  u: np.ndarray, params: AtomParams) -> Atoms:
-    """Basin atoms of the measure (Dirac masses deposited in their cells); a basin holding Dirac
-    atoms takes their mass-weighted exact position; a Dirac atom in no basin is an atom of its
-    own. ``labels``: the atom of every cell (-1: diffuse), as for a grid density."""
-    b = disc.problem.basis
-    cells = disc.problem.cell_of(dirac.position)
-    deposit = np.bincount(cells, weights=dirac.mass, minlength=b.n)
-    found = detect_atoms(b.theta, rho * b.h + deposit, disc.problem.model.beta, params, face_velocity=u)
-    pos, mass, core = found.position.copy(), found.mass.copy(), found.core_mass.copy()
-    lab = found.labels[cells] if found.labels is not None else np.full(dirac.count, -1)
-    for k in np.unique(lab[lab >= 0]):
-        z = dirac.mass[lab == k] @ np.exp(1j * dirac.position[lab == k])
-        pos[k] = float(np.mod(np.angle(z), 2 * np.pi))
-    alone = lab < 0  # a Dirac atom in no basin (e.g. moving: its cell is no sink) is an atom itself
-    diffuse = found.diffuse_mass - float(dirac.mass[alone].sum())
-    pos, mass = np.append(pos, dirac.position[alone]), np.append(mass, dirac.mass[alone])
-    order = np.argsort(pos)
-    labels = None if found.labels is None else relabel(found.labels, order)
-    return Atoms(mass[order], pos[order], np.append(core, dirac.mass[alone])[order], max(diffuse, 0.0),
-                 labels)
-
-
-def measure_diagnostics(disc: DiracCircleDiscretization, state: np.ndarray, params: AtomParams) -> Diagnostics:
-    """Snapshot diagnostics of the measure (mass, energy and dissipation include the atoms)."""
-    b, f = disc.problem.basis, disc.fields
-    rho, dirac = disc.density(state), disc.atoms(state)
-    x, m = dirac.position, dirac.mass
-    rho_hat = b.forward(rho)
-    mass = float(rho.sum() * b.h + m.sum())
-    u = f.face_velocity(rho_hat, x, m)
-    grad = f.center_gradient(rho_hat, x, m)  # dU/dtheta: the perceptron term is in it
-    g_atoms = f.atom_gradient(rho_hat, x, m)
-    drho, _ = transport(rho, u, b.h, disc.limiter, scale=disc.problem.cell_scale)
-    support = rho > SUPPORT_FLOOR * abs(mass) / (2.0 * np.pi)
-    speeds = np.concatenate([np.abs(grad[support]), np.abs(g_atoms)])
-    found = measure_atoms(disc, rho, dirac, u, params)
-    return Diagnostics(
-        mass=mass, min_rho=float(rho.min()), max_rho=float(rho.max()),
-        energy=measure_energy(disc, rho, dirac, rho_hat),
-        dissipation=float(np.sum(rho * grad**2) * b.h + m @ g_atoms**2),
-        transport_rate=float(np.sum(np.abs(drho)) * b.h + 2.0 * (m @ np.abs(g_atoms)) / b.h),
-        max_support_velocity=float(speeds.max()) if speeds.size else 0.0,
-        tail_energy=tail_energy(rho_hat, disc.k_max),
-        n_atoms=found.count, atom_mass=found.mass, atom_position=found.position,
-        atom_core_mass=found.core_mass, diffuse_mass=found.diffuse_mass,
-        atom_labels=None,  # no per-atom mass budget: Dirac masses move between atoms without cells
-        dirac_mass=m.copy(), dirac_position=x.copy(), dirac_id=dirac.ids.copy(),
-    )

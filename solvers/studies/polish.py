@@ -98,7 +98,7 @@ def measure_atoms(config: RunConfig, rho: np.ndarray, dirac: Any
     disc = make_discretization(config)
     state = disc.prepare_state(rho, dirac, fresh=False)  # (atoms closer than a cell merged)
     if config.domain.manifold == "S1":
-        from solvers.circle.dirac_discretization import measure_atoms as circle_measure_atoms
+        from solvers.circle.dirac_diagnostics import measure_atoms as circle_measure_atoms
 
         b, atoms = disc.problem.basis, disc.atoms(state)
         u = disc.fields.face_velocity(b.forward(rho), atoms.position, atoms.mass)

@@ -14,10 +14,8 @@ from solvers.circle.dirac import (
     merge,
     wrap_difference,
 )
-from solvers.circle.dirac_discretization import (
-    DiracCircleDiscretization,
-    measure_energy,
-)
+from solvers.circle.dirac_diagnostics import measure_energy
+from solvers.circle.dirac_discretization import DiracCircleDiscretization
 from solvers.circle.problem import CircleProblem
 from solvers.core.measure import DiracAtoms
 from solvers.io.state import initial_density
