@@ -15,13 +15,12 @@ per state one compiled call for the fields and reductions
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
-
 import numpy as np
 
 from solvers.circle.atoms import Atoms, detect_atoms, relabel, ring_atoms
 from solvers.circle.discretization import (
     SUPPORT_FLOOR,
+    CircleDiscretization,
     _diagnostic_multipliers,
     _ring_detector,
     tail_energy,
@@ -32,11 +31,10 @@ from solvers.core.point_atoms import AtomSystem
 from solvers.core.snapshot import Diagnostics
 from solvers.model.params import AtomParams
 
-if TYPE_CHECKING:
-    from solvers.circle.dirac_discretization import DiracCircleDiscretization
+# ``disc`` below is a solvers.circle.dirac_discretization.DiracCircleDiscretization (which imports
+# this module): its problem, compiled fields, limiter and flat-state access are what is used
 
-
-def measure_energy(disc: DiracCircleDiscretization, rho: np.ndarray, dirac: DiracAtoms,
+def measure_energy(disc: CircleDiscretization, rho: np.ndarray, dirac: DiracAtoms,
                    rho_hat: np.ndarray | None = None) -> float:
     """``E[mu]`` (paper eq. 2.7) of density plus atoms: the density's own energy (spectral),
     the cross term ``(1/beta) sum_i m_i (K*rho)(x_i)`` and the atoms' closed form.
@@ -51,7 +49,7 @@ def measure_energy(disc: DiracCircleDiscretization, rho: np.ndarray, dirac: Dira
     return e
 
 
-def measure_atoms(disc: DiracCircleDiscretization, rho: np.ndarray, dirac: DiracAtoms,
+def measure_atoms(disc: CircleDiscretization, rho: np.ndarray, dirac: DiracAtoms,
                   u: np.ndarray, params: AtomParams) -> Atoms:
     """Basin atoms of the measure (Dirac masses deposited in their cells); a basin holding Dirac
     atoms takes their mass-weighted exact position; a Dirac atom in no basin is an atom of its
@@ -89,7 +87,7 @@ def with_dirac(found: Atoms, dirac: DiracAtoms, cells: np.ndarray) -> Atoms:
                  max(diffuse, 0.0), labels)
 
 
-def measure_diagnostics(disc: DiracCircleDiscretization, state: np.ndarray, params: AtomParams) -> Diagnostics:
+def measure_diagnostics(disc: CircleDiscretization, state: np.ndarray, params: AtomParams) -> Diagnostics:
     """Snapshot diagnostics of the measure (mass, energy and dissipation include the atoms)."""
     b, f = disc.problem.basis, disc.fields
     rho, dirac = disc.density(state), disc.atoms(state)
@@ -117,7 +115,7 @@ def measure_diagnostics(disc: DiracCircleDiscretization, state: np.ndarray, para
     )
 
 
-def compiled_diagnostics(disc: DiracCircleDiscretization, states: Sequence[np.ndarray],
+def compiled_diagnostics(disc: CircleDiscretization, states: Sequence[np.ndarray],
                          params: AtomParams) -> list[Diagnostics]:
     """:func:`measure_diagnostics` of each flat state in ``states``, compiled (``disc.compiled``
     set): the same values to round-off."""
@@ -132,7 +130,7 @@ def compiled_diagnostics(disc: DiracCircleDiscretization, states: Sequence[np.nd
             for i, s in enumerate(states)]
 
 
-def _compiled_one(disc: DiracCircleDiscretization, rho: np.ndarray, rho_hat: np.ndarray,
+def _compiled_one(disc: CircleDiscretization, rho: np.ndarray, rho_hat: np.ndarray,
                   stack: np.ndarray, dirac: DiracAtoms, params: AtomParams) -> Diagnostics:
     """One state of :func:`compiled_diagnostics`: ``stack`` (3, N) the inverse transforms of
     ``rho_hat`` times the face derivative, the centre derivative and the kernel."""
