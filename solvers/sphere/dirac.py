@@ -29,6 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+from scipy import sparse
 
 from solvers.core.backend import resolve_backend
 from solvers.core.kernel import kernel_log_shift
@@ -343,6 +344,29 @@ def merge(atoms: DiracAtoms, width: float) -> DiracAtoms:
         for seq in (m, x, ids):
             del seq[j]
     return DiracAtoms(np.asarray(m, float), np.asarray(x, float).reshape(-1, 3), np.asarray(ids, int))
+
+
+def core_adjacency(neighbours: tuple[np.ndarray, np.ndarray]) -> sparse.csr_matrix:
+    """The finite volumes' adjacency (:func:`cell_neighbours`) as a sparse 0/1 matrix
+    (n_cells, n_cells): ``A @ m`` sums every finite volume's neighbours' masses."""
+    start, adjacent = neighbours
+    n = start.size - 1
+    return sparse.csr_matrix((np.ones(adjacent.size), adjacent, start), shape=(n, n))
+
+
+def may_capture(rho: np.ndarray, fv: SphereFV, adjacency: sparse.csr_matrix, params: AtomParams) -> bool:
+    """Whether :func:`capture` could capture anything in ``rho`` (nlat, nphi): a necessary
+    condition that costs one sparse product instead of a basin detection.
+
+    :func:`capture` needs a basin of at least ``params.min_mass`` whose core (a finite volume and
+    the finite volumes adjacent to it) holds ``params.capture_fraction`` of it, so some finite
+    volume with its neighbours (``adjacency``: :func:`core_adjacency`) must hold
+    ``capture_fraction * min_mass``; the bound is relaxed by 1e-9 relative so that a different
+    order of summation cannot skip a capture.
+    """
+    volume = fv.cells(rho) * fv.maps.area
+    core = volume + adjacency @ volume
+    return bool(core.max() >= (1.0 - 1e-9) * params.capture_fraction * params.min_mass)
 
 
 def capture(rho: np.ndarray, atoms: DiracAtoms, potential: np.ndarray, fv: SphereFV,

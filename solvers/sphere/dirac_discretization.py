@@ -5,8 +5,9 @@ is the flat vector of :class:`solvers.core.measure.MeasureLayout` (``[rho (nlat 
 x (n, 3), m (n), ids (n)]``, positions unit vectors); the right-hand side moves the density by
 finite volumes with the face velocities of the whole measure and the atoms by their velocity
 (:mod:`solvers.sphere.dirac`). :meth:`DiracSphereDiscretization.after_step` renormalises the
-positions to unit length and applies absorption and merging after every accepted step, and
-capture every ``CAPTURE_EVERY`` steps.
+positions to unit length and applies capture, absorption and merging after every accepted step
+(capture's basin detection only where :func:`~solvers.sphere.dirac.may_capture` says it could
+find something).
 
 Step size (docs/math.md §6): ``max_rate`` is the larger of the fv Courant rate (over the faces
 that move mass) and ``|v_i| / w_i`` over the atoms, ``w_i`` the smaller width of the atom's
@@ -30,6 +31,8 @@ from solvers.sphere.dirac import (
     absorb,
     capture,
     cell_neighbours,
+    core_adjacency,
+    may_capture,
     atom_widths,
     band_widths,
     cell_width,
@@ -43,7 +46,6 @@ from solvers.sphere.discretization import (
     degree_tail,
 )
 
-CAPTURE_EVERY = 10  # steps between two capture checks (the basin detector is the costly part)
 FOUR_PI = 4.0 * np.pi
 
 
@@ -61,6 +63,7 @@ class DiracSphereDiscretization(MeasureStateAccess, SphereDiscretization):
         self.field = SphereMeasureField(self.problem)
         self.layout = MeasureLayout(self.shape, 3)
         self.neighbours = cell_neighbours(self.fv)
+        self._adjacency = core_adjacency(self.neighbours)  # may_capture's neighbour sums
         self._bands = band_widths(self.fv)  # an atom's cell width from its band (the step's rate)
         self.width = float(max(self.grid.dtheta.max(), self.grid.dphi))  # merging distance
         self.total = 1.0
@@ -114,13 +117,18 @@ class DiracSphereDiscretization(MeasureStateAccess, SphereDiscretization):
         return np.concatenate([np.ravel(drho), v.ravel(), np.zeros(2 * n)]), rate
 
     def after_step(self, state: np.ndarray, step: int) -> np.ndarray:
-        """Positions back to unit length; absorption and merging (every step) and capture (every
-        ``CAPTURE_EVERY`` steps)."""
+        """Positions back to unit length, then capture, absorption and merging.
+
+        Capture is checked after every step. Checking it every 10 steps (until round 11) let a
+        concentrated atom wait up to 10 steps on the grid: on ``runs/paper_s2_descent_relu.toml``
+        at lmax 63 that moved 0.003 of mass between the two heaviest atoms at ``cfl >= 0.25``
+        (docs/schemes.md, S^2 Dirac). The basin detection runs only when :func:`may_capture`
+        (a necessary condition, one pass over the finite volumes) holds."""
         rho, atoms = self.density(state).copy(), self.atoms(state)
         atoms = DiracAtoms(atoms.mass, normalise(atoms.position), atoms.ids)
         x, m = atoms.position, atoms.mass
         u_t, u_p = self.field.face_velocities(self.problem.kernel_coefficients(rho), x, m)
-        if step % CAPTURE_EVERY == 0:
+        if may_capture(rho, self.fv, self._adjacency, self.config.atoms):
             potential = self.field.flow_potential(rho, x, m)
             rho, atoms = capture(rho, atoms, potential, self.fv, self.neighbours, self.config.atoms,
                                  self.next_id)
