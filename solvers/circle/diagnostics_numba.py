@@ -95,7 +95,7 @@ def measure_reductions(rho: np.ndarray, h: float, stack: np.ndarray, x: np.ndarr
     ``stack`` (3, N): the inverse transforms of ``rho_hat`` times ``d_face``, ``d_center`` and
     the kernel (the density's attention at faces and centres times ``beta``, and ``K*rho``);
     ``faces``, ``consts``: :class:`~solvers.circle.dirac.CompiledCircleField`'s; ``drho_of``:
-    ``(limiter code, scale (N,))`` for the fv divergence; ``floor``: a cell is in the support
+    ``(limiter code, scale (N,), kink faces (m,))`` for the fv divergence; ``floor``: a cell is in the support
     when ``rho > floor * |mass|``; ``g_atoms`` (n,): ``dU/dx`` at the atoms.
     """
     beta, log_c = consts[0], consts[1]
@@ -103,7 +103,7 @@ def measure_reductions(rho: np.ndarray, h: float, stack: np.ndarray, x: np.ndarr
     grad_u = face_attention(faces[3], faces[4], x, m, beta, log_c)
     for i in range(rho.size):
         grad_u[i] = (stack[1, i] / beta + w_center[i]) + grad_u[i]
-    drho = circle_fv_rhs(rho, face, drho_of[0], 0.0, False, 1.0 / h, 0.0, 0.0, drho_of[1])[0]
+    drho = circle_fv_rhs(rho, face, drho_of[0], 0.0, False, 1.0 / h, 0.0, 0.0, drho_of[1], drho_of[2])[0]
     weight = np.full(rho.size, h)
     mass, low, high, e_att, e_v, diss, moved, _, tail = reductions(
         rho, weight, grad_u, stack[2], v_center, drho, rho_hat, k_max, np.inf)

@@ -182,7 +182,8 @@ class CompiledCircleField:
         """``(d state/dt, max_rate)`` of the flat state (``kernels_dirac_circle_numba.dirac_rhs``)."""
         fft, g = self.spectra(state[: self.n])
         return self.kd.dirac_rhs(state, g, fft, self.d_center, self.n_modes, self.faces, self.units, self.code,
-                                 self.consts, self.limiter, 0.0 if dt is None else float(dt), dt is not None)
+                                 self.consts, self.limiter, 0.0 if dt is None else float(dt), dt is not None,
+                                 self.problem.kinks)
 
     def fused_stage(self, state: np.ndarray, dt: float, u0: np.ndarray, c: float, alpha: float,
                     uj: np.ndarray) -> tuple[np.ndarray, float]:
@@ -190,7 +191,7 @@ class CompiledCircleField:
         fft, g = self.spectra(state[: self.n])
         return self.kd.dirac_stage(state, g, fft, self.d_center, self.n_modes, self.faces, self.units, self.code,
                                    self.consts, self.limiter, float(dt), u0, float(c), float(alpha), uj,
-                                   alpha != 0.0)
+                                   alpha != 0.0, self.problem.kinks)
 
     def fused_step(self, state: np.ndarray, dt: float, plan: tuple) -> tuple[np.ndarray, float]:
         """A whole Shu-Osher step (plan: :attr:`~solvers.timestepping.integrators.ButcherTable.stage_plan`)

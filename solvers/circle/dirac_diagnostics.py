@@ -97,7 +97,7 @@ def measure_diagnostics(disc: CircleDiscretization, state: np.ndarray, params: A
     u = f.face_velocity(rho_hat, x, m)
     grad = f.center_gradient(rho_hat, x, m)  # dU/dtheta: the perceptron term is in it
     g_atoms = f.atom_gradient(rho_hat, x, m)
-    drho, _ = transport(rho, u, b.h, disc.limiter, scale=disc.problem.cell_scale)
+    drho, _ = transport(rho, u, b.h, disc.limiter, scale=disc.problem.cell_scale, kinks=disc.problem.kinks)
     support = rho > SUPPORT_FLOOR * abs(mass) / (2.0 * np.pi)
     speeds = np.concatenate([np.abs(grad[support]), np.abs(g_atoms)])
     found = measure_atoms(disc, rho, dirac, u, params)
@@ -144,7 +144,7 @@ def _compiled_one(disc: CircleDiscretization, rho: np.ndarray, rho_hat: np.ndarr
     g_atoms = f.atom_gradient(rho_hat, x, m)
     face, (mass, low, high, e_att, e_v, diss, rate, speed, tail) = measure_reductions(
         rho, b.h, stack, x, m, f.faces, f.consts, p.multipliers("w_center"), p.multipliers("v_center"),
-        (LIMITER_CODES[disc.limiter], p.cell_scale), rho_hat, disc.k_max, SUPPORT_FLOOR / (2.0 * np.pi),
+        (LIMITER_CODES[disc.limiter], p.cell_scale, p.kinks), rho_hat, disc.k_max, SUPPORT_FLOOR / (2.0 * np.pi),
         g_atoms)
     cells = p.cell_of(x)
     cell_mass = rho * b.h + np.bincount(cells, weights=m, minlength=b.n)

@@ -108,7 +108,8 @@ class DiracCircleDiscretization(MeasureStateAccess, CircleDiscretization):
         u = self.field.face_velocity(rho_hat, x, m)
         mean = max(float(np.mean(rho)), 1e-300)
         floor = self.config.time.cfl_floor * self.total / (2 * np.pi) / mean
-        drho, rate = transport(rho, u, b.h, self.limiter, dt, floor, scale=self.problem.cell_scale)
+        drho, rate = transport(rho, u, b.h, self.limiter, dt, floor, scale=self.problem.cell_scale,
+                               kinks=self.problem.kinks)
         vx = self.problem.sign * self.field.atom_gradient(rho_hat, x, m)
         if n:
             rate = max(rate, float(np.max(np.abs(vx))) / b.h)

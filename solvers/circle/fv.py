@@ -37,7 +37,8 @@ from solvers.core.discretization import Rhs
 from solvers.core.limiters import CIRCLE_RECONSTRUCTIONS, LIMITERS, weno5_faces
 
 
-def upwind_flux(rho: np.ndarray, u_face: np.ndarray, limiter: str) -> np.ndarray:
+def upwind_flux(rho: np.ndarray, u_face: np.ndarray, limiter: str,
+                kinks: np.ndarray | None = None) -> np.ndarray:
     """Numerical flux through the right face of every cell.
 
     Parameters
@@ -48,6 +49,9 @@ def upwind_flux(rho: np.ndarray, u_face: np.ndarray, limiter: str) -> np.ndarray
         Velocity at the right face ``theta_i + h/2``.
     limiter : str
         Key of :data:`LIMITERS`, or ``"weno5"`` (:func:`solvers.core.limiters.weno5_faces`).
+    kinks : ndarray of int, shape (m,), optional
+        Faces on the perceptron's corners (``CircleProblem.moved_faces``): ``weno5`` takes
+        one-sided stencils there (the MUSCL limiters ignore it).
 
     Returns
     -------
@@ -55,7 +59,7 @@ def upwind_flux(rho: np.ndarray, u_face: np.ndarray, limiter: str) -> np.ndarray
         ``F_{i+1/2} = max(u,0) rho_i^+ + min(u,0) rho_{i+1}^-``.
     """
     if limiter == "weno5":
-        plus, minus = weno5_faces(rho)
+        plus, minus = weno5_faces(rho, kinks)
         left_state, right_state = plus, np.roll(minus, -1)
     else:
         slope = LIMITERS[limiter](rho - np.roll(rho, 1), np.roll(rho, -1) - rho)
@@ -81,13 +85,15 @@ def limit_outflow(flux: np.ndarray, rho: np.ndarray, dt: float, h: float) -> np.
 
 def transport(rho: np.ndarray, u: np.ndarray, h: float, limiter: str = "mc", dt: float | None = None,
               mass_floor: float = 1e-6, backend: str | None = None,
-              scale: np.ndarray | None = None) -> tuple[np.ndarray, float]:
+              scale: np.ndarray | None = None, kinks: np.ndarray | None = None) -> tuple[np.ndarray, float]:
     """``(d rho/dt, max_rate)`` for the cell masses over ``h``, ``rho``, and right-face velocities
     ``u`` (N,). ``scale`` (N,): ``h / width`` of each cell (None: the uniform grid; see
     :mod:`solvers.circle.kink_faces`); the reconstruction works on ``rho * scale`` and the
-    CFL rate on ``|u| scale / h``."""
+    CFL rate on ``|u| scale / h``. ``kinks`` (m,): the faces on perceptron corners, where
+    ``weno5`` is one-sided (:func:`solvers.core.limiters.weno5_faces`; None: none)."""
     inv_h = 1.0 / h
     scale = np.ones(rho.shape) if scale is None else scale
+    kinks = np.zeros(0, dtype=np.int64) if kinks is None else np.ascontiguousarray(kinks, dtype=np.int64)
     if resolve_backend(backend) == "numba":
         from solvers.core.kernels_numba import LIMITER_CODES, circle_fv_rhs
 
@@ -95,9 +101,9 @@ def transport(rho: np.ndarray, u: np.ndarray, h: float, limiter: str = "mc", dt:
         step = float(dt) if limit else 0.0
         drho, speed = circle_fv_rhs(np.ascontiguousarray(rho, dtype=float), np.ascontiguousarray(u, dtype=float),
                                     LIMITER_CODES[limiter], step, limit, inv_h, step / h, mass_floor,
-                                    np.ascontiguousarray(scale, dtype=float))
+                                    np.ascontiguousarray(scale, dtype=float), kinks)
         return drho, speed * inv_h
-    flux = upwind_flux(rho * scale, u, limiter)
+    flux = upwind_flux(rho * scale, u, limiter, kinks)
     if dt is not None:
         flux = limit_outflow(flux, rho, dt, h)
     right = u > 0
@@ -115,14 +121,14 @@ def fv(problem: CircleProblem, limiter: str = "mc", mass_floor: float = 1e-6,
         raise ValueError(f"time.limiter: unknown limiter {limiter!r}; use one of "
                          f"{', '.join(CIRCLE_RECONSTRUCTIONS)}")
     basis = problem.basis
-    h, backend, scale = basis.h, resolve_backend(backend), problem.cell_scale
+    h, backend, scale, kinks = basis.h, resolve_backend(backend), problem.cell_scale, problem.kinks
 
     def rhs(rho: np.ndarray, dt: float | None = None) -> tuple[np.ndarray, float]:
-        return transport(rho, problem.face_velocity(rho), h, limiter, dt, mass_floor, backend, scale)
+        return transport(rho, problem.face_velocity(rho), h, limiter, dt, mass_floor, backend, scale, kinks)
 
     def with_velocity(rho: np.ndarray, u: np.ndarray) -> tuple[np.ndarray, float]:
         """``rhs(rho)`` given the face velocity ``u = velocity(forward(rho), "face")``."""
-        return transport(rho, u, h, limiter, None, mass_floor, backend, scale)
+        return transport(rho, u, h, limiter, None, mass_floor, backend, scale, kinks)
 
     rhs.with_velocity = with_velocity  # type: ignore[attr-defined]  (snapshot diagnostics)
     if backend == "numba":
@@ -139,14 +145,14 @@ def _fused_stage(problem: CircleProblem, limiter: str, mass_floor: float) -> Cal
     from solvers.core.kernels_numba import LIMITER_CODES
     from solvers.core.kernels_stages import circle_fv_stage
 
-    code, h, scale = LIMITER_CODES[limiter], problem.basis.h, problem.cell_scale
+    code, h, scale, kinks = LIMITER_CODES[limiter], problem.basis.h, problem.cell_scale, problem.kinks
     inv_h = 1.0 / h
 
     def fused_stage(rho: np.ndarray, dt: float, u0: np.ndarray, c: float, alpha: float,
                     uj: np.ndarray) -> tuple[np.ndarray, float]:
         new, speed = circle_fv_stage(rho, problem.face_velocity(rho), code, float(dt), True,
                                      inv_h, float(dt) / h, mass_floor, u0, float(c),
-                                     float(alpha), uj, alpha != 0.0, scale)
+                                     float(alpha), uj, alpha != 0.0, scale, kinks)
         return new, speed * inv_h
 
     return fused_stage

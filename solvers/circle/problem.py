@@ -79,6 +79,14 @@ class CircleProblem:
         return self._cache["layout"].scale
 
     @property
+    def kinks(self) -> np.ndarray:
+        """The moved faces as a contiguous int64 array (m,): where the fv scheme's WENO5
+        reconstruction takes one-sided stencils (:func:`solvers.core.limiters.weno5_faces`)."""
+        if "kinks" not in self._cache:
+            self._cache["kinks"] = np.ascontiguousarray(self.moved_faces, dtype=np.int64)
+        return self._cache["kinks"]
+
+    @property
     def cell_centres(self) -> np.ndarray:
         """Centre angles of the finite volumes, shape (N,): the midpoints of their faces
         (``basis.theta`` unless a face beside the cell was moved)."""

@@ -79,7 +79,7 @@ def grid_step(rho: np.ndarray, dt: float, b: np.ndarray, a_diag: np.ndarray, a_t
         euler = dt * b[i] / a_diag[i]
         u = grid_face_velocity(stages[i], m_face, sw_face, moved, moved_rows, d_center, moved_scale)
         new, speed = circle_fv_stage(stages[i], u, code, euler, True, inv_h, euler / h, mass_floor,
-                                     stages[0], c, a_term[i], stages[term[i]], term[i] > 0, scale)
+                                     stages[0], c, a_term[i], stages[term[i]], term[i] > 0, scale, moved)
         stages[i + 1] = new
         rate = max(rate, speed * inv_h)
     return stages[n_stages].copy(), rate
@@ -115,7 +115,8 @@ def dirac_step(state: np.ndarray, dt: float, b: np.ndarray, a_diag: np.ndarray, 
         c = dt * b[i]
         euler = dt * b[i] / a_diag[i]
         fft, g = dirac_spectra(stages[i][:n_grid], d_face, d_center, moved, moved_rows)
-        k, r = dirac_rhs(stages[i], g, fft, d_center, n_modes, faces, units, code, consts, limiter, euler, True)
+        k, r = dirac_rhs(stages[i], g, fft, d_center, n_modes, faces, units, code, consts, limiter, euler, True,
+                         moved)
         stages[i + 1] = shu_osher_stage(stages[0], c, k, a_term[i], stages[term[i]], term[i] > 0)
         rate = max(rate, r)
     return stages[n_stages].copy(), rate

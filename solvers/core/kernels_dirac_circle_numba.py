@@ -219,14 +219,15 @@ def face_velocity(g: np.ndarray, g_scale: float, x: np.ndarray, m: np.ndarray, f
 @njit(cache=True, error_model="numpy")
 def dirac_rhs(state: np.ndarray, g: np.ndarray, fft: np.ndarray, d_center: np.ndarray, n_modes: int,
               faces: np.ndarray, units: np.ndarray, code: int, consts: np.ndarray, limiter: int, dt: float,
-              limit: bool) -> tuple[np.ndarray, float]:
+              limit: bool, kinks: np.ndarray) -> tuple[np.ndarray, float]:
     """``(d state/dt, max_rate)`` of the flat state ``[rho (N), x (n), m (n), ids (n)]``, given
     ``fft = rfft(rho)`` and ``g = irfft(fft d_face)`` (:meth:`CompiledCircleField.spectra`).
 
     fv transport of ``rho`` with the measure's face velocity (outflow limited over ``dt`` when
     ``limit``), ``s dU/dx(x_i)`` for the atoms, zero for ``m`` and ``ids``; ``max_rate`` is the
     larger of the fv rate (faces that move mass: upwind density above the absolute mass floor
-    ``consts[4]``) and ``max |dx/dt| / h`` (:meth:`DiracCircleDiscretization._rhs`).
+    ``consts[4]``) and ``max |dx/dt| / h`` (:meth:`DiracCircleDiscretization._rhs`); ``kinks``:
+    the faces on perceptron corners (int64; WENO5 one-sided there, ``circle_fv_rhs``).
     """
     n_grid = g.size
     n = (state.size - n_grid) // 3
@@ -239,7 +240,7 @@ def dirac_rhs(state: np.ndarray, g: np.ndarray, fft: np.ndarray, d_center: np.nd
     floor = consts[4] / max(total / n_grid, 1e-300)  # circle_fv_rhs multiplies by the mean
     inv_h = 1.0 / h
     step = dt if limit else 0.0
-    drho, speed = circle_fv_rhs(rho, u, limiter, step, limit, inv_h, step / h, floor, faces[5])
+    drho, speed = circle_fv_rhs(rho, u, limiter, step, limit, inv_h, step / h, floor, faces[5], kinks)
     rate = speed * inv_h
     k = np.zeros(state.size)
     k[:n_grid] = drho
@@ -257,10 +258,11 @@ def dirac_rhs(state: np.ndarray, g: np.ndarray, fft: np.ndarray, d_center: np.nd
 @njit(cache=True, error_model="numpy")
 def dirac_stage(state: np.ndarray, g: np.ndarray, fft: np.ndarray, d_center: np.ndarray, n_modes: int,
                 faces: np.ndarray, units: np.ndarray, code: int, consts: np.ndarray, limiter: int, dt: float,
-                u0: np.ndarray, c: float, alpha: float, uj: np.ndarray, with_j: bool) -> tuple[np.ndarray, float]:
+                u0: np.ndarray, c: float, alpha: float, uj: np.ndarray, with_j: bool,
+                kinks: np.ndarray) -> tuple[np.ndarray, float]:
     """A Shu-Osher stage in one call: :func:`dirac_rhs` (outflow limited over ``dt``), then
     ``(u0 + c k) + alpha (uj - u0)`` (``with_j``) or ``u0 + c k``; returns ``(stage, max_rate)``."""
-    k, rate = dirac_rhs(state, g, fft, d_center, n_modes, faces, units, code, consts, limiter, dt, True)
+    k, rate = dirac_rhs(state, g, fft, d_center, n_modes, faces, units, code, consts, limiter, dt, True, kinks)
     return shu_osher_stage(u0, c, k, alpha, uj, with_j), rate
 
 

@@ -19,7 +19,7 @@ import math
 import numpy as np
 from numba import njit
 
-from solvers.core.limiters import EPS_FLOOR, weno5_value
+from solvers.core.limiters import EPS_FLOOR, one_sided_weights, weno5_value, weno5_value_masked
 
 # order of solvers.core.limiters.LIMITERS
 LIMITER_CODES = {"minmod": 0, "mc": 1, "vanleer": 2, "none": 3, "weno5": 4}  # weno5: S^1 only
@@ -52,11 +52,14 @@ def _clip01(s: float) -> float:
 
 # the numpy reference's function itself, compiled (one source for both paths)
 _weno5 = njit(cache=True, inline="always", error_model="numpy")(weno5_value)
+_weno5_masked = njit(cache=True, error_model="numpy")(weno5_value_masked)
+_one_sided = njit(cache=True, error_model="numpy")(one_sided_weights)
 
 
 @njit(cache=True, error_model="numpy")
-def weno5_faces(d, plus, minus):
-    """:func:`solvers.core.limiters.weno5_faces` into ``plus``, ``minus`` (N,) (periodic)."""
+def weno5_faces(d, plus, minus, kinks):
+    """:func:`solvers.core.limiters.weno5_faces` into ``plus``, ``minus`` (N,) (periodic), the
+    cells around the faces ``kinks`` (int64, (m,)) from one-sided stencils."""
     n = d.size
     total = 0.0
     for i in range(n):
@@ -70,16 +73,24 @@ def weno5_faces(d, plus, minus):
         a, b, c, e, f = ext[i], ext[i + 1], ext[i + 2], ext[i + 3], ext[i + 4]
         plus[i] = max(_weno5(a, b, c, e, f, eps), 0.0)
         minus[i] = max(_weno5(f, e, c, b, a, eps), 0.0)
+    for q in range(kinks.size):
+        for r in range(-1, 3):
+            i = (kinks[q] + r) % n
+            w = _one_sided(i, kinks, n)
+            a, b, c, e, f = ext[i], ext[i + 1], ext[i + 2], ext[i + 3], ext[i + 4]
+            plus[i] = max(_weno5_masked(a, b, c, e, f, eps, w[0], w[1], w[2]), 0.0)
+            minus[i] = max(_weno5_masked(f, e, c, b, a, eps, w[3], w[4], w[5]), 0.0)
 
 
 @njit(cache=True, error_model="numpy")
-def circle_fv_rhs(rho, u, code, dt, limit, inv_h, dt_over_h, mass_floor, scale):
+def circle_fv_rhs(rho, u, code, dt, limit, inv_h, dt_over_h, mass_floor, scale, kinks):
     """S^1: ``(d rho/dt, max |u| / h over faces whose upwind cell holds mass)``.
 
     ``rho``, ``u`` (N,): cell masses over ``h`` and right-face velocities; ``limit``: scale the
     outflow of every cell to its content over ``dt`` (``dt_over_h = dt / h``); ``scale`` (N,):
     ``h / width`` of each cell (all 1 on the uniform grid; :mod:`solvers.circle.kink_faces`),
-    the reconstruction works on the densities ``rho * scale``.
+    the reconstruction works on the densities ``rho * scale``; ``kinks`` (int64, (m,)): the
+    faces on perceptron corners, where WENO5 takes one-sided stencils (empty: none).
     """
     n = rho.size
     dens = np.empty(n)
@@ -87,7 +98,7 @@ def circle_fv_rhs(rho, u, code, dt, limit, inv_h, dt_over_h, mass_floor, scale):
         dens[i] = rho[i] * scale[i]
     plus, minus = np.empty(n), np.empty(n)  # each cell's value at its right and left face
     if code == WENO5:
-        weno5_faces(dens, plus, minus)
+        weno5_faces(dens, plus, minus, kinks)
     else:
         for i in range(n):
             im = i - 1 if i > 0 else n - 1

@@ -66,8 +66,8 @@ def add_scaled_difference_threads(a, alpha, uj, u0):
 
 @njit(cache=True, error_model="numpy")
 def circle_fv_stage(rho, u, code, dt, limit, inv_h, dt_over_h, mass_floor, u0, c, alpha, uj,
-                    with_j, scale):
+                    with_j, scale, kinks):
     """S^1 fv stage: ``k = circle_fv_rhs(rho, u, ...)`` then ``shu_osher_stage(u0, c, k, alpha,
     uj, with_j)``, in one call; returns ``(stage, max |u| / h where mass moves)``."""
-    k, speed = circle_fv_rhs(rho, u, code, dt, limit, inv_h, dt_over_h, mass_floor, scale)
+    k, speed = circle_fv_rhs(rho, u, code, dt, limit, inv_h, dt_over_h, mass_floor, scale, kinks)
     return shu_osher_stage(u0, c, k, alpha, uj, with_j), speed
