@@ -200,7 +200,7 @@ class CompiledCircleField:
         from solvers.core.kernels_circle_steps_numba import dirac_step
 
         return dirac_step(state, float(dt), *plan, self.d_face, self.d_center, self.n_modes, *self._moved,
-                          self.faces, self.units, self.code, self.consts, self.limiter)
+                          self.faces, self.units, self.code, self.consts, self.limiter, self.problem.kinks)
 
     def absorb_step(self, state: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
         """Positions mod 2 pi and :func:`absorb` on a flat state: ``(new state, u, smallest

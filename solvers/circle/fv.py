@@ -172,6 +172,6 @@ def _fused_step(problem: CircleProblem, limiter: str, mass_floor: float) -> Call
 
     def fused_step(rho: np.ndarray, dt: float, plan: tuple) -> tuple[np.ndarray, float]:
         return grid_step(np.ascontiguousarray(rho, dtype=float), float(dt), *plan, *fields, code, h,
-                         mass_floor, scale)
+                         mass_floor, scale, problem.kinks)
 
     return fused_step

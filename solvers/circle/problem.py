@@ -31,11 +31,14 @@ class CircleProblem:
         Move the face nearest each corner of the perceptron velocity onto it
         (:mod:`solvers.circle.kink_faces`, ``time.kink_faces``); ``faces``, ``moved_faces`` and
         ``cell_scale`` describe the result.
+    one_sided_kinks : bool
+        WENO5 takes one-sided stencils at the moved faces (``time.one_sided_kinks``; ``kinks``).
     """
 
     model: ModelParams
     basis: CircleBasis
     kink_faces: bool = False
+    one_sided_kinks: bool = False
     _cache: dict = field(default_factory=dict, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -80,10 +83,12 @@ class CircleProblem:
 
     @property
     def kinks(self) -> np.ndarray:
-        """The moved faces as a contiguous int64 array (m,): where the fv scheme's WENO5
-        reconstruction takes one-sided stencils (:func:`solvers.core.limiters.weno5_faces`)."""
+        """Where the fv scheme's WENO5 reconstruction takes one-sided stencils
+        (:func:`solvers.core.limiters.weno5_faces`), contiguous int64 (m,): the moved faces with
+        ``one_sided_kinks``, else none."""
         if "kinks" not in self._cache:
-            self._cache["kinks"] = np.ascontiguousarray(self.moved_faces, dtype=np.int64)
+            kinks = self.moved_faces if self.one_sided_kinks else np.zeros(0)
+            self._cache["kinks"] = np.ascontiguousarray(kinks, dtype=np.int64)
         return self._cache["kinks"]
 
     @property

@@ -64,12 +64,13 @@ def grid_face_velocity(rho: np.ndarray, m_face: np.ndarray, sw_face: np.ndarray,
 def grid_step(rho: np.ndarray, dt: float, b: np.ndarray, a_diag: np.ndarray, a_term: np.ndarray,
               term: np.ndarray, m_face: np.ndarray, sw_face: np.ndarray, moved: np.ndarray,
               moved_rows: np.ndarray, d_center: np.ndarray, moved_scale: float, code: int, h: float,
-              mass_floor: float, scale: np.ndarray) -> tuple[np.ndarray, float]:
+              mass_floor: float, scale: np.ndarray, kinks: np.ndarray) -> tuple[np.ndarray, float]:
     """One Shu-Osher step of the grid density (N,): ``(new rho, largest stage rate)``.
 
     ``b``, ``a_diag``: ``beta_ii`` and ``alpha_ii`` of each stage; ``a_term``, ``term``: the
     weight and index ``j_i`` of its earlier stage (0: none). The rate is ``max |u| / width``
-    over faces that move mass (``circle_fv_stage``'s speed over ``h``)."""
+    over faces that move mass (``circle_fv_stage``'s speed over ``h``); ``kinks``: the faces
+    where WENO5 is one-sided (``CircleProblem.kinks``)."""
     n_stages = b.size
     stages = np.empty((n_stages + 1, rho.size))
     stages[0] = rho
@@ -79,7 +80,7 @@ def grid_step(rho: np.ndarray, dt: float, b: np.ndarray, a_diag: np.ndarray, a_t
         euler = dt * b[i] / a_diag[i]
         u = grid_face_velocity(stages[i], m_face, sw_face, moved, moved_rows, d_center, moved_scale)
         new, speed = circle_fv_stage(stages[i], u, code, euler, True, inv_h, euler / h, mass_floor,
-                                     stages[0], c, a_term[i], stages[term[i]], term[i] > 0, scale, moved)
+                                     stages[0], c, a_term[i], stages[term[i]], term[i] > 0, scale, kinks)
         stages[i + 1] = new
         rate = max(rate, speed * inv_h)
     return stages[n_stages].copy(), rate
@@ -103,7 +104,7 @@ def dirac_spectra(rho: np.ndarray, d_face: np.ndarray, d_center: np.ndarray, mov
 def dirac_step(state: np.ndarray, dt: float, b: np.ndarray, a_diag: np.ndarray, a_term: np.ndarray,
                term: np.ndarray, d_face: np.ndarray, d_center: np.ndarray, n_modes: int, moved: np.ndarray,
                moved_rows: np.ndarray, faces: np.ndarray, units: np.ndarray, code: int, consts: np.ndarray,
-               limiter: int) -> tuple[np.ndarray, float]:
+               limiter: int, kinks: np.ndarray) -> tuple[np.ndarray, float]:
     """One Shu-Osher step of the flat Dirac state ``[rho (N), x (n), m (n), ids (n)]``:
     ``(new state, largest stage rate)`` (plan as :func:`grid_step`; the rate of
     :func:`~solvers.core.kernels_dirac_circle_numba.dirac_rhs`)."""
@@ -116,7 +117,7 @@ def dirac_step(state: np.ndarray, dt: float, b: np.ndarray, a_diag: np.ndarray, 
         euler = dt * b[i] / a_diag[i]
         fft, g = dirac_spectra(stages[i][:n_grid], d_face, d_center, moved, moved_rows)
         k, r = dirac_rhs(stages[i], g, fft, d_center, n_modes, faces, units, code, consts, limiter, euler, True,
-                         moved)
+                         kinks)
         stages[i + 1] = shu_osher_stage(stages[0], c, k, a_term[i], stages[term[i]], term[i] > 0)
         rate = max(rate, r)
     return stages[n_stages].copy(), rate

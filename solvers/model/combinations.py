@@ -13,6 +13,7 @@ def check_combinations(config: RunConfig) -> None:
     """All the checks below, in order."""
     check_representation(config)
     check_kink_faces(config)
+    check_one_sided_kinks(config)
     check_limiter(config)
 
 
@@ -33,6 +34,20 @@ def check_kink_faces(config: RunConfig) -> None:
     if config.time.scheme != "fv":
         raise ConfigError("time.kink_faces", "moves finite-volume faces: it needs "
                                              "time.scheme = \"fv\"")
+
+
+def check_one_sided_kinks(config: RunConfig) -> None:
+    """``time.one_sided_kinks = true`` changes the WENO5 stencils at the S^1 kink faces."""
+    t = config.time
+    if not t.one_sided_kinks:
+        return
+    if config.domain.manifold != "S1" or t.scheme != "fv" or t.kink_faces is False:
+        raise ConfigError("time.one_sided_kinks", "works on the S1 fv scheme's kink faces: it "
+                                                  "needs manifold S1, time.scheme = \"fv\" and "
+                                                  "time.kink_faces not false; remove it")
+    if t.limiter != "weno5":
+        raise ConfigError("time.one_sided_kinks", f"is for time.limiter = \"weno5\" (got "
+                                                  f"\"{t.limiter}\"); set the limiter or remove it")
 
 
 def check_representation(config: RunConfig) -> None:
