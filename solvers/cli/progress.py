@@ -165,6 +165,8 @@ class Counter:
         if total is not None and total != self.bar.total:
             self.bar.total = total
             self.bar.refresh()
+        elif self.bar.total and self.bar.n >= self.bar.total:
+            self.bar.refresh()  # the last count is drawn even when it comes within tqdm's mininterval
 
     def write(self, line: str, file: Any = None) -> None:
         """Print ``line`` (to stdout by default) without breaking the bar."""

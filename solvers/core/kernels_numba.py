@@ -19,7 +19,7 @@ import math
 import numpy as np
 from numba import njit
 
-from solvers.core.limiters import EPS_FLOOR, one_sided_weights, weno5_value, weno5_value_masked
+from solvers.core.limiters import EPS_FLOOR, one_sided_weights, weno5_value_masked
 
 # order of solvers.core.limiters.LIMITERS
 LIMITER_CODES = {"minmod": 0, "mc": 1, "vanleer": 2, "none": 3, "weno5": 4}  # weno5: S^1 only
@@ -51,8 +51,15 @@ def _clip01(s: float) -> float:
 
 
 # the numpy reference's function itself, compiled (one source for both paths)
-_weno5 = njit(cache=True, inline="always", error_model="numpy")(weno5_value)
-_weno5_masked = njit(cache=True, error_model="numpy")(weno5_value_masked)
+_weno5_masked = njit(cache=True, inline="always", error_model="numpy")(weno5_value_masked)
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def _weno5(vm2, vm1, v, vp1, vp2, eps):
+    """:func:`solvers.core.limiters.weno5_value`: every stencil kept."""
+    return _weno5_masked(vm2, vm1, v, vp1, vp2, eps, 1.0, 1.0, 1.0)
+
+
 _one_sided = njit(cache=True, error_model="numpy")(one_sided_weights)
 
 

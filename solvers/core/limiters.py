@@ -96,21 +96,15 @@ def _weno5_right(v: np.ndarray, eps: float) -> np.ndarray:
 def weno5_value(vm2, vm1, v, vp1, vp2, eps):
     """WENO5 value at the face between ``v`` and ``vp1``, from the left: the three candidate
     stencils weighted by their smoothness (linear weights 1/10, 6/10, 3/10). Floats or arrays;
-    :mod:`solvers.core.kernels_numba` compiles this same function with numba's ``njit``."""
-    p0 = (2.0 * vm2 - 7.0 * vm1 + 11.0 * v) / 6.0
-    p1 = (-vm1 + 5.0 * v + 2.0 * vp1) / 6.0
-    p2 = (2.0 * v + 5.0 * vp1 - vp2) / 6.0
-    b0 = 13.0 / 12.0 * (vm2 - 2.0 * vm1 + v) ** 2 + 0.25 * (vm2 - 4.0 * vm1 + 3.0 * v) ** 2
-    b1 = 13.0 / 12.0 * (vm1 - 2.0 * v + vp1) ** 2 + 0.25 * (vm1 - vp1) ** 2
-    b2 = 13.0 / 12.0 * (v - 2.0 * vp1 + vp2) ** 2 + 0.25 * (3.0 * v - 4.0 * vp1 + vp2) ** 2
-    a0, a1, a2 = 0.1 / (eps + b0) ** 2, 0.6 / (eps + b1) ** 2, 0.3 / (eps + b2) ** 2
-    return (a0 * p0 + a1 * p1 + a2 * p2) / (a0 + a1 + a2)
+    :mod:`solvers.core.kernels_numba` compiles :func:`weno5_value_masked` with numba's ``njit``,
+    and this is it with every stencil kept (the weights times 1.0: the same value to the bit)."""
+    return weno5_value_masked(vm2, vm1, v, vp1, vp2, eps, 1.0, 1.0, 1.0)
 
 
 def weno5_value_masked(vm2, vm1, v, vp1, vp2, eps, w0, w1, w2):
     """:func:`weno5_value` with the candidate stencils' linear weights times ``w0, w1, w2`` (1 or
-    0: :func:`one_sided_weights`); no stencil left: the cell's own value (first order). Scalars;
-    compiled for numba too."""
+    0: :func:`one_sided_weights`); no stencil left: the cell's own value (first order). Floats
+    or arrays (the weights floats); compiled for numba too."""
     p0 = (2.0 * vm2 - 7.0 * vm1 + 11.0 * v) / 6.0
     p1 = (-vm1 + 5.0 * v + 2.0 * vp1) / 6.0
     p2 = (2.0 * v + 5.0 * vp1 - vp2) / 6.0
@@ -118,10 +112,9 @@ def weno5_value_masked(vm2, vm1, v, vp1, vp2, eps, w0, w1, w2):
     b1 = 13.0 / 12.0 * (vm1 - 2.0 * v + vp1) ** 2 + 0.25 * (vm1 - vp1) ** 2
     b2 = 13.0 / 12.0 * (v - 2.0 * vp1 + vp2) ** 2 + 0.25 * (3.0 * v - 4.0 * vp1 + vp2) ** 2
     a0, a1, a2 = w0 * 0.1 / (eps + b0) ** 2, w1 * 0.6 / (eps + b1) ** 2, w2 * 0.3 / (eps + b2) ** 2
-    total = a0 + a1 + a2
-    if total == 0.0:
+    if w0 + w1 + w2 == 0.0:
         return v
-    return (a0 * p0 + a1 * p1 + a2 * p2) / total
+    return (a0 * p0 + a1 * p1 + a2 * p2) / (a0 + a1 + a2)
 
 
 CIRCLE_RECONSTRUCTIONS = (*LIMITERS, "weno5")  # time.limiter on S^1 (weno5: S^1 only)

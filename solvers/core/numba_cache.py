@@ -11,7 +11,7 @@ silently use the old code. (Round 8 met it: the compiled Dirac stage ran without
 at ``$XDG_CACHE_HOME/meanfield-spectral/numba/<digest>`` (default ``~/.cache/...``), the digest
 a hash of every source file of the package that mentions ``njit`` (those that define
 compiled functions, and those whose plain functions a kernel compiles, which say so:
-``solvers/core/limiters.py: weno5_value``). Any change to any
+``solvers/core/limiters.py: weno5_value_masked``). Any change to any
 of them starts a fresh folder; the four most recent folders are kept. A ``NUMBA_CACHE_DIR`` set
 by the user is left alone (then stale caches are theirs to clear).
 """
