@@ -17,11 +17,8 @@ the velocity at its point and feels no force from itself (``grad_x K(x, x_i) = 0
   lambda_0`` (docs/math.md §2), so this sum *is* the spectral field, evaluated off the grid
   without the ``1/sin(theta)`` of the spherical components at the poles.
 
-Between steps (never inside a Runge-Kutta step) :func:`absorb`, :func:`merge` and :func:`capture`
-change the atoms, each conserving the total mass (``sum rho area + sum m``) to round-off and
-keeping ``rho >= 0``. A finite volume is a merged polar cell where the grid merges cells
-(:class:`~solvers.sphere.grid.SphereGrid`): they are emptied whole, so the density stays constant
-over its fine cells.
+Between steps (never inside a Runge-Kutta step) absorption, merging and capture change the atoms
+(:mod:`solvers.sphere.dirac_events`). Here: the fields, and which cells points lie in.
 """
 
 from __future__ import annotations
@@ -29,14 +26,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy import sparse
 
 from solvers.core.backend import resolve_backend
 from solvers.core.kernel import kernel_log_shift
-from solvers.core.measure import DiracAtoms
 from solvers.model import perceptron
-from solvers.model.params import AtomParams
-from solvers.sphere.atoms import detect_atoms, grid_edges
+from solvers.sphere.atoms import grid_edges
 from solvers.sphere.fv import SphereFV
 from solvers.sphere.problem import SphereProblem, tangent_frame
 
@@ -290,148 +284,3 @@ def cell_neighbours(fv: SphereFV) -> tuple[np.ndarray, np.ndarray]:
     e = np.unique(np.concatenate([e, e[:, ::-1]]), axis=0)  # sorted by first column
     start = np.searchsorted(e[:, 0], np.arange(g.n_cells + 1))
     return start, e[:, 1]
-
-
-# -- between steps ---------------------------------------------------------------------------------
-def absorb(rho: np.ndarray, atoms: DiracAtoms, u_theta: np.ndarray, u_phi: np.ndarray,
-           fv: SphereFV) -> tuple[np.ndarray, DiracAtoms]:
-    """Add the density of every atom's finite volume to the atom when that volume has no outflow.
-
-    Parameters
-    ----------
-    rho : ndarray, shape (nlat, nphi)
-    atoms : DiracAtoms
-    u_theta, u_phi : ndarray, shapes (nlat+1, nphi), (nlat, nphi)
-        Signed face velocities of the whole measure (southward, eastward positive).
-    fv : SphereFV
-
-    Returns
-    -------
-    (rho, atoms) : the new density (a copy) and atoms; ``sum(rho area) + sum(m)`` is unchanged.
-    """
-    rho, mass = rho.copy(), atoms.mass.copy()
-    flat, m, nlat = rho.reshape(-1), fv.maps, rho.shape[0]
-    area = fv.problem.grid.area.ravel()
-    _, cells = locate(fv, atoms.position)
-    for i, c in enumerate(cells):
-        j, fine = int(m.band[c]), fine_cells(fv, int(c))
-        ks = fine - j * rho.shape[1]
-        inward = m.right[c] == c or (u_phi.ravel()[m.right_face[c]] <= 0.0
-                                     and u_phi.ravel()[m.right_face[m.left[c]]] >= 0.0)
-        inward = inward and (j == 0 or bool(np.all(u_theta[j, ks] >= 0.0)))
-        inward = inward and (j == nlat - 1 or bool(np.all(u_theta[j + 1, ks] <= 0.0)))
-        if inward and flat[fine[0]] > 0.0:
-            mass[i] += float(flat[fine] @ area[fine])
-            flat[fine] = 0.0
-    return rho, DiracAtoms(mass, atoms.position, atoms.ids)
-
-
-def merge(atoms: DiracAtoms, width: float) -> DiracAtoms:
-    """Merge atoms closer than ``width`` (geodesic, closest pair first): mass summed, position the
-    normalised mass-weighted mean, identity of the heavier atom."""
-    m, x, ids = list(atoms.mass), [np.asarray(p, float) for p in atoms.position], list(atoms.ids)
-    while len(m) > 1:
-        xs = np.asarray(x)
-        cross = np.linalg.norm(np.cross(xs[:, None, :], xs[None, :, :]), axis=-1)
-        dist = np.arctan2(cross, xs @ xs.T)
-        np.fill_diagonal(dist, np.inf)
-        i, j = np.unravel_index(np.argmin(dist), dist.shape)
-        if dist[i, j] >= width:
-            break
-        i, j = (i, j) if m[i] >= m[j] else (j, i)
-        mean = m[i] * x[i] + m[j] * x[j]
-        x[i], m[i] = mean / np.linalg.norm(mean), m[i] + m[j]
-        for seq in (m, x, ids):
-            del seq[j]
-    return DiracAtoms(np.asarray(m, float), np.asarray(x, float).reshape(-1, 3), np.asarray(ids, int))
-
-
-def core_adjacency(neighbours: tuple[np.ndarray, np.ndarray]) -> sparse.csr_matrix:
-    """The finite volumes' adjacency (:func:`cell_neighbours`) as a sparse 0/1 matrix
-    (n_cells, n_cells): ``A @ m`` sums every finite volume's neighbours' masses."""
-    start, adjacent = neighbours
-    n = start.size - 1
-    return sparse.csr_matrix((np.ones(adjacent.size), adjacent, start), shape=(n, n))
-
-
-def may_capture(rho: np.ndarray, fv: SphereFV, adjacency: sparse.csr_matrix, params: AtomParams) -> bool:
-    """Whether :func:`capture` could capture anything in ``rho`` (nlat, nphi): a necessary
-    condition that costs one sparse product instead of a basin detection.
-
-    :func:`capture` needs a basin of at least ``params.min_mass`` whose core (a finite volume and
-    the finite volumes adjacent to it) holds ``params.capture_fraction`` of it, so some finite
-    volume with its neighbours (``adjacency``: :func:`core_adjacency`) must hold
-    ``capture_fraction * min_mass``; the bound is relaxed by 1e-9 relative so that a different
-    order of summation cannot skip a capture.
-    """
-    volume = fv.cells(rho) * fv.maps.area
-    core = volume + adjacency @ volume
-    return bool(core.max() >= (1.0 - 1e-9) * params.capture_fraction * params.min_mass)
-
-
-def capture(rho: np.ndarray, atoms: DiracAtoms, potential: np.ndarray, fv: SphereFV,
-            neighbours: tuple[np.ndarray, np.ndarray], params: AtomParams, next_id: int
-            ) -> tuple[np.ndarray, DiracAtoms]:
-    """Turn concentrated basin atoms of the density into Dirac atoms.
-
-    A basin (detected on the density with the Dirac masses deposited in their cells, so that a
-    basin already holding a Dirac atom is skipped) is captured when its core (the finite volume
-    of its densest cell and the finite volumes adjacent to it) holds at least
-    ``params.capture_fraction`` of its mass and it has at least ``params.min_mass``. The core's
-    mass goes to a new atom at the normalised centre of mass of the core (fine cell centres);
-    the core is emptied: the total mass is conserved to round-off.
-
-    Parameters
-    ----------
-    rho : ndarray, shape (nlat, nphi)
-    atoms : DiracAtoms
-    potential : ndarray, shape (nlat, nphi)
-        ``s U`` of the whole measure at the centres (:meth:`SphereMeasureField.flow_potential`).
-    fv : SphereFV
-    neighbours : tuple
-        :func:`cell_neighbours` of ``fv``.
-    params : AtomParams
-    next_id : int
-
-    Returns
-    -------
-    (rho, atoms) with the new atoms appended (ids ``next_id, next_id + 1, ...``).
-    """
-    g = fv.problem.grid
-    area, points = g.area.ravel(), g.points(g.theta, g.phi).reshape(-1, 3)
-    fine_at, _ = locate(fv, atoms.position)
-    deposit = np.bincount(fine_at, weights=atoms.mass, minlength=area.size)
-    cell = float(max(fv.dtheta.max(), g.dphi))
-    found = detect_atoms(points, rho.ravel() * area + deposit, g.area, fv.problem.model.beta, params,
-                         cell=cell, potential=potential)
-    if found.labels is None or found.count == 0:
-        return rho, atoms
-    rho = rho.copy()
-    flat, ids = rho.reshape(-1), fv.maps.cell_id.ravel()
-    held = np.zeros(found.count, bool)
-    lab = found.labels[fine_at]
-    held[np.unique(lab[lab >= 0])] = True
-    start, adjacent = neighbours
-    new_m, new_x = [], []
-    for k in np.flatnonzero(~held):
-        if found.mass[k] < params.min_mass:
-            continue
-        basin = np.flatnonzero(found.labels == k)
-        peak = int(ids[basin[np.argmax(flat[basin])]])
-        core = np.concatenate([[peak], adjacent[start[peak]:start[peak + 1]]])
-        fine = np.concatenate([fine_cells(fv, int(c)) for c in core])
-        w = flat[fine] * area[fine]
-        core_mass = float(w.sum())
-        if core_mass < params.capture_fraction * found.mass[k] or core_mass <= 0.0:
-            continue
-        new_x.append(normalise(w @ points[fine])[0])
-        new_m.append(core_mass)
-        flat[fine] = 0.0
-    if not new_m:
-        return rho, atoms
-    # one concentration split into neighbouring basins is one atom: merge new atoms whose cores touch
-    new = merge(DiracAtoms(np.asarray(new_m), np.asarray(new_x), np.arange(len(new_m))), 3.0 * cell)
-    new_ids = np.arange(next_id, next_id + new.count)
-    return rho, DiracAtoms(np.append(atoms.mass, new.mass),
-                           np.concatenate([atoms.position.reshape(-1, 3), new.position]),
-                           np.append(atoms.ids, new_ids).astype(int))

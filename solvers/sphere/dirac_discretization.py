@@ -6,7 +6,7 @@ x (n, 3), m (n), ids (n)]``, positions unit vectors); the right-hand side moves 
 finite volumes with the face velocities of the whole measure and the atoms by their velocity
 (:mod:`solvers.sphere.dirac`). :meth:`DiracSphereDiscretization.after_step` renormalises the
 positions to unit length and applies capture, absorption and merging after every accepted step
-(capture's basin detection only where :func:`~solvers.sphere.dirac.may_capture` says it could
+(capture's basin detection only where :func:`~solvers.sphere.dirac_events.may_capture` says it could
 find something).
 
 Step size (docs/math.md §6): ``max_rate`` is the larger of the fv Courant rate (over the faces
@@ -28,18 +28,14 @@ from solvers.model.params import AtomParams, RunConfig
 from solvers.sphere.atoms import SphereAtoms, detect_atoms
 from solvers.sphere.dirac import (
     SphereMeasureField,
-    absorb,
-    capture,
-    cell_neighbours,
-    core_adjacency,
-    may_capture,
     atom_widths,
     band_widths,
+    cell_neighbours,
     cell_width,
     locate,
-    merge,
     normalise,
 )
+from solvers.sphere.dirac_events import absorb, capture, core_adjacency, may_capture, merge
 from solvers.sphere.discretization import (
     SUPPORT_FLOOR,
     SphereDiscretization,

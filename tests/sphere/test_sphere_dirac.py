@@ -11,14 +11,8 @@ from solvers.core.measure import DiracAtoms
 from solvers.io.state import initial_density
 from solvers.model.config import ConfigError
 from solvers.model.params import AtomParams
-from solvers.sphere.dirac import (
-    SphereMeasureField,
-    absorb,
-    capture,
-    locate,
-    merge,
-    normalise,
-)
+from solvers.sphere.dirac import SphereMeasureField, locate, normalise
+from solvers.sphere.dirac_events import absorb, capture, merge
 from solvers.sphere.dirac_discretization import (
     DiracSphereDiscretization,
     measure_energy,
