@@ -39,14 +39,19 @@ def measure_energy(disc: CircleDiscretization, rho: np.ndarray, dirac: DiracAtom
     """``E[mu]`` (paper eq. 2.7) of density plus atoms: the density's own energy (spectral),
     the cross term ``(1/beta) sum_i m_i (K*rho)(x_i)`` and the atoms' closed form.
     ``rho_hat``: ``forward(rho)`` when already known."""
-    p, x = disc.problem, dirac.position
+    p = disc.problem
     rho_hat = p.basis.forward(rho) if rho_hat is None else rho_hat
-    e = p.energy(rho, rho_hat)
-    if dirac.count:
-        e += float(dirac.mass @ disc.fields.density_potential_at(rho_hat, x)) / p.model.beta
-        unit = np.stack([np.cos(x), np.sin(x)], axis=1)
-        e += AtomSystem(p.model, dirac.mass).energy(unit)
-    return e
+    return p.energy(rho, rho_hat) + atom_energy(disc, rho_hat, dirac.position, dirac.mass)
+
+
+def atom_energy(disc: CircleDiscretization, rho_hat: np.ndarray, x: np.ndarray, m: np.ndarray) -> float:
+    """The atoms' part of ``E[mu]``: the cross term ``(1/beta) sum_i m_i (K*rho)(x_i)`` and the
+    atoms' closed form (0 without atoms)."""
+    if not m.size:
+        return 0.0
+    p = disc.problem
+    cross = float(m @ disc.fields.density_potential_at(rho_hat, x)) / p.model.beta
+    return cross + AtomSystem(p.model, m).energy(np.stack([np.cos(x), np.sin(x)], axis=1))
 
 
 def measure_atoms(disc: CircleDiscretization, rho: np.ndarray, dirac: DiracAtoms,
@@ -66,25 +71,22 @@ def with_dirac(found: Atoms, dirac: DiracAtoms, cells: np.ndarray) -> Atoms:
     (n,)) put in: see :func:`measure_atoms`."""
     lab = found.labels[cells] if found.labels is not None else np.full(dirac.count, -1)
     held, alone = lab[lab >= 0], lab < 0  # a Dirac atom in no basin (e.g. moving: its cell is no
-    pos = found.position.copy()           # sink) is an atom of its own
+    pos, mass, core = found.position.copy(), found.mass, found.core_mass  # sink) is an atom itself
     if held.size:  # the mass-weighted mean direction of the basin's Dirac atoms
         x, m = dirac.position[lab >= 0], dirac.mass[lab >= 0]
         re = np.bincount(held, weights=m * np.cos(x), minlength=pos.size)
         im = np.bincount(held, weights=m * np.sin(x), minlength=pos.size)
         k = np.unique(held)
         pos[k] = np.mod(np.arctan2(im[k], re[k]), 2 * np.pi)
-    if not alone.any():
-        if found.count < 2 or np.all(pos[1:] >= pos[:-1]):  # already in angular order
-            return Atoms(found.mass, pos, found.core_mass, max(found.diffuse_mass, 0.0), found.labels)
-        order = np.argsort(pos)
-        return Atoms(found.mass[order], pos[order], found.core_mass[order], max(found.diffuse_mass, 0.0),
-                     None if found.labels is None else relabel(found.labels, order))
     diffuse = found.diffuse_mass - float(dirac.mass[alone].sum())
-    pos, mass = np.append(pos, dirac.position[alone]), np.append(found.mass, dirac.mass[alone])
+    if alone.any():
+        pos, mass = np.append(pos, dirac.position[alone]), np.append(mass, dirac.mass[alone])
+        core = np.append(core, dirac.mass[alone])
     order = np.argsort(pos)
-    labels = None if found.labels is None else relabel(found.labels, order)
-    return Atoms(mass[order], pos[order], np.append(found.core_mass, dirac.mass[alone])[order],
-                 max(diffuse, 0.0), labels)
+    labels = found.labels  # relabelled only when the order changes (a pass over the cells)
+    if labels is not None and np.any(order != np.arange(order.size)):
+        labels = relabel(labels, order)
+    return Atoms(mass[order], pos[order], core[order], max(diffuse, 0.0), labels)
 
 
 def measure_diagnostics(disc: CircleDiscretization, state: np.ndarray, params: AtomParams) -> Diagnostics:
@@ -152,10 +154,7 @@ def _compiled_one(disc: CircleDiscretization, rho: np.ndarray, rho_hat: np.ndarr
     if found is None:  # the flow pointers form a cycle: the reference path raises
         found = detect_atoms(b.theta, cell_mass, beta, params, face_velocity=face, backend="numpy")
     atoms = with_dirac(found, dirac, cells)
-    energy = e_att / (2.0 * beta) + 0.5 * e_v
-    if dirac.count:
-        energy += float(m @ f.density_potential_at(rho_hat, x)) / beta
-        energy += AtomSystem(p.model, m).energy(np.stack([np.cos(x), np.sin(x)], axis=1))
+    energy = e_att / (2.0 * beta) + 0.5 * e_v + atom_energy(disc, rho_hat, x, m)
     return Diagnostics(
         mass=mass, min_rho=low, max_rho=high, energy=energy, dissipation=diss, transport_rate=rate,
         max_support_velocity=speed, tail_energy=tail, n_atoms=atoms.count, atom_mass=atoms.mass,

@@ -55,10 +55,10 @@ def weno5_faces(d: np.ndarray, kinks: np.ndarray | None = None) -> tuple[np.ndar
     eps = max(1e-6 * float(np.mean(d)) ** 2, EPS_FLOOR)
     plus = _weno5_right(d, eps)
     minus = _weno5_right(d[::-1], eps)[::-1]
-    n = d.size
-    for k in () if kinks is None else np.asarray(kinks, dtype=np.int64):
+    n, kinks = d.size, np.zeros(0, dtype=np.int64) if kinks is None else np.asarray(kinks, dtype=np.int64)
+    for k in kinks:
         for i in ((k + r) % n for r in (-1, 0, 1, 2)):
-            w = one_sided_weights(int(i), np.asarray(kinks, dtype=np.int64), n)
+            w = one_sided_weights(int(i), kinks, n)
             a, b, c, e, f = d[(i - 2) % n], d[(i - 1) % n], d[i], d[(i + 1) % n], d[(i + 2) % n]
             plus[i] = weno5_value_masked(a, b, c, e, f, eps, w[0], w[1], w[2])
             minus[i] = weno5_value_masked(f, e, c, b, a, eps, w[3], w[4], w[5])
