@@ -92,6 +92,25 @@ def test_capture_conserves_mass_and_first_moment():
     assert after == pytest.approx(moment, abs=1e-15)
 
 
+def test_capture_leaves_a_source_cell_beside_the_sink():
+    """A concentration in a sink cell whose left neighbour is a source (both its faces point
+    out, as beside a sink born on a ReLU corner): the core is the sink and its neighbour in the
+    basin; the source keeps its mass, part of which flows away."""
+    p = _problem(64, 5.0)
+    b, c = p.basis, 30
+    rho = np.full(b.n, 1e-4)
+    rho[c - 1 : c + 2] += np.array([3.0, 5.0, 2.0])  # source c - 1 | sink c | c + 1 flows into c
+    u = np.where((np.arange(b.n) >= c - 12) & (np.arange(b.n) <= c + 12), -1.0, 1.0)
+    u[c - 1] = 0.5  # faces c - 2 (u < 0) and c - 1 (u > 0): cell c - 1 drains both ways
+    new, atoms = capture(rho, DiracAtoms.empty(1), u, p, AtomParams(capture_fraction=0.9), 0)
+    assert atoms.count == 1
+    assert atoms.mass[0] == pytest.approx((rho[c] + rho[c + 1]) * b.h, rel=1e-14)
+    assert new[c - 1] == rho[c - 1] and new[c] == 0.0 and new[c + 1] == 0.0
+    centre = (rho[c : c + 2] @ b.theta[c : c + 2]) / rho[c : c + 2].sum()
+    assert atoms.position[0] == pytest.approx(centre, abs=1e-14)
+    assert new.sum() * b.h + atoms.mass.sum() == pytest.approx(rho.sum() * b.h, abs=1e-15)
+
+
 def test_absorb_and_merge_conserve_mass():
     h = 2 * np.pi / 64
     rho = np.random.default_rng(0).random(64)
