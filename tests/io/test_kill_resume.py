@@ -21,8 +21,8 @@ def _records(path: Path) -> int:
     try:
         with netCDF4.Dataset(path, "r") as nc:
             return int(nc.dimensions["time"].size)
-    except OSError:  # held (locked) by the writer or not there yet
-        return 0
+    except (OSError, RuntimeError):  # not there yet, or a copy taken mid-write (torn HDF5
+        return 0  # metadata: "Can't open HDF5 attribute"); the next poll copies it again
 
 
 def _meanfield(*args: str, cwd: Path) -> subprocess.Popen:
