@@ -316,8 +316,9 @@ def capture(rho: np.ndarray, atoms: DiracAtoms, u_face: np.ndarray, problem: Cir
     basin already holding a Dirac atom is skipped) is captured when its core (the peak cell
     and those of its two neighbours in the basin) holds at least ``params.capture_fraction`` of
     its mass and it has at least ``params.min_mass``. A neighbour outside the basin (a source
-    cell, beside a sink born on a ReLU corner) keeps its mass: part of it flows away. The core's mass goes to a new atom at the core's centre
-    of mass: mass and the angular first moment (about the peak) are conserved exactly.
+    cell, beside a sink born on a ReLU corner) keeps its mass: part of it flows away. The
+    core's mass goes to a new atom at the core's centre of mass: mass and the angular first
+    moment (about the peak) are conserved exactly.
 
     Returns
     -------
@@ -338,7 +339,8 @@ def capture(rho: np.ndarray, atoms: DiracAtoms, u_face: np.ndarray, problem: Cir
         basin = np.flatnonzero(found.labels == k)
         peak = basin[np.argmax(rho[basin])]
         # the core's cells in the basin only: beside a sink born on a ReLU corner the next cell
-        # can be a source, whose mass partly flows away (capturing it moved 0.01 of mass at beta = 50)
+        # can be a source, whose mass partly flows away (capturing it whole made the beta = 50
+        # corner atom 8e-3 too heavy at every N, docs/schemes.md)
         core = (peak + np.arange(-CORE_CELLS, CORE_CELLS + 1)) % n
         core = core[found.labels[core] == k]
         core_mass = float(rho[core].sum() * h)
