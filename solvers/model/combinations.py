@@ -12,6 +12,7 @@ from solvers.model.validators import ConfigError
 def check_combinations(config: RunConfig) -> None:
     """All the checks below, in order."""
     check_representation(config)
+    check_lagrangian(config)
     check_kink_faces(config)
     check_one_sided_kinks(config)
     check_limiter(config)
@@ -56,8 +57,26 @@ def check_representation(config: RunConfig) -> None:
     dirac = config.atoms.representation == "dirac"
     if config.initial.kind == "atoms" and not dirac:
         raise ConfigError("initial.kind", "\"atoms\" needs [atoms] representation = \"dirac\"")
-    if dirac and config.time.scheme != "fv":
-        raise ConfigError("atoms.representation", "\"dirac\" needs time.scheme = \"fv\"")
+    if dirac and config.time.scheme not in ("fv", "lagrangian"):
+        raise ConfigError("atoms.representation", "\"dirac\" needs time.scheme = \"fv\" "
+                                                  "(or \"lagrangian\" on S1)")
     if dirac and config.model.attention != "unnormalized":
         raise ConfigError("atoms.representation", "\"dirac\" needs model.attention = "
                                                   "\"unnormalized\" (closed-form atoms)")
+
+
+def check_lagrangian(config: RunConfig) -> None:
+    """``time.scheme = "lagrangian"`` (moving cells, docs/schemes.md) is the S^1 measure-valued
+    state's: it needs manifold S1, ``[atoms] representation = "dirac"`` and snapshots that land on
+    their times (a step's points are not interpolated)."""
+    if config.time.scheme != "lagrangian":
+        return
+    if config.domain.manifold != "S1":
+        raise ConfigError("time.scheme", "\"lagrangian\" is for S1 only; on S2 use \"fv\"")
+    if config.atoms.representation != "dirac":
+        raise ConfigError("time.scheme", "\"lagrangian\" carries Dirac atoms: set [atoms] "
+                                         "representation = \"dirac\"")
+    if config.output.snapshot_mode == "interpolate":
+        raise ConfigError("output.snapshot_mode", "\"interpolate\" is for the fv scheme; with "
+                                                  "time.scheme = \"lagrangian\" use \"land\" "
+                                                  "or \"auto\"")

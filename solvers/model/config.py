@@ -81,7 +81,7 @@ INITIAL_KINDS = ("uniform", "von_mises", "archive", "atoms")
 INTEGRATORS = INTEGRATOR_NAMES
 LIMITERS = LIMITER_NAMES
 S2_MIN_LMAX = 31  # shtns needs a Gauss grid of >= 32 latitudes
-CFL_MAX = {"fv": 0.5, "spectral": 1.0}
+CFL_MAX = {"fv": 0.5, "spectral": 1.0, "lagrangian": 1.0}
 # the S^1 Dirac state's defaults (docs/schemes.md, measure-valued state): weno5, whose diffuse
 # density gives the same demo atoms at N = 128 ... 1024 to 8e-4 ("mc": 2.3e-3); and the CFL
 # condition on the faces whose upwind density exceeds 1% of the mean (the mass is in the atoms:

@@ -72,6 +72,10 @@ class BlowUpError(FloatingPointError):
 
 def make_discretization(config: RunConfig) -> Discretization:
     """The discretisation for ``config.domain.manifold`` and ``config.time.scheme``."""
+    if config.domain.manifold == "S1" and config.time.scheme == "lagrangian":
+        from solvers.circle.lagrangian_discretization import LagrangianCircleDiscretization
+
+        return LagrangianCircleDiscretization(config)
     if config.domain.manifold == "S1" and config.atoms.representation == "dirac":
         from solvers.circle.dirac_discretization import DiracCircleDiscretization
 
@@ -215,6 +219,9 @@ class Solver:
 
     def _step_impl(self, dt: float) -> tuple[np.ndarray, bool]:
         rho_new, rate = rk_step(self.table, self.rhs, self.rho, dt)
+        accept = getattr(self.disc, "accept", None)  # the Lagrangian scheme: points in order
+        if accept is not None and not accept(rho_new):
+            return rho_new, False
         courant, limit = rate * dt / self.ssp, self.disc.positivity_cfl  # per Euler sub-step
         if limit is not None and courant > limit * (1 + 1e-12):
             if self.config.time.dt is None:

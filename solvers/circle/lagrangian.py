@@ -1,0 +1,305 @@
+"""Lagrangian finite volumes on S^1: cells that move with the flow, and Dirac atoms at their ends.
+
+On the circle the continuity equation (paper eq. 2.6) is solved exactly by its characteristics:
+the mass between two material points never changes. The state is therefore
+
+- ``n`` points ``X_0 < X_1 < ... < X_{n-1} < X_0 + 2 pi`` (unwrapped angles) moving with
+  ``dX_k/dt = s dU/dx(X_k)``;
+- the mass ``m_k`` of the moving cell ``[X_k, X_{k+1}]`` (``X_n = X_0 + 2 pi``), spread
+  uniformly over it (density ``m_k / (X_{k+1} - X_k)``), constant in time;
+- a Dirac mass ``A_k >= 0`` at each point (identity ``ids_k``, ``-1`` where there is none).
+
+This is the "evolving diffeomorphism" view of Carrillo & Moll, SIAM J. Sci. Comput. 31 (2009),
+and of Carrillo, Ranetbauer & Wolfram, J. Comput. Phys. 327 (2016), with the atoms added: a
+cell whose ends meet becomes (or joins) a Dirac mass, conserving mass and first moment. No
+mass crosses a cell boundary, so the sub-cell position of mass is never smeared: in particular
+the layer of mass beside a ReLU corner, whose share decides where a watershed falls
+(docs/schemes.md), is carried exactly.
+
+The velocity is that of the whole measure. Its attention part uses the measure's Fourier
+coefficients ``mu_j = int e^{-i j y} dmu`` in closed form (a uniform cell gives
+``m e^{-i j c} sinc(j L / 2)``, ``c`` its midpoint and ``L`` its length; an atom ``A e^{-i j x}``)
+and the Funk-Hecke multipliers (paper Lemma 5.1, docs/math.md §2):
+``dU_att/dx (p) = (1/beta) sum_{j != 0} i j lambda_j / (2 pi) mu_j e^{i j p}``, truncated where
+``lambda_j / lambda_0 < 1e-18`` (the kernel is smooth, so this is exact to round-off). The
+numpy reference :func:`attention_gradient_reference` sums the closed form
+``(1/beta) sum_k (m_k / L_k) (K(p, X_k) - K(p, X_{k+1})) - sum_i A_i sin(p - x_i) K(p, x_i)/...``
+directly, an independent computation the tests compare against.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+try:
+    import numba
+except ImportError:  # pragma: no cover - numba is a dependency; the numpy path is the reference
+    numba = None
+
+from solvers.core.kernel import kernel_log_shift
+from solvers.model import perceptron
+from solvers.model.params import ModelParams
+from spectral import kernel_bandwidth, kernel_eigenvalues
+
+TWO_PI = 2.0 * np.pi
+BANDWIDTH_TOL = 1e-18  # multipliers below this (relative to lambda_0) are left out
+
+
+@dataclass(frozen=True)
+class LagrangianState:
+    """The unpacked state: ``X`` (n,) increasing angles, ``m`` (n,) cell masses, ``A`` (n,) atom
+    masses at the points, ``ids`` (n,) int atom identities (``-1``: no atom)."""
+
+    X: np.ndarray
+    m: np.ndarray
+    A: np.ndarray
+    ids: np.ndarray
+
+    @property
+    def n(self) -> int:
+        return int(self.X.size)
+
+    def pack(self) -> np.ndarray:
+        """Flat state ``[X, m, A, ids]``, shape (4 n,): masses and ids have zero time derivative,
+        so every Runge-Kutta stage keeps them bitwise."""
+        return np.concatenate([self.X, self.m, self.A, self.ids.astype(float)])
+
+    @staticmethod
+    def unpack(state: np.ndarray) -> "LagrangianState":
+        n = state.size // 4
+        return LagrangianState(state[:n], state[n:2 * n], state[2 * n:3 * n],
+                               np.rint(state[3 * n:]).astype(int))
+
+    def lengths(self) -> np.ndarray:
+        """``X_{k+1} - X_k`` (n,), the last one across ``2 pi``."""
+        return np.diff(np.append(self.X, self.X[0] + TWO_PI))
+
+
+def gradient_weights(model: ModelParams) -> np.ndarray:
+    """``lambda_j / (2 pi beta)`` for ``j = 0 .. J`` (shifted kernel included), ``J`` the first degree
+    with ``lambda_J / lambda_0 < BANDWIDTH_TOL``: ``dU_att/dx = sum_{j != 0} i j w_j mu_j e^{ijp}``."""
+    J = kernel_bandwidth(model.beta, 2, BANDWIDTH_TOL)
+    log_lam = kernel_eigenvalues(model.beta, np.arange(J + 1), 2, log=True) + kernel_log_shift(model)
+    return np.exp(log_lam) / (TWO_PI * model.beta)
+
+
+def _coefficients_numpy(X: np.ndarray, m: np.ndarray, A: np.ndarray, J: int) -> np.ndarray:
+    """``mu_j``, ``j = 0 .. J`` (J + 1,) complex, of the cells and atoms of the state."""
+    L = np.diff(np.append(X, X[0] + TWO_PI))
+    mid = X + 0.5 * L
+    j = np.arange(J + 1)[:, None]
+    half = 0.5 * j * L[None, :]
+    sinc = np.where(half == 0.0, 1.0, np.sin(half) / np.where(half == 0.0, 1.0, half))
+    return (np.exp(-1j * j * mid) * sinc) @ m + np.exp(-1j * j * X) @ A
+
+
+def _field_numpy(mu: np.ndarray, w: np.ndarray, points: np.ndarray) -> np.ndarray:
+    """``sum_{j != 0} i j w_j mu_j e^{i j p}`` at ``points`` (P,), real."""
+    j = np.arange(1, w.size)
+    terms = (1j * j * w[1:] * mu[1:])[None, :] * np.exp(1j * np.outer(points, j))
+    return 2.0 * terms.sum(axis=1).real
+
+
+if numba is not None:
+    @numba.njit(cache=True)
+    def _coefficients_numba(X, m, A, J):  # pragma: no cover - compiled; compared with numpy in tests
+        n = X.shape[0]
+        mu = np.zeros(J + 1, np.complex128)
+        for k in range(n):
+            L = (X[k + 1] if k + 1 < n else X[0] + 2.0 * np.pi) - X[k]
+            e_mid = np.exp(-1j * (X[k] + 0.5 * L))
+            e_x = np.exp(-1j * X[k])
+            p_mid = 1.0 + 0j
+            p_x = 1.0 + 0j
+            for j in range(J + 1):
+                half = 0.5 * j * L
+                sinc = 1.0 if half == 0.0 else np.sin(half) / half
+                mu[j] += m[k] * sinc * p_mid + A[k] * p_x
+                p_mid *= e_mid
+                p_x *= e_x
+        return mu
+
+    @numba.njit(cache=True)
+    def _field_numba(mu, w, points):  # pragma: no cover - compiled
+        out = np.empty(points.shape[0])
+        J = w.shape[0] - 1
+        for q in range(points.shape[0]):
+            e = np.exp(1j * points[q])
+            p = e
+            acc = 0.0
+            for j in range(1, J + 1):
+                acc -= j * w[j] * (mu[j] * p).imag
+                p *= e
+            out[q] = 2.0 * acc
+        return out
+
+
+def attention_gradient(state: LagrangianState, w: np.ndarray, points: np.ndarray,
+                       compiled: bool = True) -> np.ndarray:
+    """``(1/beta) d/dp (K*mu)(p)`` at ``points`` (P,) for the measure of ``state`` (spectral, exact
+    to round-off past the kernel's bandwidth); ``compiled``: numba when it imports."""
+    J = w.size - 1
+    if compiled and numba is not None:
+        mu = _coefficients_numba(state.X, state.m, state.A, J)
+        return _field_numba(mu, w, np.ascontiguousarray(points, dtype=float))
+    return _field_numpy(_coefficients_numpy(state.X, state.m, state.A, J), w, np.asarray(points, float))
+
+
+def attention_gradient_reference(state: LagrangianState, model: ModelParams,
+                                 points: np.ndarray) -> np.ndarray:
+    """The same field by the closed forms (direct sums, numpy; the tests' independent value).
+
+    A uniform cell ``[a, b]`` of density ``c``: ``(1/beta) d/dp int_a^b c K(p, y) dy =
+    (c/beta) (K(p, a) - K(p, b))`` (``d_p K = -d_y K``); an atom: ``-A sin(p - x) K(p, x)``,
+    ``K(p, y) = c_K e^{beta cos(p - y)}``.
+    """
+    beta, shift = model.beta, kernel_log_shift(model)
+    p = np.asarray(points, float)[:, None]
+    X, L = state.X, state.lengths()
+    c = np.divide(state.m, L, out=np.zeros_like(L), where=L > 0)
+    ka = np.exp(beta * np.cos(p - X[None, :]) + shift)
+    kb = np.exp(beta * np.cos(p - (X + L)[None, :]) + shift)
+    cells = ((ka - kb) @ c) / beta
+    atoms = -(np.sin(p - X[None, :]) * ka) @ state.A
+    return cells + atoms
+
+
+def velocity(state: LagrangianState, model: ModelParams, w: np.ndarray, points: np.ndarray,
+             compiled: bool = True) -> np.ndarray:
+    """Transport velocity ``s dU/dx`` of the whole measure at ``points`` (P,): attention plus the
+    perceptron's ``v'/2`` (paper eq. 2.7), ``s = +1`` ascent, ``-1`` descent."""
+    return model.sign * (attention_gradient(state, w, points, compiled)
+                + perceptron.circle_velocity(model.perceptron, np.mod(points, TWO_PI)))
+
+
+# -- between steps: atoms from meeting points, refinement of stretched cells -------------------
+def normalise(state: LagrangianState) -> LagrangianState:
+    """The same measure with ``X_0`` in ``[0, 2 pi)`` (a whole turn subtracted from every point)."""
+    turns = np.floor(state.X[0] / TWO_PI)
+    if turns == 0.0:
+        return state
+    return LagrangianState(state.X - turns * TWO_PI, state.m, state.A, state.ids)
+
+
+def short_cells(state: LagrangianState, delta: float, absorb: float, merge: float) -> np.ndarray:
+    """Which cells (n,) :func:`collapse` closes: those shorter than ``delta`` (their ends met: a
+    new atom), those beside an atom shorter than ``absorb`` (absorption), and every cell between
+    two consecutive atoms closer than ``merge`` (merging)."""
+    L = state.lengths()
+    at = state.A > 0
+    short = (L < delta) | ((at | np.roll(at, -1)) & (L < absorb))
+    k = np.nonzero(at)[0]
+    if k.size > 1:
+        gap = np.diff(np.append(state.X[k], state.X[k[0]] + TWO_PI))
+        for a, b, g in zip(k, np.roll(k, -1), gap):
+            if g < merge:
+                short[a:b if b > a else None] = True
+                if b < a:
+                    short[:b] = True
+    return short
+
+
+def collapse(state: LagrangianState, short: np.ndarray, next_id: int) -> tuple[LagrangianState, int]:
+    """Join every run of points linked by ``short`` cells (n,) into one point carrying a Dirac
+    atom: its mass is the run's atoms plus its cells, its position their centre of mass (the first
+    moment is kept; a uniform cell's mass sits at its midpoint). The atom keeps the identity of
+    the run's heaviest atom, or takes ``next_id`` when the run had none. Returns the new state and
+    the next free identity."""
+    if not short.any():
+        return state, next_id
+    n, L = state.n, state.lengths()
+    if short.all():  # everything met in one point
+        M = state.A.sum() + state.m.sum()
+        mom = np.sum(state.A * state.X) + np.sum(state.m * (state.X + 0.5 * L))
+        keep, next_id = _identity(state.A, state.ids, next_id)
+        one = LagrangianState(np.array([mom / M]), np.zeros(1), np.array([M]), np.array([keep]))
+        return normalise(one), next_id
+    r = (int(np.nonzero(~short)[0][0]) + 1) % n  # roll so that no run wraps past the last point
+    X = np.concatenate([state.X[r:], state.X[:r] + TWO_PI])
+    m, A, ids, short, L = (np.roll(a, -r) for a in (state.m, state.A, state.ids, short, L))
+    out_X, out_m, out_A, out_ids = [], [], [], []
+    i = 0
+    while i < n:
+        j = i
+        while short[j]:  # short[n - 1] is False after the roll
+            j += 1
+        if j == i:
+            out_X.append(X[i]); out_A.append(A[i]); out_ids.append(ids[i])
+        else:
+            run = slice(i, j + 1)
+            M = A[run].sum() + m[i:j].sum()
+            mom = np.sum(A[run] * X[run]) + np.sum(m[i:j] * (X[i:j] + 0.5 * L[i:j]))
+            keep, next_id = _identity(A[run], ids[run], next_id)
+            out_X.append(mom / M if M > 0 else X[i]); out_A.append(M); out_ids.append(keep)
+        out_m.append(m[j])
+        i = j + 1
+    new = LagrangianState(np.array(out_X), np.array(out_m), np.array(out_A), np.array(out_ids, int))
+    return normalise(new), next_id
+
+
+def _identity(A: np.ndarray, ids: np.ndarray, next_id: int) -> tuple[int, int]:
+    """The identity of the heaviest atom among ``ids >= 0``, or ``next_id`` (then used up)."""
+    has = ids >= 0
+    if has.any():
+        return int(ids[has][np.argmax(A[has])]), next_id
+    return next_id, next_id + 1
+
+
+def refine(state: LagrangianState, max_length: float, mass_floor: float) -> LagrangianState:
+    """Split every cell longer than ``max_length`` that holds more than ``mass_floor`` at its
+    midpoint. The halves' masses follow a linear density with the minmod slope of the three
+    cells' densities (never negative, their sum the cell's mass exactly): a stretched cell that
+    straddles a watershed sends each half to its own side."""
+    L = state.lengths()
+    split = (L > max_length) & (state.m > mass_floor)
+    if not split.any():
+        return state
+    c = state.m / L
+    dl = (c - np.roll(c, 1)) / (0.5 * (L + np.roll(L, 1)))
+    dr = (np.roll(c, -1) - c) / (0.5 * (L + np.roll(L, -1)))
+    slope = np.where(dl * dr > 0, np.sign(dl) * np.minimum(np.abs(dl), np.abs(dr)), 0.0)
+    left = np.clip(0.5 * state.m - slope * L ** 2 / 8, 0.0, state.m)
+    k = np.nonzero(split)[0]
+    X = np.insert(state.X, k + 1, state.X[k] + 0.5 * L[k])
+    m = state.m.copy()
+    m[k] = left[k]
+    m = np.insert(m, k + 1, state.m[k] - left[k])
+    A = np.insert(state.A, k + 1, 0.0)
+    ids = np.insert(state.ids, k + 1, -1)
+    return LagrangianState(X, m, A, ids)
+
+
+# -- to and from the grid ---------------------------------------------------------------------
+def cell_masses(state: LagrangianState, n_cells: int) -> np.ndarray:
+    """Mass of the diffuse part in each uniform cell ``[(i - 1/2) h, (i + 1/2) h]`` (N,): the
+    cumulative mass is piecewise linear between the points, so this is exact."""
+    h = TWO_PI / n_cells
+    X = np.concatenate([state.X - TWO_PI, state.X, state.X + TWO_PI, [state.X[0] + 2 * TWO_PI]])
+    cum = np.concatenate([[0.0], np.cumsum(np.tile(state.m, 3))])
+    edges = (np.arange(n_cells + 1) - 0.5) * h
+    return np.diff(np.interp(edges, X, cum))
+
+
+def from_grid(rho: np.ndarray, atom_mass: np.ndarray, atom_position: np.ndarray,
+              atom_ids: np.ndarray) -> LagrangianState:
+    """A state whose cells are the uniform grid's (densities ``rho`` (N,)), with each atom a point
+    of its own that splits the cell it falls in (the halves by length)."""
+    n = rho.size
+    h = TWO_PI / n
+    X = (np.arange(n) + 0.5) * h
+    m = np.roll(np.asarray(rho, float) * h, -1)  # cell [X_k, X_{k+1}] is grid cell k + 1
+    A, ids = np.zeros(n), np.full(n, -1)
+    for mass, x, i in zip(atom_mass, np.mod(atom_position, TWO_PI), atom_ids):
+        x = x if x >= X[0] else x + TWO_PI
+        k = int(np.searchsorted(X, x, side="right")) - 1
+        end = X[k + 1] if k + 1 < X.size else X[0] + TWO_PI
+        if x == X[k]:
+            A[k] += mass; ids[k] = i
+            continue
+        share = (x - X[k]) / (end - X[k])
+        X = np.insert(X, k + 1, x)
+        m = np.insert(m, k + 1, m[k] * (1 - share)); m[k] *= share
+        A = np.insert(A, k + 1, mass); ids = np.insert(ids, k + 1, i)
+    return LagrangianState(X, m, A, ids)
