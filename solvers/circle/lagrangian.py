@@ -201,12 +201,14 @@ def short_cells(state: LagrangianState, delta: float, absorb: float, merge: floa
     return short
 
 
-def collapse(state: LagrangianState, short: np.ndarray, next_id: int) -> tuple[LagrangianState, int]:
+def collapse(state: LagrangianState, short: np.ndarray, next_id: int,
+             mass_floor: float = 0.0) -> tuple[LagrangianState, int]:
     """Join every run of points linked by ``short`` cells (n,) into one point carrying a Dirac
     atom: its mass is the run's atoms plus its cells, its position their centre of mass (the first
     moment is kept; a uniform cell's mass sits at its midpoint). The atom keeps the identity of
-    the run's heaviest atom, or takes ``next_id`` when the run had none. Returns the new state and
-    the next free identity."""
+    the run's heaviest atom, or takes ``next_id`` when the run had none. A run without atoms that
+    holds at most ``mass_floor`` makes no atom: its point stays a plain point and its mass joins
+    the next cell. Returns the new state and the next free identity."""
     if not short.any():
         return state, next_id
     n, L = state.n, state.lengths()
@@ -231,8 +233,13 @@ def collapse(state: LagrangianState, short: np.ndarray, next_id: int) -> tuple[L
             run = slice(i, j + 1)
             M = A[run].sum() + m[i:j].sum()
             mom = np.sum(A[run] * X[run]) + np.sum(m[i:j] * (X[i:j] + 0.5 * L[i:j]))
+            if M <= mass_floor and not np.any(ids[run] >= 0):  # nothing to make an atom of
+                out_X.append(X[i]); out_A.append(0.0); out_ids.append(-1)
+                out_m.append(m[j] + M)
+                i = j + 1
+                continue
             keep, next_id = _identity(A[run], ids[run], next_id)
-            out_X.append(mom / M if M > 0 else X[i]); out_A.append(M); out_ids.append(keep)
+            out_X.append(mom / M); out_A.append(M); out_ids.append(keep)
         out_m.append(m[j])
         i = j + 1
     new = LagrangianState(np.array(out_X), np.array(out_m), np.array(out_A), np.array(out_ids, int))

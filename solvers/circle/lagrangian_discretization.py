@@ -141,7 +141,7 @@ class LagrangianCircleDiscretization:
     def _events(self, st: lg.LagrangianState) -> lg.LagrangianState:
         st = lg.normalise(st)
         short = lg.short_cells(st, COLLAPSE * self.h, ABSORB * self.h, MERGE * self.h)
-        st, self.next_id = lg.collapse(st, short, self.next_id)
+        st, self.next_id = lg.collapse(st, short, self.next_id, self.mass_floor)
         return lg.refine(st, REFINE * self.h, self.mass_floor)
 
     # -- diagnostics ----------------------------------------------------------------------
