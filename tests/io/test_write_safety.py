@@ -89,14 +89,20 @@ def test_overwrite_of_a_live_run_is_refused_and_the_run_survives(tmp_path, confi
     first = start("run", str(config), "-o", str(out), "--set", "time.t_end=60", "--set",
                   "output.snapshot_interval=0.1", cwd=tmp_path)
     wait_for_records(out, first)
-    rc, _, err = finish(start("run", str(config), "-o", str(out), "--overwrite", "--set",
-                              "time.t_end=1", cwd=tmp_path))
-    assert rc == 2
-    assert_one_line(err, "being written by another process", f"pid {first.pid}")
-    rc, _, err = finish(start("run", "--resume", str(out), "--set", "time.t_end=70",
-                              cwd=tmp_path))
-    assert rc == 2
-    assert_one_line(err, "being written by another process")
+    # paused (alive, lock held) while the two others try: with compiled whole steps the 60,000
+    # steps could end before two Python start-ups, and the resume then rightly succeeded
+    os.kill(first.pid, signal.SIGSTOP)
+    try:
+        rc, _, err = finish(start("run", str(config), "-o", str(out), "--overwrite", "--set",
+                                  "time.t_end=1", cwd=tmp_path))
+        assert rc == 2
+        assert_one_line(err, "being written by another process", f"pid {first.pid}")
+        rc, _, err = finish(start("run", "--resume", str(out), "--set", "time.t_end=70",
+                                  cwd=tmp_path))
+        assert rc == 2
+        assert_one_line(err, "being written by another process")
+    finally:
+        os.kill(first.pid, signal.SIGCONT)
     rc, _, err = finish(first)
     assert rc == 0, err
     ds = open_run(out)
