@@ -3,8 +3,10 @@ Dirac state (issue 12's target: the same five atoms at N = 128 ... 1024, masses 
 positions within 1e-3 rad, and within 0.003 of the pure-fv basin masses at N = 2048).
 
 ``runs/demo.toml`` (paper S^1 descent, beta = 5) with ``[atoms] representation = "dirac"``, to
-stationarity. Prints, per scheme and N, the Dirac atoms (degrees: mass), the diffuse mass, the
-steps, the stop time and the wall time of one warmed run, then the largest pairwise differences.
+stationarity. Prints, per scheme and N, the atoms as the run reports them (basin masses: each
+Dirac atom plus the diffuse mass of its basin; degrees: mass), the Dirac masses alone, the
+steps, the stop time and the wall time of one warmed run, then the largest pairwise differences
+(basin masses, Dirac masses, positions).
 
     .venv/bin/python benchmarks/lagrangian_demo.py [--n 128,256,512,1024] [--schemes lagrangian,fv]
 """
@@ -51,18 +53,21 @@ def main() -> None:
         for n in sizes:
             wall, res = run(scheme, n)
             d = res.final.diagnostics
-            o = np.argsort(d.dirac_position)
-            pos, mass = np.asarray(d.dirac_position)[o], np.asarray(d.dirac_mass)[o]
-            found[n] = (pos, mass)
-            atoms = "  ".join(f"{np.degrees(x):.4f}: {m:.6f}" for x, m in zip(pos, mass))
-            print(f"{scheme:10s} N = {n:5d}  {atoms}  diffuse {d.diffuse_mass:.1e}  "
+            o = np.argsort(d.atom_position)
+            pos, basin = np.asarray(d.atom_position)[o], np.asarray(d.atom_mass)[o]
+            od = np.argsort(d.dirac_position)
+            dirac = np.asarray(d.dirac_mass)[od]
+            found[n] = (pos, basin, dirac, np.asarray(d.dirac_position)[od])
+            atoms = "  ".join(f"{np.degrees(x):.4f}: {m:.6f}" for x, m in zip(pos, basin))
+            print(f"{scheme:10s} N = {n:5d}  {atoms}  (Dirac {' '.join(f'{m:.6f}' for m in dirac)})  "
                   f"{res.n_steps} steps  t = {res.final.t:g}  {wall:.2f} s")
-        pairs = [(a, b) for a, b in itertools.combinations(sizes, 2) if found[a][0].size == found[b][0].size]
-        if pairs:
-            dm = max(np.abs(found[a][1] - found[b][1]).max() for a, b in pairs)
-            dx = max(np.abs(found[a][0] - found[b][0]).max() for a, b in pairs)
-            print(f"{scheme:10s} largest pairwise difference: masses {dm:.2e}, positions {dx:.2e} rad "
-                  f"({len(pairs)} of {len(sizes) * (len(sizes) - 1) // 2} pairs have the same count)")
+        same = [(a, b) for a, b in itertools.combinations(sizes, 2)
+                if found[a][1].size == found[b][1].size and found[a][2].size == found[b][2].size]
+        if same:
+            worst = [max(np.abs(found[a][i] - found[b][i]).max() for a, b in same) for i in range(4)]
+            print(f"{scheme:10s} largest pairwise difference: basin masses {worst[1]:.2e}, Dirac masses "
+                  f"{worst[2]:.2e}, positions {max(worst[0], worst[3]):.2e} rad ({len(same)} of "
+                  f"{len(sizes) * (len(sizes) - 1) // 2} pairs have the same atoms)")
 
 
 if __name__ == "__main__":

@@ -111,14 +111,15 @@ if numba is not None:
             L = (X[k + 1] if k + 1 < n else X[0] + 2.0 * np.pi) - X[k]
             e_mid = np.exp(-1j * (X[k] + 0.5 * L))
             e_x = np.exp(-1j * X[k])
-            p_mid = 1.0 + 0j
-            p_x = 1.0 + 0j
-            for j in range(J + 1):
-                half = 0.5 * j * L
-                sinc = 1.0 if half == 0.0 else np.sin(half) / half
-                mu[j] += m[k] * sinc * p_mid + A[k] * p_x
+            e_half = np.exp(0.5j * L)  # sin(j L/2) = Im(e_half^j): no sin in the loop
+            scale = m[k] / (0.5 * L) if L > 0.0 else 0.0
+            mu[0] += m[k] + A[k]
+            p_mid, p_x, p_half = e_mid, e_x, e_half
+            for j in range(1, J + 1):
+                mu[j] += (scale / j) * p_half.imag * p_mid + A[k] * p_x
                 p_mid *= e_mid
                 p_x *= e_x
+                p_half *= e_half
         return mu
 
     @numba.njit(cache=True)
@@ -221,28 +222,29 @@ def collapse(state: LagrangianState, short: np.ndarray, next_id: int,
     r = (int(np.nonzero(~short)[0][0]) + 1) % n  # roll so that no run wraps past the last point
     X = np.concatenate([state.X[r:], state.X[:r] + TWO_PI])
     m, A, ids, short, L = (np.roll(a, -r) for a in (state.m, state.A, state.ids, short, L))
-    out_X, out_m, out_A, out_ids = [], [], [], []
-    i = 0
-    while i < n:
-        j = i
-        while short[j]:  # short[n - 1] is False after the roll
-            j += 1
-        if j == i:
-            out_X.append(X[i]); out_A.append(A[i]); out_ids.append(ids[i])
-        else:
-            run = slice(i, j + 1)
-            M = A[run].sum() + m[i:j].sum()
-            mom = np.sum(A[run] * X[run]) + np.sum(m[i:j] * (X[i:j] + 0.5 * L[i:j]))
-            if M <= mass_floor and not np.any(ids[run] >= 0):  # nothing to make an atom of
-                out_X.append(X[i]); out_A.append(0.0); out_ids.append(-1)
-                out_m.append(m[j] + M)
-                i = j + 1
-                continue
-            keep, next_id = _identity(A[run], ids[run], next_id)
-            out_X.append(mom / M); out_A.append(M); out_ids.append(keep)
-        out_m.append(m[j])
-        i = j + 1
-    new = LagrangianState(np.array(out_X), np.array(out_m), np.array(out_A), np.array(out_ids, int))
+    group = np.cumsum(np.concatenate([[True], ~short[:-1]])) - 1  # each point's run
+    g = int(group[-1]) + 1
+    cells = np.where(short, m, 0.0)  # a short cell belongs to the run of its left point
+    M = np.bincount(group, A, g) + np.bincount(group, cells, g)
+    mom = np.bincount(group, A * X, g) + np.bincount(group, cells * (X + 0.5 * L), g)
+    first = np.searchsorted(group, np.arange(g))
+    last = np.append(first[1:], n) - 1
+    joined = last > first
+    out_m = m[last].copy()  # the cell after each run
+    # the identity of each run's heaviest atom (-1: none)
+    keep = np.full(g, -1)
+    has = np.nonzero(ids >= 0)[0]
+    order = has[np.lexsort((A[has], group[has]))]
+    keep[group[order]] = ids[order]  # the last write per run is its heaviest atom
+    atomless = joined & (keep < 0)
+    empty = atomless & (M <= mass_floor)  # nothing to make an atom of: a plain point
+    fresh = atomless & ~empty
+    keep[fresh] = next_id + np.arange(int(fresh.sum()))
+    next_id += int(fresh.sum())
+    out_X = np.where(joined & ~empty, mom / np.where(M > 0, M, 1.0), X[first])
+    out_A = np.where(joined, np.where(empty, 0.0, M), A[first])
+    out_m[empty] += M[empty]
+    new = LagrangianState(out_X, out_m, out_A, np.where(joined, keep, ids[first]))
     return normalise(new), next_id
 
 

@@ -18,8 +18,9 @@ The integrator sees the flat state ``[X, m, A, ids]``; only the points move
   N = 128 for points offset by h/2, h/4, 0); with ``REFINE = 1.1`` it reads .58380 / .58381 /
   .58382 at N = 128 / 256 / 512 (t = 300).
 
-Step size: ``max_rate`` is the largest ``|u_{k+1} - u_k| / L_k`` over cells that hold mass
-(their rate of stretching or compression) and ``|du/dx|`` at the atoms (finite differences):
+Step size: ``max_rate`` is the largest ``|u_{k+1} - u_k| / L_k`` over cells that move mass
+(their rate of stretching or compression; cells thinner than ``time.cfl_floor`` of the mean
+density are left out, as the fv Dirac state leaves out their faces) and ``|du/dx|`` at the atoms (finite differences):
 ``dt * max_rate <= cfl`` keeps the points in order, and a step whose points cross is rejected
 (:meth:`accept`) and retried at half the size. The nonlocal rate bound ``C / L(M)`` applies as
 for the grid schemes (docs/math.md §6).
@@ -70,6 +71,7 @@ class LagrangianCircleDiscretization:
         self.weights = lg.gradient_weights(config.model)
         self.next_id = 0
         self.mass_floor = MASS_FLOOR
+        self.density_floor = 0.0
 
     # -- the state ------------------------------------------------------------------------
     def prepare_state(self, rho0: np.ndarray, atoms0: DiracAtoms | None, fresh: bool) -> np.ndarray:
@@ -84,7 +86,9 @@ class LagrangianCircleDiscretization:
                 atoms0 = DiracAtoms.empty(1)
         self.next_id = int(atoms0.ids.max()) + 1 if atoms0.count else 0
         state = lg.from_grid(np.asarray(rho0, float), atoms0.mass, atoms0.position, atoms0.ids)
-        self.mass_floor = MASS_FLOOR * max(self.total_mass(state.pack()), 1e-300)
+        total = max(self.total_mass(state.pack()), 1e-300)
+        self.mass_floor = MASS_FLOOR * total
+        self.density_floor = self.config.time.cfl_floor * total / (2 * np.pi)
         return self._events(state).pack()
 
     def total_mass(self, state: np.ndarray) -> float:
@@ -123,11 +127,15 @@ class LagrangianCircleDiscretization:
         return np.concatenate([u[:n], np.zeros(3 * n)]), rate
 
     def stretch_rate(self, st: lg.LagrangianState, u: np.ndarray) -> float:
-        """Largest ``|u_{k+1} - u_k| / L_k`` over the cells holding more than the mass floor."""
-        full = st.m > self.mass_floor
+        """Largest ``|u_{k+1} - u_k| / L_k`` over the cells that move mass: those holding more
+        than the mass floor whose density exceeds ``time.cfl_floor M / (2 pi)`` (as the fv
+        Dirac state counts its faces; a thinner cell that turns inside out is caught by
+        :meth:`accept`)."""
+        L = st.lengths()
+        full = (st.m > self.mass_floor) & (st.m > self.density_floor * L)
         if not full.any():
             return 0.0
-        du = np.abs(np.roll(u, -1) - u) / st.lengths()
+        du = np.abs(np.roll(u, -1) - u) / L
         return float(np.max(du[full]))
 
     def accept(self, state: np.ndarray) -> bool:
