@@ -51,6 +51,15 @@ MASS_FLOOR = 1e-14  # relative to the whole mass: lighter cells are not split no
 FD_STEP = 1e-7  # the finite-difference step of du/dx at the atoms (rad)
 
 
+def eulerian_config(config: RunConfig) -> RunConfig:
+    """The same run on the grid (``time.scheme = "fv"``): the Dirac state that a Lagrangian run's
+    archive holds (grid cell averages plus Dirac atoms), for its diagnostics and for the
+    commands that read an archive (``meanfield polish``)."""
+    if config.time.scheme != "lagrangian":
+        return config
+    return replace(config, time=replace(config.time, scheme="fv"))
+
+
 class LagrangianCircleDiscretization:
     """Moving cells and Dirac atoms on S^1 (see the module docstring and :class:`Discretization`)."""
 
@@ -63,10 +72,10 @@ class LagrangianCircleDiscretization:
     def __init__(self, config: RunConfig) -> None:
         self.config = config
         # the grid Dirac state of the same run: diagnostics, snapshots and the archive's grid
-        self.grid = DiracCircleDiscretization(replace(config, time=replace(config.time, scheme="fv")))
-        self.problem = self.grid.problem
-        self.shape, self.cell_weight = self.grid.shape, self.grid.cell_weight
-        self.layout = self.grid.layout
+        self.eulerian = DiracCircleDiscretization(eulerian_config(config))
+        self.problem = self.eulerian.problem
+        self.shape, self.cell_weight = self.eulerian.shape, self.eulerian.cell_weight
+        self.layout = self.eulerian.layout
         self.h = self.problem.basis.h
         self.weights = lg.gradient_weights(config.model)
         self.next_id = 0
@@ -162,4 +171,4 @@ class LagrangianCircleDiscretization:
 
     def diagnostics_batch(self, states: Sequence[np.ndarray], atoms: AtomParams) -> list[Diagnostics]:
         """The grid Dirac state's diagnostics of each state (energy, basins, atoms, masses)."""
-        return self.grid.diagnostics_batch([self.dirac_state(s) for s in states], atoms)
+        return self.eulerian.diagnostics_batch([self.dirac_state(s) for s in states], atoms)

@@ -93,9 +93,10 @@ def measure_atoms(config: RunConfig, rho: np.ndarray, dirac: Any
     the atoms' masses), so the remainder is the density in no basin."""
     from types import SimpleNamespace
 
+    from solvers.circle.lagrangian_discretization import eulerian_config
     from solvers.timestepping.simulation import make_discretization
 
-    disc = make_discretization(config)
+    disc = make_discretization(eulerian_config(config))  # a Lagrangian run archives this state
     state = disc.prepare_state(rho, dirac, fresh=False)  # (atoms closer than a cell merged)
     if config.domain.manifold == "S1":
         from solvers.circle.dirac_diagnostics import measure_atoms as circle_measure_atoms

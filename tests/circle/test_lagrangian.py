@@ -203,3 +203,31 @@ def test_demo_atoms_agree_at_n_128_and_256():
 def test_config_errors_name_the_key(text, key):
     with pytest.raises(ConfigError, match=key.replace(".", r"\.")):
         load_config(text)
+
+
+def test_cli_run_polish_and_resume(tmp_path, capsys):
+    """The archive of a Lagrangian run is the Dirac state's: ``run --polish`` polishes it to a
+    stable stationary measure (1e-12), and ``run --resume`` continues it (from its grid cells and
+    atoms) with the mass conserved and the same atoms."""
+    import solvers
+    from solvers.cli.main import main
+    from solvers.studies.polish import polish_archive
+
+    cfg = tmp_path / "demo.toml"
+    cfg.write_text(DEMO.format(n=128))
+    path = tmp_path / "lag.nc"
+    assert main(["run", str(cfg), "-o", str(path), "--no-progress", "--polish",
+                 "--set", "time.t_end=1000", "--set", "time.stop_when_stationary=false"]) == 0
+    assert "descent: stable stationary point" in capsys.readouterr().out
+    result, _ = polish_archive(path, tmp_path / "p.nc")
+    assert result.converged and result.residuals[-1] <= 1e-12 and result.stable
+    assert result.m.size == 5 and result.m.sum() == pytest.approx(1.0, abs=1e-12)
+    before = solvers.open_run(path)
+    assert before.attrs["scheme"] == "lagrangian"
+    assert main(["run", "--resume", str(path), "--set", "time.t_end=1200", "--no-progress"]) == 0
+    after = solvers.open_run(path)
+    assert float(after["time"][-1]) == 1200.0
+    assert np.abs(after["mass"].values - 1.0).max() < 1e-13
+    m0 = np.sort(before["atom_mass"].isel(time=-1).values)
+    m1 = np.sort(after["atom_mass"].isel(time=-1).values)
+    assert m1[np.isfinite(m1)] == pytest.approx(m0[np.isfinite(m0)], abs=2e-4)
