@@ -6,7 +6,7 @@ script prints the final atoms (position in degrees: mass), the diffuse mass, the
 time and the best wall time of ``--repeat`` runs (each setup warmed once, nothing else running).
 
     .venv/bin/python benchmarks/dirac_resolution.py [--beta 10] [--repeat 3] [--t-end 5000]
-        [--dirac 128,256,512,1024] [--grid 256,512,1024,2048]
+        [--dirac 128,256,512,1024] [--grid 256,512,1024,2048] [--lagrangian 160,256]
 
 At beta = 10 (round 8) the Dirac state gives the same two atoms at every N from 128 while the
 grid density needs N = 1024 for them; at beta = 25 (round 13) the Dirac state needs N = 512 and
@@ -33,9 +33,13 @@ CONFIG = ROOT / "runs" / "paper_s1_descent_relu_beta50.toml"
 
 
 def run(beta: float, n: int, representation: str, t_end: float = 5000.0) -> tuple[float, object]:
-    """Wall seconds and the result of one run (no archive)."""
+    """Wall seconds and the result of one run (no archive); ``representation`` "lagrangian" is the
+    Dirac state with ``time.scheme = "lagrangian"``."""
+    scheme = "lagrangian" if representation == "lagrangian" else "fv"
+    rep = "grid" if representation == "grid" else "dirac"
     cfg = load_config(CONFIG, [f"model.beta={beta}", f"domain.resolution={n}", f"time.t_end={t_end}",
-                               f'atoms.representation="{representation}"', "output.progress=false"])
+                               f'atoms.representation="{rep}"', f'time.scheme="{scheme}"',
+                               "output.progress=false"])
     rho0 = initial_density(cfg)
     start = time.perf_counter()
     result = simulate(cfg, rho0)
@@ -50,7 +54,7 @@ def line(beta: float, n: int, representation: str, repeat: int, t_end: float) ->
     order = np.argsort(d.atom_position)
     atoms = " ".join(f"{np.degrees(p):.1f}:{m:.4f}" for p, m in
                      zip(d.atom_position[order], d.atom_mass[order]))
-    return (f"{representation:5s} N={n:5d} wall={best:6.2f}s steps={result.n_steps:6d} "
+    return (f"{representation:10s} N={n:5d} wall={best:6.2f}s steps={result.n_steps:6d} "
             f"t={result.final.t:6.0f} diffuse={d.diffuse_mass:.4f}  {atoms}")
 
 
@@ -60,9 +64,11 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--dirac", default="128,256,512,1024")
     parser.add_argument("--grid", default="256,512,1024,2048")
+    parser.add_argument("--lagrangian", default="", help="N of the Lagrangian Dirac state (none by default)")
     parser.add_argument("--t-end", type=float, default=5000.0, help="end time (default 5000)")
     args = parser.parse_args()
-    for representation, sizes in (("dirac", args.dirac), ("grid", args.grid)):
+    for representation, sizes in (("dirac", args.dirac), ("grid", args.grid),
+                                  ("lagrangian", args.lagrangian)):
         for n in (int(s) for s in sizes.split(",") if s):
             print(line(args.beta, n, representation, args.repeat, args.t_end), flush=True)
 
