@@ -33,7 +33,7 @@ from solvers.circle.dirac_diagnostics import compiled_diagnostics, measure_diagn
 from solvers.circle.discretization import CircleDiscretization
 from solvers.circle.fv import transport
 from solvers.core.discretization import bound_mass
-from solvers.core.measure import DiracAtoms, MeasureLayout, MeasureStateAccess
+from solvers.core.measure import DiracAtoms, MeasureLayout, MeasureStateAccess, starting_atoms
 from solvers.core.snapshot import Diagnostics
 from solvers.model.params import AtomParams, RunConfig
 
@@ -73,14 +73,8 @@ class DiracCircleDiscretization(MeasureStateAccess, CircleDiscretization):
     def prepare_state(self, rho0: np.ndarray, atoms0: DiracAtoms | None, fresh: bool) -> np.ndarray:
         """Flat state from the grid density and the atoms (None: the config's ``kind = "atoms"``
         atoms for a new run, none for a resume)."""
-        if atoms0 is None:
-            init = self.config.initial
-            if fresh and init.kind == "atoms":
-                atoms0 = DiracAtoms(np.asarray(init.weights, float),
-                                    np.mod(np.asarray(init.centers, float), 2 * np.pi),
-                                    np.arange(len(init.weights)))
-            else:
-                atoms0 = DiracAtoms.empty(1)
+        atoms0 = starting_atoms(self.config.initial, atoms0, fresh, 1,
+                                place=lambda c: np.mod(c, 2 * np.pi))
         self.next_id = int(atoms0.ids.max()) + 1 if atoms0.count else 0
         state = self.layout.pack(rho0, merge(atoms0, self.problem.basis.h))
         self._set_total(bound_mass(self.total_mass(state)))

@@ -39,7 +39,7 @@ import numpy as np
 
 from solvers.circle import lagrangian as lg
 from solvers.circle.dirac_discretization import DiracCircleDiscretization
-from solvers.core.measure import DiracAtoms
+from solvers.core.measure import DiracAtoms, starting_atoms
 from solvers.core.snapshot import Diagnostics
 from solvers.model.params import AtomParams, RunConfig
 
@@ -86,13 +86,7 @@ class LagrangianCircleDiscretization:
     def prepare_state(self, rho0: np.ndarray, atoms0: DiracAtoms | None, fresh: bool) -> np.ndarray:
         """The flat state from grid densities ``rho0`` (N,) and atoms (None: the config's
         ``kind = "atoms"`` atoms for a new run, none for a resume)."""
-        if atoms0 is None:
-            init = self.config.initial
-            if fresh and init.kind == "atoms":
-                atoms0 = DiracAtoms(np.asarray(init.weights, float), np.asarray(init.centers, float),
-                                    np.arange(len(init.weights)))
-            else:
-                atoms0 = DiracAtoms.empty(1)
+        atoms0 = starting_atoms(self.config.initial, atoms0, fresh, 1)
         self.next_id = int(atoms0.ids.max()) + 1 if atoms0.count else 0
         state = lg.from_grid(np.asarray(rho0, float), atoms0.mass, atoms0.position, atoms0.ids)
         total = max(self.total_mass(state.pack()), 1e-300)

@@ -68,6 +68,20 @@ class MeasureLayout:
                           np.rint(rest[n:]).astype(int))
 
 
+def starting_atoms(initial: Any, atoms0: DiracAtoms | None, fresh: bool, dim: int,
+                   place: Callable[[np.ndarray], np.ndarray] = np.asarray) -> DiracAtoms:
+    """The Dirac atoms a measure-valued run starts from: ``atoms0`` (a resume's, or an archive's),
+    else for a new run the config's ``[initial] kind = "atoms"`` atoms (``initial``:
+    :class:`solvers.model.params.InitialParams`; positions through ``place``, identities
+    ``0 .. n-1``), else none (``dim`` 1: angles, 3: unit vectors)."""
+    if atoms0 is not None:
+        return atoms0
+    if fresh and initial.kind == "atoms":
+        return DiracAtoms(np.asarray(initial.weights, float), place(np.asarray(initial.centers, float)),
+                          np.arange(len(initial.weights)))
+    return DiracAtoms.empty(dim)
+
+
 def dirac_of(diagnostics: Any) -> DiracAtoms:
     """The Dirac atoms of a measure-valued snapshot's diagnostics
     (:class:`solvers.core.snapshot.Diagnostics`: ``dirac_mass``, ``dirac_position``, ``dirac_id``)."""

@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from solvers.core.discretization import bound_mass
-from solvers.core.measure import DiracAtoms, MeasureLayout, MeasureStateAccess
+from solvers.core.measure import DiracAtoms, MeasureLayout, MeasureStateAccess, starting_atoms
 from solvers.core.point_atoms import AtomSystem
 from solvers.core.snapshot import Diagnostics
 from solvers.model.params import AtomParams, RunConfig
@@ -75,13 +75,7 @@ class DiracSphereDiscretization(MeasureStateAccess, SphereDiscretization):
     def prepare_state(self, rho0: np.ndarray, atoms0: DiracAtoms | None, fresh: bool) -> np.ndarray:
         """Flat state from the grid density (averaged over merged cells when ``fresh``) and the
         atoms (None: the config's ``kind = "atoms"`` atoms for a new run, none for a resume)."""
-        if atoms0 is None:
-            init = self.config.initial
-            if fresh and init.kind == "atoms":
-                atoms0 = DiracAtoms(np.asarray(init.weights, float), np.asarray(init.centers, float),
-                                    np.arange(len(init.weights)))
-            else:
-                atoms0 = DiracAtoms.empty(3)
+        atoms0 = starting_atoms(self.config.initial, atoms0, fresh, 3)
         atoms0 = DiracAtoms(np.asarray(atoms0.mass, float), normalise(atoms0.position),
                             np.asarray(atoms0.ids, int))
         rho = self.prepare(rho0, fresh) if fresh else np.asarray(rho0, float)
