@@ -7,6 +7,7 @@ time and the best wall time of ``--repeat`` runs (each setup warmed once, nothin
 
     .venv/bin/python benchmarks/dirac_resolution.py [--beta 10] [--repeat 3] [--t-end 5000]
         [--dirac 128,256,512,1024] [--grid 256,512,1024,2048] [--lagrangian 160,256]
+        [--handover 256]
 
 At beta = 10 (round 8) the Dirac state gives the same two atoms at every N from 128 while the
 grid density needs N = 1024 for them; at beta = 25 (round 13) the Dirac state needs N = 512 and
@@ -30,16 +31,19 @@ from solvers.model.config import load_config  # noqa: E402
 from solvers.timestepping.simulation import simulate  # noqa: E402
 
 CONFIG = ROOT / "runs" / "paper_s1_descent_relu_beta50.toml"
+HANDOVER = 20.0  # time.lagrangian_until of the "handover" runs
 
 
 def run(beta: float, n: int, representation: str, t_end: float = 5000.0) -> tuple[float, object]:
     """Wall seconds and the result of one run (no archive); ``representation`` "lagrangian" is the
-    Dirac state with ``time.scheme = "lagrangian"``."""
+    Dirac state with ``time.scheme = "lagrangian"``, "handover" the fv Dirac state with
+    ``time.lagrangian_until = HANDOVER``."""
     scheme = "lagrangian" if representation == "lagrangian" else "fv"
     rep = "grid" if representation == "grid" else "dirac"
+    extra = [f"time.lagrangian_until={HANDOVER}"] if representation == "handover" else []
     cfg = load_config(CONFIG, [f"model.beta={beta}", f"domain.resolution={n}", f"time.t_end={t_end}",
                                f'atoms.representation="{rep}"', f'time.scheme="{scheme}"',
-                               "output.progress=false"])
+                               "output.progress=false"] + extra)
     rho0 = initial_density(cfg)
     start = time.perf_counter()
     result = simulate(cfg, rho0)
@@ -65,10 +69,12 @@ def main() -> None:
     parser.add_argument("--dirac", default="128,256,512,1024")
     parser.add_argument("--grid", default="256,512,1024,2048")
     parser.add_argument("--lagrangian", default="", help="N of the Lagrangian Dirac state (none by default)")
+    parser.add_argument("--handover", default="", help="N of the fv Dirac state started by Lagrangian "
+                        f"cells until t = {HANDOVER:g} (none by default)")
     parser.add_argument("--t-end", type=float, default=5000.0, help="end time (default 5000)")
     args = parser.parse_args()
     for representation, sizes in (("dirac", args.dirac), ("grid", args.grid),
-                                  ("lagrangian", args.lagrangian)):
+                                  ("lagrangian", args.lagrangian), ("handover", args.handover)):
         for n in (int(s) for s in sizes.split(",") if s):
             print(line(args.beta, n, representation, args.repeat, args.t_end), flush=True)
 

@@ -13,6 +13,7 @@ def check_combinations(config: RunConfig) -> None:
     """All the checks below, in order."""
     check_representation(config)
     check_lagrangian(config)
+    check_lagrangian_until(config)
     check_kink_faces(config)
     check_one_sided_kinks(config)
     check_limiter(config)
@@ -80,3 +81,17 @@ def check_lagrangian(config: RunConfig) -> None:
         raise ConfigError("output.snapshot_mode", "\"interpolate\" is for the fv scheme; with "
                                                   "time.scheme = \"lagrangian\" use \"land\" "
                                                   "or \"auto\"")
+
+
+def check_lagrangian_until(config: RunConfig) -> None:
+    """``time.lagrangian_until`` starts an S^1 fv Dirac run with Lagrangian cells: it needs
+    manifold S1, ``[atoms] representation = "dirac"`` and ``time.scheme = "fv"`` (snapshots land
+    on their times until the hand-over; ``output.snapshot_mode`` applies after it)."""
+    if config.time.lagrangian_until is None:
+        return
+    if config.domain.manifold != "S1" or config.atoms.representation != "dirac" \
+            or config.time.scheme != "fv":
+        raise ConfigError("time.lagrangian_until", "hands an S1 Dirac run over from Lagrangian "
+                                                   "cells to fv: it needs manifold S1, [atoms] "
+                                                   "representation = \"dirac\" and time.scheme "
+                                                   "= \"fv\"; remove it")

@@ -134,6 +134,10 @@ class TimeParams:
     §2). Default false: the demo's Dirac atoms come closer to their N -> infinity values (the
     heaviest within 6e-5 at N = 128 instead of 1.1e-3), at the cost of 8-30% more steps at
     beta = 25-50, where a thin stream then stays above ``cfl_floor`` longer.
+    ``lagrangian_until`` (S^1, fv, Dirac atoms): until this time the measure moves as
+    Lagrangian cells (``scheme = "lagrangian"``), then the fv Dirac state takes over from the
+    cells' grid masses and atoms (docs/schemes.md, "Lagrangian cells"): the cells carry the
+    sinks born on ReLU corners exactly, the fv steps the long rest cheaply. None: off.
     """
 
     t_end: float = 10.0
@@ -152,6 +156,7 @@ class TimeParams:
     cfl_floor: float = 1e-6
     kink_faces: bool | None = None
     one_sided_kinks: bool = False
+    lagrangian_until: float | None = None
 
 
 ATOM_METHODS = ("basin", "paper")

@@ -70,6 +70,19 @@ class BlowUpError(FloatingPointError):
     """The density is not finite, or too large to be a probability density on the grid."""
 
 
+def _handover_citation(until: float) -> str:
+    """The citation of a run with ``time.lagrangian_until``: both schemes and the hand-over."""
+    from solvers.circle.discretization import SCHEMES
+    from solvers.circle.lagrangian_discretization import LagrangianCircleDiscretization
+
+    return f"{LagrangianCircleDiscretization.citation} until t = {until:g}, then {SCHEMES['fv'][2]}"
+
+
+def lagrangian_config(config: RunConfig) -> RunConfig:
+    """The same run with ``time.scheme = "lagrangian"`` (the cells of ``time.lagrangian_until``)."""
+    return replace(config, time=replace(config.time, scheme="lagrangian"))
+
+
 def make_discretization(config: RunConfig) -> Discretization:
     """The discretisation for ``config.domain.manifold`` and ``config.time.scheme``."""
     if config.domain.manifold == "S1" and config.time.scheme == "lagrangian":
@@ -130,9 +143,12 @@ class Solver:
                  fresh: bool | None = None) -> None:
         tp = config.time
         self.config = config
-        self.disc = make_discretization(config)
+        # time.lagrangian_until: Lagrangian cells until then, the fv Dirac state after (_hand_over)
+        until = tp.lagrangian_until
+        self.handover = until if until is not None and float(t0) < until else None
+        self.disc = make_discretization(lagrangian_config(config) if self.handover else config)
         self.rhs = self.disc.rhs
-        self.citation = self.disc.citation
+        self.citation = self.disc.citation if until is None else _handover_citation(until)
         self.table = get_integrator(tp.integrator or self.disc.default_integrator)
         rho0 = np.asarray(rho0, dtype=float)
         if rho0.shape != self.disc.shape:
@@ -146,15 +162,29 @@ class Solver:
         self.t, self.n_steps = float(t0), int(step0)
         mass = bound_mass(self.disc.total_mass(self.rho) if self.measure
                           else float(np.sum(self.rho * self.disc.cell_weight)))
-        # an SSP table's stages are Euler steps of dt / C: the Euler bounds scale by C
-        self.ssp = self.table.ssp_coefficient
-        self.rate_dt = self.ssp * tp.rate_factor / max(self.disc.lipschitz_bound(abs(mass)), 1e-300)
         self.dt_min = DT_MIN_FRACTION * tp.t_end
         self.density_cap = BLOWUP_FACTOR * abs(mass) / float(np.min(self.disc.cell_weight))
-        self._rate = self.rhs(self.rho)[1]
+        self._step_bounds(mass)
         self._resumed_dt = float(dt0) if dt0 else None  # a resume's first step: the archived one
         self.dt = self._propose(peek=True)
         self._warned: set[str] = set()
+
+    def _step_bounds(self, mass: float) -> None:
+        """The integrator's SSP coefficient, the rate bound and the current rate of ``self.disc``."""
+        # an SSP table's stages are Euler steps of dt / C: the Euler bounds scale by C
+        self.ssp = self.table.ssp_coefficient
+        self.rate_dt = self.ssp * self.config.time.rate_factor / max(self.disc.lipschitz_bound(abs(mass)), 1e-300)
+        self._rate = self.rhs(self.rho)[1]
+
+    def _hand_over(self) -> None:
+        """``time.lagrangian_until`` reached: the fv Dirac state continues from the Lagrangian
+        cells' grid masses and atoms (the same measure, docs/schemes.md)."""
+        cells = self.disc
+        self.disc = make_discretization(self.config)
+        self.rho = self.disc.prepare_state(cells.density(self.rho), cells.atoms(self.rho), fresh=False)
+        self.rhs, self.handover = self.disc.rhs, None
+        self.table = get_integrator(self.config.time.integrator or self.disc.default_integrator)
+        self._step_bounds(bound_mass(self.disc.total_mass(self.rho)))
 
     @property
     def problem(self):
@@ -179,6 +209,8 @@ class Solver:
         step falls below ``DT_MIN_FRACTION * t_end``.
         """
         dt = self._propose()
+        if self.handover is not None:  # land on the hand-over time
+            t_stop = min(t_stop, self.handover)
         for _ in range(60):
             remaining = t_stop - self.t
             h = remaining if remaining <= dt * (1 + SNAP_FRACTION) else dt
@@ -190,6 +222,8 @@ class Solver:
                     rho_new = self.disc.after_step(rho_new, self.n_steps + 1)
                 self.rho, self.n_steps = rho_new, self.n_steps + 1
                 self.t = t_stop if h == remaining else self.t + h
+                if self.handover is not None and self.t >= self.handover:
+                    self._hand_over()
                 self.dt = self._propose(peek=True)  # archived: a resume continues with it
                 return h
             dt = 0.5 * h
@@ -331,7 +365,7 @@ def simulate(config: RunConfig, rho0: np.ndarray, *, t0: float = 0.0, step0: int
     solver = Solver(config, rho0, t0, step0, dt0, atoms0, fresh=fresh)
     interval, t_end = config.output.snapshot_interval, config.time.t_end
     rule = StopRule(config, _link_radius(config))
-    free = snapshot_mode(config) == "interpolate"
+    interpolated = snapshot_mode(config) == "interpolate"  # (not before a Lagrangian hand-over)
     deliver = Delivery(solver.check_state, rule, trackers, progress,
                        config.time.stop_when_stationary)
     queue = SnapshotQueue(batch)
@@ -359,6 +393,7 @@ def simulate(config: RunConfig, rho0: np.ndarray, *, t0: float = 0.0, step0: int
         if ended is not None:
             reason = "stationary" if make_queued() else ended
             break
+        free = interpolated and solver.handover is None
         before = solver.restart_state() if free else None  # landed snapshots are step states
         try:
             solver.step(math.inf if free else target)
