@@ -16,7 +16,11 @@ ROOT = Path(__file__).resolve().parents[1]
 @pytest.mark.parametrize("args", [["bench_s1.py", "--quick"],
                                   ["bench_snapshots.py", "--t-end", "100", "--repeat", "1"],
                                   ["bench_peer.py"],
-                                  ["bench_whole_steps.py", "--only", "demo", "--repeat", "1"]])
+                                  ["bench_whole_steps.py", "--only", "demo", "--repeat", "1"],
+                                  ["lagrangian_demo.py", "--n", "128", "--schemes", "lagrangian"],
+                                  ["dirac_resolution.py", "--beta", "25", "--dirac", "", "--grid", "",
+                                   "--lagrangian", "160", "--handover", "256", "--t-end", "100",
+                                   "--repeat", "1"]])
 def test_benchmark_script_runs(args):
     done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / args[0]), *args[1:]],
                           cwd=ROOT, capture_output=True, text=True, timeout=600)
