@@ -6,6 +6,8 @@ import numpy as np
 import pytest
 from scipy.integrate import solve_ivp
 
+from conftest import TWO_ATOMS
+
 from solvers.api import load_config
 from solvers.circle.dirac import (
     CircleMeasureField,
@@ -24,26 +26,6 @@ from solvers.model.params import AtomParams
 from solvers.timestepping.simulation import simulate
 from spectral import CircleBasis
 
-TWO_ATOMS = """
-[domain]
-manifold = "S1"
-resolution = 128
-[model]
-beta = 2.0
-direction = "descent"
-[initial]
-kind = "atoms"
-centers = [1.0, 2.2]
-weights = [0.5, 0.5]
-[atoms]
-representation = "dirac"
-[time]
-t_end = 3.0
-dt = 0.002
-integrator = "rk4"
-[output]
-snapshot_interval = 1.0
-"""
 
 
 def test_two_atoms_follow_their_ode():

@@ -8,6 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as hst
 from scipy.integrate import solve_ivp
 
+from conftest import TWO_ATOMS as TWO_ATOMS_FV
+
 from solvers.api import load_config
 from solvers.circle import lagrangian as lg
 from solvers.circle.lagrangian_discretization import LagrangianCircleDiscretization
@@ -18,26 +20,7 @@ from solvers.timestepping.simulation import simulate
 TWO_PI = 2 * np.pi
 ROOT = __import__("pathlib").Path(__file__).resolve().parents[2]
 
-TWO_ATOMS = """
-[domain]
-manifold = "S1"
-resolution = 128
-[model]
-beta = 2.0
-direction = "descent"
-[initial]
-kind = "atoms"
-centers = [1.0, 2.2]
-weights = [0.5, 0.5]
-[atoms]
-representation = "dirac"
-[time]
-scheme = "lagrangian"
-t_end = 3.0
-dt = 0.002
-[output]
-snapshot_interval = 1.0
-"""
+TWO_ATOMS = TWO_ATOMS_FV.replace("[time]\n", '[time]\nscheme = "lagrangian"\n')
 
 DEMO = """
 [domain]
