@@ -102,26 +102,3 @@ def random_atom_sequences(rng: np.random.Generator, dim: int, steps: int, seed: 
         position = np.arctan2(pos[:, 1], pos[:, 0]) % (2 * np.pi) if dim == 2 else pos
         yield float(t), mass, position
 
-
-# docs/math.md §3.3: two Dirac atoms of mass 0.5 (fixed steps, rk4); tests/circle/test_dirac.py,
-# and with time.scheme = "lagrangian" tests/circle/test_lagrangian.py
-TWO_ATOMS = """
-[domain]
-manifold = "S1"
-resolution = 128
-[model]
-beta = 2.0
-direction = "descent"
-[initial]
-kind = "atoms"
-centers = [1.0, 2.2]
-weights = [0.5, 0.5]
-[atoms]
-representation = "dirac"
-[time]
-t_end = 3.0
-dt = 0.002
-integrator = "rk4"
-[output]
-snapshot_interval = 1.0
-"""

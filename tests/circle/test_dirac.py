@@ -6,8 +6,6 @@ import numpy as np
 import pytest
 from scipy.integrate import solve_ivp
 
-from conftest import TWO_ATOMS
-
 from solvers.api import load_config
 from solvers.circle.dirac import (
     CircleMeasureField,
@@ -26,11 +24,33 @@ from solvers.model.params import AtomParams
 from solvers.timestepping.simulation import simulate
 from spectral import CircleBasis
 
+TWO_ATOMS = """
+[domain]
+manifold = "S1"
+resolution = 128
+[model]
+beta = 2.0
+direction = "descent"
+[initial]
+kind = "atoms"
+centers = [1.0, 2.2]
+weights = [0.5, 0.5]
+[atoms]
+representation = "dirac"
+[time]
+t_end = 3.0
+dt = 0.002
+integrator = "rk4"
+[output]
+snapshot_interval = 1.0
+"""
 
 
-def test_two_atoms_follow_their_ode():
-    """docs/math.md §3.3: ``D' = -2 s m exp(beta cos D) sin D``, midpoint fixed."""
-    cfg = load_config(TWO_ATOMS)
+@pytest.mark.parametrize("scheme", ["fv", "lagrangian"])
+def test_two_atoms_follow_their_ode(scheme):
+    """docs/math.md §3.3: ``D' = -2 s m exp(beta cos D) sin D``, midpoint fixed (the fv Dirac state
+    and the Lagrangian cells, tests/circle/test_lagrangian.py)."""
+    cfg = load_config(TWO_ATOMS.replace("[time]\n", f'[time]\nscheme = "{scheme}"\n'))
     res = simulate(cfg, initial_density(cfg))
     x = np.sort(res.final.diagnostics.dirac_position)
     exact = solve_ivp(lambda t, y: [2 * 0.5 * np.exp(2.0 * np.cos(y[0])) * np.sin(y[0])], (0, 3.0),

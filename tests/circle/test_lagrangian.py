@@ -6,9 +6,6 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as hst
-from scipy.integrate import solve_ivp
-
-from conftest import TWO_ATOMS as TWO_ATOMS_FV
 
 from solvers.api import load_config
 from solvers.circle import lagrangian as lg
@@ -20,7 +17,6 @@ from solvers.timestepping.simulation import simulate
 TWO_PI = 2 * np.pi
 ROOT = __import__("pathlib").Path(__file__).resolve().parents[2]
 
-TWO_ATOMS = TWO_ATOMS_FV.replace("[time]\n", '[time]\nscheme = "lagrangian"\n')
 
 DEMO = """
 [domain]
@@ -69,17 +65,6 @@ def test_spectral_velocity_equals_closed_form(kernel, beta):
     for compiled in (True, False):
         got = lg.attention_gradient(st, w, pts, compiled=compiled)
         assert np.abs(got - exact).max() < 1e-12 * scale
-
-
-def test_two_atoms_follow_their_ode():
-    """docs/math.md §3.3: ``D' = -2 s m exp(beta cos D) sin D``, midpoint fixed."""
-    cfg = load_config(TWO_ATOMS)
-    res = simulate(cfg, initial_density(cfg))
-    x = np.sort(res.final.diagnostics.dirac_position)
-    exact = solve_ivp(lambda t, y: [2 * 0.5 * np.exp(2.0 * np.cos(y[0])) * np.sin(y[0])], (0, 3.0),
-                      [1.2], rtol=1e-13, atol=1e-14, method="DOP853").y[0, -1]
-    assert abs((x[1] - x[0]) - exact) < 1e-10
-    assert abs(0.5 * (x[0] + x[1]) - 1.6) < 1e-12
 
 
 def test_collapse_keeps_mass_and_first_moment():
