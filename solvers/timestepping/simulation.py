@@ -70,19 +70,6 @@ class BlowUpError(FloatingPointError):
     """The density is not finite, or too large to be a probability density on the grid."""
 
 
-def _handover_citation(until: float) -> str:
-    """The citation of a run with ``time.lagrangian_until``: both schemes and the hand-over."""
-    from solvers.circle.discretization import SCHEMES
-    from solvers.circle.lagrangian_discretization import LagrangianCircleDiscretization
-
-    return f"{LagrangianCircleDiscretization.citation} until t = {until:g}, then {SCHEMES['fv'][2]}"
-
-
-def lagrangian_config(config: RunConfig) -> RunConfig:
-    """The same run with ``time.scheme = "lagrangian"`` (the cells of ``time.lagrangian_until``)."""
-    return replace(config, time=replace(config.time, scheme="lagrangian"))
-
-
 def make_discretization(config: RunConfig) -> Discretization:
     """The discretisation for ``config.domain.manifold`` and ``config.time.scheme``."""
     if config.domain.manifold == "S1" and config.time.scheme == "lagrangian":
@@ -136,6 +123,10 @@ class Solver:
       calls ``_step_impl(dt)``, and on rejection halves ``dt`` and retries.
     - ``_step_impl(dt) -> (rho_new, ok)`` does the numerics only and must not change state.
     - Mass is conserved to round-off by every scheme; ``fv`` keeps ``rho >= 0``.
+    - A discretisation with ``accept(state)`` may refuse a step (the Lagrangian cells: points out
+      of order); it is retried at half the size.
+    - ``time.lagrangian_until = T`` (S^1 fv Dirac): Lagrangian cells until a step lands on ``T``,
+      then ``_hand_over`` to the fv Dirac state (the same measure) with its own integrator.
     """
 
     def __init__(self, config: RunConfig, rho0: np.ndarray, t0: float = 0.0, step0: int = 0,
@@ -146,9 +137,15 @@ class Solver:
         # time.lagrangian_until: Lagrangian cells until then, the fv Dirac state after (_hand_over)
         until = tp.lagrangian_until
         self.handover = until if until is not None and float(t0) < until else None
-        self.disc = make_discretization(lagrangian_config(config) if self.handover else config)
+        if until is None:
+            self.disc = make_discretization(config)
+            self.citation = self.disc.citation
+        else:
+            from solvers.circle.lagrangian_discretization import handover_citation, lagrangian_config
+
+            self.disc = make_discretization(lagrangian_config(config) if self.handover else config)
+            self.citation = handover_citation(until)
         self.rhs = self.disc.rhs
-        self.citation = self.disc.citation if until is None else _handover_citation(until)
         self.table = get_integrator(tp.integrator or self.disc.default_integrator)
         rho0 = np.asarray(rho0, dtype=float)
         if rho0.shape != self.disc.shape:
@@ -173,7 +170,8 @@ class Solver:
         """The integrator's SSP coefficient, the rate bound and the current rate of ``self.disc``."""
         # an SSP table's stages are Euler steps of dt / C: the Euler bounds scale by C
         self.ssp = self.table.ssp_coefficient
-        self.rate_dt = self.ssp * self.config.time.rate_factor / max(self.disc.lipschitz_bound(abs(mass)), 1e-300)
+        bound = max(self.disc.lipschitz_bound(abs(mass)), 1e-300)
+        self.rate_dt = self.ssp * self.config.time.rate_factor / bound
         self._rate = self.rhs(self.rho)[1]
 
     def _hand_over(self) -> None:
