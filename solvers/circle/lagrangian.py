@@ -22,9 +22,11 @@ coefficients ``mu_j = int e^{-i j y} dmu`` in closed form (a uniform cell gives
 and the Funk-Hecke multipliers (paper Lemma 5.1, docs/math.md §2):
 ``dU_att/dx (p) = (1/beta) sum_{j != 0} i j lambda_j / (2 pi) mu_j e^{i j p}``, truncated where
 ``lambda_j / lambda_0 < 1e-18`` (the kernel is smooth, so this is exact to round-off). The
-numpy reference :func:`attention_gradient_reference` sums the closed form
-``(1/beta) sum_k (m_k / L_k) (K(p, X_k) - K(p, X_{k+1})) - sum_i A_i sin(p - x_i) K(p, x_i)/...``
-directly, an independent computation the tests compare against.
+function :func:`attention_gradient_reference` sums the closed forms directly,
+``(1/beta) (m_k / L_k) (K(p, X_k) - K(p, X_{k+1}))`` per cell and ``-A_i sin(p - x_i) K(p, x_i)``
+per atom (``K(p, y) = c_K e^{beta cos(p - y)}``): an independent computation the tests compare
+against. The coefficients and the field are compiled (numba) or numpy
+(``MEANFIELD_NUMPY=1``, :mod:`solvers.core.backend`); the two agree to round-off.
 """
 
 from __future__ import annotations

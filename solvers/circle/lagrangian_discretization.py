@@ -40,6 +40,7 @@ import numpy as np
 from solvers.circle import lagrangian as lg
 from solvers.circle.dirac_discretization import DiracCircleDiscretization
 from solvers.circle.discretization import SCHEMES
+from solvers.core.backend import default_backend
 from solvers.core.measure import DiracAtoms, starting_atoms
 from solvers.core.snapshot import Diagnostics
 from solvers.model.params import AtomParams, RunConfig
@@ -89,6 +90,7 @@ class LagrangianCircleDiscretization:
         self.layout = self.eulerian.layout
         self.h = self.problem.basis.h
         self.weights = lg.gradient_weights(config.model)
+        self.compiled = default_backend() == "numba"
         self.next_id = 0
         self.mass_floor = MASS_FLOOR
         self.density_floor = 0.0
@@ -132,7 +134,7 @@ class LagrangianCircleDiscretization:
         st = lg.LagrangianState.unpack(state)
         at = np.nonzero(st.A > 0)[0]
         points = np.concatenate([st.X, st.X[at] - FD_STEP, st.X[at] + FD_STEP])
-        u = lg.velocity(st, self.config.model, self.weights, points)
+        u = lg.velocity(st, self.config.model, self.weights, points, self.compiled)
         n = st.n
         rate = self.stretch_rate(st, u[:n])
         if at.size:
