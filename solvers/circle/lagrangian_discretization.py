@@ -20,10 +20,10 @@ The integrator sees the flat state ``[X, m, A, ids]``; only the points move
 
 Step size: ``max_rate`` is the largest ``|u_{k+1} - u_k| / L_k`` over cells that move mass
 (their rate of stretching or compression; cells thinner than ``time.cfl_floor`` of the mean
-density are left out, as the fv Dirac state leaves out their faces) and ``|du/dx|`` at the atoms (finite differences):
-``dt * max_rate <= cfl`` keeps the points in order, and a step whose points cross is rejected
-(:meth:`accept`) and retried at half the size. The nonlocal rate bound ``C / L(M)`` applies as
-for the grid schemes (docs/math.md §6).
+density are left out, as the fv Dirac state leaves out their faces) and ``|du/dx|`` at the
+atoms (finite differences): ``dt * max_rate <= cfl`` keeps the points in order, and a step
+whose points cross is rejected (:meth:`accept`) and retried at half the size. The nonlocal rate
+bound ``C / L(M)`` applies as for the grid schemes (docs/math.md §6).
 
 Snapshots, diagnostics and the archive see the measure as the grid scheme's Dirac state does:
 the diffuse part's exact mass in each uniform cell (``rho``) and the Dirac atoms; a resume
