@@ -16,8 +16,9 @@ Between steps (never inside a Runge-Kutta step) :func:`absorb`, :func:`merge` an
 keeping ``rho >= 0``:
 
 - capture: a basin atom of the density (:func:`solvers.circle.atoms.detect_atoms`) whose three
-  core cells (peak and neighbours) hold at least ``capture_fraction`` of its basin mass becomes a
-  Dirac atom at the core's centre of mass (mass and angular first moment conserved);
+  core cells (peak and neighbours) hold at least ``capture_fraction`` of its basin mass, and
+  which the flow holds together (:func:`forms_atom`), becomes a Dirac atom at the core's centre
+  of mass (mass and angular first moment conserved);
 - absorption: the density in an atom's cell is added to the atom when that cell has no outflow
   (both faces point into it), at the atom's position;
 - merging: atoms closer than a cell become one, at the mass-weighted mean angle.
@@ -308,6 +309,39 @@ def merge(atoms: DiracAtoms, h: float) -> DiracAtoms:
     return DiracAtoms(np.asarray(m, float), np.asarray(x, float), np.asarray(ids, int))
 
 
+def forms_atom(core: np.ndarray, u_face: np.ndarray, problem: CircleProblem) -> bool:
+    """Whether the concentrated mass in ``core`` (contiguous cells, left to right) is held
+    together, so that it is becoming a Dirac mass.
+
+    The velocity is Lipschitz (a ReLU unit's velocity has a corner, not a jump), and under
+    descent the attention of a small concentration of mass ``m`` moves it apart at the rate
+    ``c_K e^beta m``. So a concentration becomes a Dirac mass only where something holds it in:
+
+    - *trapped*: the flow velocity of the whole measure points into the core at both outer
+      faces, ``u_face[first - 1] >= 0 >= u_face[last]``;
+    - *at a sink corner* of the perceptron (:meth:`CircleProblem.sink_corners`): it drives mass
+      into the corner from one side, while on the other side, where every unit is off, the
+      concentration's own attention may push some out (the paper's S^1 descent corner atom).
+
+    A concentration pressed together only while a wave of mass passes (descent, the
+    perceptron-free arc at beta = 50) spreads again and stays density (docs/schemes.md,
+    "Capture").
+
+    Parameters
+    ----------
+    core : ndarray of int, shape (k,)
+        Cell indices, consecutive modulo N.
+    u_face : ndarray, shape (N,)
+        Signed flow velocity at the right faces.
+    problem : CircleProblem
+    """
+    n = u_face.size
+    if u_face[(int(core[0]) - 1) % n] >= 0.0 and u_face[int(core[-1])] <= 0.0:
+        return True
+    corners = problem.sink_corners
+    return bool(corners.size) and bool(np.isin(problem.cell_of(corners), core).any())
+
+
 def capture(rho: np.ndarray, atoms: DiracAtoms, u_face: np.ndarray, problem: CircleProblem,
             params: AtomParams, next_id: int) -> tuple[np.ndarray, DiracAtoms]:
     """Turn concentrated basin atoms of the density into Dirac atoms.
@@ -315,7 +349,8 @@ def capture(rho: np.ndarray, atoms: DiracAtoms, u_face: np.ndarray, problem: Cir
     A basin (detected on the density with the Dirac masses deposited in their cells, so that a
     basin already holding a Dirac atom is skipped) is captured when its core (the peak cell
     and those of its two neighbours in the basin) holds at least ``params.capture_fraction`` of
-    its mass and it has at least ``params.min_mass``. A neighbour outside the basin (a source
+    its mass, it has at least ``params.min_mass`` and the flow holds the core together
+    (:func:`forms_atom`). A neighbour outside the basin (a source
     cell, beside a sink born on a ReLU corner) keeps its mass: part of it flows away. The
     core's mass goes to a new atom at the core's centre of mass: mass and the angular first
     moment (about the peak) are conserved exactly.
@@ -345,6 +380,8 @@ def capture(rho: np.ndarray, atoms: DiracAtoms, u_face: np.ndarray, problem: Cir
         core = core[found.labels[core] == k]
         core_mass = float(rho[core].sum() * h)
         if core_mass < params.capture_fraction * found.mass[k] or found.mass[k] < params.min_mass:
+            continue
+        if not forms_atom(core, u_face, problem):
             continue
         # the cells' own centres: with time.kink_faces a core cell beside a moved face is off
         # the uniform grid by up to h/4, and the atoms born on ReLU corners have such cores

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from solvers.model import perceptron
 from solvers.model.params import PerceptronParams
 from spectral import CircleBasis
 
@@ -67,6 +68,26 @@ def perceptron_kinks(p: PerceptronParams) -> np.ndarray:
         phi, d = float(np.arctan2(a[1], a[0])), float(np.arccos(-b / r))
         out += [(phi + d) % (2.0 * np.pi), (phi - d) % (2.0 * np.pi)]
     return np.sort(np.asarray(out, dtype=float))
+
+
+def sink_corners(p: PerceptronParams, sign: float, eps: float = 1e-7) -> np.ndarray:
+    """The corners (:func:`perceptron_kinks`) that are sinks of the perceptron's flow.
+
+    There the flow velocity ``u = s d(v/2)/dtheta`` (``sign`` = s) vanishes (the corner's own
+    unit is off, and so is every other) and neither one-sided slope is positive, one is
+    negative: the perceptron drives mass into the corner from at least one side and out of it
+    from none. The paper's S^1 descent has one, at 85.4 degrees (slopes 0 and -0.632). Shape (m,).
+    """
+    kinks = perceptron_kinks(p)
+    if kinks.size == 0:
+        return kinks
+    u = sign * perceptron.circle_velocity(p, kinks)
+    left = (u - sign * perceptron.circle_velocity(p, kinks - eps)) / eps
+    right = (sign * perceptron.circle_velocity(p, kinks + eps) - u) / eps
+    scale = float(np.abs(np.asarray(p.omega, dtype=float)).sum()) * float(np.abs(np.asarray(p.a)).max())
+    zero = np.abs(u) <= 1e-12 * max(scale, 1e-300)
+    slope = 1e-9 * max(scale, 1e-300)  # "not positive" and "negative", beyond the differences' round-off
+    return kinks[zero & (left <= slope) & (right <= slope) & (np.minimum(left, right) < -slope)]
 
 
 def uniform_layout(basis: CircleBasis) -> FaceLayout:

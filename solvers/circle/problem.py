@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from solvers.circle.kink_faces import layout_for
+from solvers.circle.kink_faces import layout_for, sink_corners
 from solvers.core.kernel import kernel_log_shift, max_kernel_second_derivative  # noqa: F401 (re-export)
 from solvers.model import perceptron
 from solvers.model.params import ModelParams
@@ -80,6 +80,14 @@ class CircleProblem:
     def cell_scale(self) -> np.ndarray:
         """``h / width`` of every cell, shape (N,): the cell density is ``rho * cell_scale``."""
         return self._cache["layout"].scale
+
+    @property
+    def sink_corners(self) -> np.ndarray:
+        """The perceptron corners that are sinks of its flow, angles (m,)
+        (:func:`solvers.circle.kink_faces.sink_corners`)."""
+        if "sink_corners" not in self._cache:
+            self._cache["sink_corners"] = sink_corners(self.model.perceptron, self.sign)
+        return self._cache["sink_corners"]
 
     @property
     def kinks(self) -> np.ndarray:

@@ -59,8 +59,10 @@ def test_two_atoms_follow_their_ode(scheme):
     assert abs(0.5 * (x[0] + x[1]) - 1.6) < 1e-12
 
 
-def _problem(n: int = 256, beta: float = 5.0, kernel: str = "exp") -> CircleProblem:
-    cfg = load_config(f'[domain]\nresolution = {n}\n[model]\nbeta = {beta}\nkernel = "{kernel}"\n')
+def _problem(n: int = 256, beta: float = 5.0, kernel: str = "exp", direction: str = "descent"
+             ) -> CircleProblem:
+    cfg = load_config(f'[domain]\nresolution = {n}\n[model]\nbeta = {beta}\nkernel = "{kernel}"\n'
+                      f'direction = "{direction}"\n')
     return CircleProblem(cfg.model, CircleBasis(n))
 
 
@@ -80,7 +82,7 @@ def test_closed_form_atom_matches_spectral_bump(kernel):
 
 
 def test_capture_conserves_mass_and_first_moment():
-    p = _problem(256, 5.0)
+    p = _problem(256, 5.0, direction="ascent")  # attention gathers the spike: it is held in
     b = p.basis
     rho = np.full(b.n, 1e-4)
     rho[100:103] += np.array([2.0, 5.0, 3.0])

@@ -60,9 +60,10 @@ def test_compiled_cells_match():
 
 
 def test_capture_beside_a_moved_face_conserves_the_first_moment():
-    """A spike on both sides of a corner face: the atom sits at the core's true centre of mass."""
+    """A spike on both sides of a corner face: the atom sits at the core's true centre of mass.
+    The corner is a sink of the flow (:func:`forms_atom`); the spike's left face leaks."""
     p = kinked_problem()
-    b, j = p.basis, int(p.moved_faces[1])
+    b, j = p.basis, int(p.moved_faces[0])
     rho = np.full(b.n, 1e-4)
     rho[j - 1 : j + 2] += np.array([2.0, 5.0, 3.0])  # cells j - 1, j | moved face j | j + 1
     before, moment = rho.sum() * b.h, (rho * b.h) @ p.cell_centres
