@@ -324,8 +324,9 @@ def forms_atom(core: np.ndarray, u_face: np.ndarray, problem: CircleProblem) -> 
       concentration's own attention may push some out (the paper's S^1 descent corner atom).
 
     A concentration pressed together only while a wave of mass passes (descent, the
-    perceptron-free arc at beta = 50) spreads again and stays density (docs/schemes.md,
-    "Capture").
+    perceptron-free arc at beta = 50) spreads again and stays density; so does one carried
+    along by the flow, until it comes to rest. Capture cannot be undone, so the test is
+    conservative (docs/schemes.md, "Capture only what is held together").
 
     Parameters
     ----------
