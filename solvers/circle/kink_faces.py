@@ -73,9 +73,8 @@ def perceptron_kinks(p: PerceptronParams) -> np.ndarray:
 def sink_corners(p: PerceptronParams, sign: float, eps: float = 1e-7) -> np.ndarray:
     """The corners (:func:`perceptron_kinks`) that are sinks of the perceptron's flow.
 
-    There the flow velocity ``u = s d(v/2)/dtheta`` (``sign`` = s) vanishes (the corner's own
-    unit is off, and so is every other) and neither one-sided slope is positive, one is
-    negative: the perceptron drives mass into the corner from at least one side and out of it
+    There the flow velocity ``u = s d(v/2)/dtheta`` (``sign`` = s) vanishes (as where every
+    unit is off) and neither one-sided slope is positive, one is negative: the perceptron drives mass into the corner from at least one side and out of it
     from none. The paper's S^1 descent has one, at 85.4 degrees (slopes 0 and -0.632). Shape (m,).
     """
     kinks = perceptron_kinks(p)
