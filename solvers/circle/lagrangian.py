@@ -31,6 +31,8 @@ against. The coefficients and the field are compiled (numba) or numpy
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from dataclasses import dataclass
 
 import numpy as np
@@ -202,6 +204,51 @@ def short_cells(state: LagrangianState, delta: float, absorb: float, merge: floa
                 if b < a:
                     short[:b] = True
     return short
+
+
+def runs(short: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The runs of consecutive ``short`` cells (n,), not all short: ``(first, last)`` cell
+    indices (r,) of each, in order around the circle (a run may wrap past the last cell)."""
+    n = short.size
+    r = (int(np.nonzero(~short)[0][0]) + 1) % n  # a run starts here or later: none wraps in the roll
+    s = np.roll(short, -r).astype(np.int8)
+    edges = np.diff(np.concatenate([[0], s, [0]]))
+    first, last = np.nonzero(edges == 1)[0], np.nonzero(edges == -1)[0] - 1
+    return (first + r) % n, (last + r) % n
+
+
+def held_runs(state: LagrangianState, short: np.ndarray, corners: np.ndarray,
+              velocity: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
+    """``short`` (n,) without the runs that would make a new atom the flow does not hold together.
+
+    A run of short cells without an atom becomes an atom (:func:`collapse`) only when the flow
+    velocity points into it at both its end points, or it holds a sink corner of the perceptron
+    (``corners``): as :func:`solvers.circle.dirac.forms_atom` for the fv Dirac state. Otherwise
+    its cells stay cells: under descent a cluster pressed together by a passing wave spreads
+    again. Runs with an atom (absorption, merging) are kept. ``velocity(x)`` gives the flow
+    velocity at the angles ``x`` (P,).
+    """
+    first, last = runs(short)
+    n = state.n
+    ends = (last + 1) % n
+    free = np.array([not state.A[_points(f, e, n)].any() for f, e in zip(first, ends)], dtype=bool)
+    if not free.any():
+        return short
+    xa = state.X[first[free]]
+    xb = xa + np.mod(state.X[ends[free]] - xa, TWO_PI)
+    u = velocity(np.concatenate([xa, xb]))
+    held = (u[:xa.size] >= 0.0) & (u[xa.size:] <= 0.0)
+    if corners.size:
+        held |= np.any(np.mod(corners[None, :] - xa[:, None], TWO_PI) <= (xb - xa)[:, None], axis=1)
+    out = short.copy()
+    for f, e in zip(first[free][~held], ends[free][~held]):
+        out[_points(f, e, n)[:-1]] = False
+    return out
+
+
+def _points(first: int, end: int, n: int) -> np.ndarray:
+    """The point indices from ``first`` to ``end`` (inclusive), wrapping past ``n - 1``."""
+    return np.arange(first, first + np.mod(end - first, n) + 1) % n
 
 
 def collapse(state: LagrangianState, short: np.ndarray, next_id: int,

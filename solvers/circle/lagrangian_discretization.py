@@ -6,8 +6,14 @@ The integrator sees the flat state ``[X, m, A, ids]``; only the points move
 ``m_k / (X_{k+1} - X_k)`` is never negative. Between steps (:meth:`after_step`), in this order:
 
 - collapse (:func:`~solvers.circle.lagrangian.short_cells`): a cell shorter than
-  ``COLLAPSE h`` becomes a Dirac atom (its ends have met: the flow concentrated it by a factor
-  of at least ``1 / COLLAPSE``); a cell beside an atom shorter than ``ABSORB h`` joins the atom;
+  ``COLLAPSE h`` becomes a Dirac atom (the flow concentrated it by a factor of at least
+  ``1 / COLLAPSE``) when the flow holds its run of short cells together
+  (:func:`~solvers.circle.lagrangian.held_runs`, the fv Dirac state's capture rule), and in any
+  case once it is shorter than ``MET h`` (its ends have met: a cluster carried along while it
+  collapses; below that, round-off in the positions could turn cells inside out). Under
+  descent a cluster pressed together by a passing wave otherwise became an atom that kept its
+  mass for ever (beta = 50: .0352 at N = 256, .0222 at N = 1024; docs/schemes.md, "Capture
+  only what is held together"). A cell beside an atom shorter than ``ABSORB h`` joins the atom;
   atoms closer than a grid cell ``h`` merge, with what lies between them. Mass and first moment
   are kept;
 - refinement: a cell longer than ``REFINE h`` that holds mass is split in two, so that a
@@ -45,7 +51,8 @@ from solvers.core.measure import DiracAtoms, starting_atoms
 from solvers.core.snapshot import Diagnostics
 from solvers.model.params import AtomParams, RunConfig
 
-COLLAPSE = 1e-3  # a cell shorter than COLLAPSE h becomes an atom
+COLLAPSE = 1e-3  # a cell shorter than COLLAPSE h becomes an atom, if the flow holds it together
+MET = 1e-6  # ... and a cell shorter than MET h in any case (its ends have met)
 ABSORB = 0.05  # a cell beside an atom and shorter than ABSORB h joins it
 MERGE = 1.0  # atoms closer than MERGE h merge
 REFINE = 1.1  # a cell longer than REFINE h that holds mass is split
@@ -165,8 +172,22 @@ class LagrangianCircleDiscretization:
     def _events(self, st: lg.LagrangianState) -> lg.LagrangianState:
         st = lg.normalise(st)
         short = lg.short_cells(st, COLLAPSE * self.h, ABSORB * self.h, MERGE * self.h)
+        if short.any():
+            short = self._held(st, short)
         st, self.next_id = lg.collapse(st, short, self.next_id, self.mass_floor)
         return lg.refine(st, REFINE * self.h, self.mass_floor)
+
+    def _held(self, st: lg.LagrangianState, short: np.ndarray) -> np.ndarray:
+        """``short`` (n,) without the runs of new atoms whose cells the flow does not hold
+        together (:func:`lagrangian.held_runs`), except cells shorter than ``MET h``."""
+        L = st.lengths()
+        at = st.A > 0
+        fresh = (L < COLLAPSE * self.h) & ~(at | np.roll(at, -1))
+        if not fresh.any() or short.all():
+            return short
+        held = lg.held_runs(st, short, self.problem.sink_corners,
+                            lambda x: lg.velocity(st, self.config.model, self.weights, x, self.compiled))
+        return held | (short & (L < MET * self.h))
 
     # -- diagnostics ----------------------------------------------------------------------
     def dirac_state(self, state: np.ndarray) -> np.ndarray:

@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as hst
 
 from solvers.api import load_config
+from solvers.circle import lagrangian as lg
 from solvers.circle.dirac import CircleMeasureField, capture, forms_atom
 from solvers.circle.kink_faces import perceptron_kinks, sink_corners
 from solvers.circle.problem import CircleProblem
@@ -22,6 +25,7 @@ from solvers.timestepping.simulation import simulate
 from spectral import CircleBasis
 
 BETA50 = "runs/paper_s1_descent_relu_beta50.toml"
+TWO_PI = 2.0 * np.pi
 
 
 def spike(n: int, cells: slice) -> np.ndarray:
@@ -118,3 +122,65 @@ def test_beta50_handover_has_the_fine_grid_atoms():
     assert np.sort(np.round(np.degrees(d.dirac_position))).tolist() == [85.0, 251.0]
     h = 2 * np.pi / 256
     assert result.final.rho.sum() * h + d.dirac_mass.sum() == pytest.approx(1.0, abs=1e-13)
+
+
+# -- the same rule for the Lagrangian cells' collapse -------------------------------------------
+
+@settings(max_examples=200, deadline=None)
+@given(bits=hst.lists(hst.booleans(), min_size=2, max_size=40))
+def test_runs_are_the_maximal_stretches_of_short_cells(bits):
+    short = np.asarray(bits)
+    assume(not short.all())
+    first, last = lg.runs(short)
+    n = short.size
+    seen = np.zeros(n, bool)
+    for f, e in zip(first, last):
+        cells = np.arange(f, f + (e - f) % n + 1) % n
+        assert short[cells].all() and not seen[cells].any()
+        assert not short[(f - 1) % n] and not short[(e + 1) % n]  # maximal
+        seen[cells] = True
+    np.testing.assert_array_equal(seen, short)
+
+
+def _line(n: int = 20) -> lg.LagrangianState:
+    """Cells 5-7 (points 5..8) squeezed into 1e-5 rad around 3.0; no atom anywhere."""
+    X = np.linspace(0.0, TWO_PI, n, endpoint=False)
+    X[5:9] = 3.0 + 1e-5 * np.arange(4) / 3
+    X[9:] = np.linspace(3.1, TWO_PI - 0.1, n - 9)
+    return lg.LagrangianState(np.sort(X), np.full(n, 1.0 / n), np.zeros(n), np.full(n, -1))
+
+
+def test_held_runs_keep_only_what_the_flow_holds_together():
+    st = _line()
+    short = st.lengths() < 1e-4
+    assert short.tolist() == [i in (5, 6, 7) for i in range(st.n)]
+    none = np.zeros(0)
+    outwards = lambda x: np.where(x < 3.000005, -1.0, 1.0)  # noqa: E731
+    inwards = lambda x: np.where(x < 3.000005, 1.0, -1.0)  # noqa: E731
+    carried = lambda x: np.full(x.size, -1.0)  # noqa: E731
+    assert not lg.held_runs(st, short, none, outwards).any()
+    assert not lg.held_runs(st, short, none, carried).any()
+    np.testing.assert_array_equal(lg.held_runs(st, short, none, inwards), short)
+    # a sink corner inside the run holds it whatever the velocity at its ends
+    np.testing.assert_array_equal(lg.held_runs(st, short, np.array([3.000004]), outwards), short)
+    np.testing.assert_array_equal(lg.held_runs(st, short, np.array([3.5]), outwards), np.zeros_like(short))
+    # a run with an atom on it (absorption, merging) is never held back
+    with_atom = lg.LagrangianState(st.X, st.m, np.where(np.arange(st.n) == 6, 0.1, 0.0),
+                                   np.where(np.arange(st.n) == 6, 0, -1))
+    np.testing.assert_array_equal(lg.held_runs(with_atom, short, none, outwards), short)
+
+
+@pytest.mark.slow
+def test_lagrangian_cells_leave_the_arc_cluster_as_density():
+    """beta = 50, t = 5000, cells alone at N = 256: the atoms of the hand-over and of the grid at
+    N = 1024 (corner .1920, heavy .7051, the arc's basin .0207 at 60.7 degrees, benchmarks/README
+    round 15). Collapsing the passing cluster had made it a Dirac atom of .0352."""
+    cfg = load_config(BETA50, domain__resolution=256, time__t_end=5000.0, time__scheme="lagrangian",
+                      atoms__representation="dirac", output__progress=False)
+    d = simulate(cfg, initial_density(cfg)).final.diagnostics
+    masses = dict(zip(np.round(np.degrees(d.atom_position)), d.atom_mass))
+    assert sorted(masses) == [60.0, 85.0, 251.0]
+    assert masses[85.0] == pytest.approx(0.1920, abs=2e-3)
+    assert masses[251.0] == pytest.approx(0.7051, abs=2e-3)
+    assert masses[60.0] == pytest.approx(0.0207, abs=2e-3)
+    assert np.sort(np.round(np.degrees(d.dirac_position))).tolist() == [85.0, 251.0]
