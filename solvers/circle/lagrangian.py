@@ -32,7 +32,6 @@ against. The coefficients and the field are compiled (numba) or numpy
 from __future__ import annotations
 
 from collections.abc import Callable
-
 from dataclasses import dataclass
 
 import numpy as np
