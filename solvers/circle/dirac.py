@@ -36,6 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from solvers.circle.atoms import detect_atoms
+from solvers.circle.kink_faces import holds_together
 from solvers.circle.problem import CircleProblem, kernel_log_shift
 from solvers.core.backend import default_backend, fused_steps_available
 from solvers.core.measure import DiracAtoms
@@ -337,10 +338,10 @@ def forms_atom(core: np.ndarray, u_face: np.ndarray, problem: CircleProblem) -> 
     problem : CircleProblem
     """
     n = u_face.size
-    if u_face[(int(core[0]) - 1) % n] >= 0.0 and u_face[int(core[-1])] <= 0.0:
-        return True
-    corners = problem.sink_corners
-    return bool(corners.size) and bool(np.isin(problem.cell_of(corners), core).any())
+    left, right = (int(core[0]) - 1) % n, int(core[-1])  # the core's outer faces
+    faces = problem.faces
+    return bool(holds_together(faces[[left]], faces[[right]], u_face[[left]], u_face[[right]],
+                               problem.sink_corners)[0])
 
 
 def capture(rho: np.ndarray, atoms: DiracAtoms, u_face: np.ndarray, problem: CircleProblem,

@@ -89,6 +89,24 @@ def sink_corners(p: PerceptronParams, sign: float, eps: float = 1e-7) -> np.ndar
     return kinks[zero & (left <= slope) & (right <= slope) & (np.minimum(left, right) < -slope)]
 
 
+def holds_together(left: np.ndarray, right: np.ndarray, u_left: np.ndarray, u_right: np.ndarray,
+                   corners: np.ndarray) -> np.ndarray:
+    """Whether the flow holds each arc ``[left, right)`` together, shapes (r,): the flow velocity
+    points into it at both ends (``u_left >= 0 >= u_right``), or the arc holds one of the sink
+    ``corners`` (:func:`sink_corners`), which the perceptron drives mass into from one side.
+
+    The rule of both S^1 Dirac states for a concentration to become an atom
+    (:func:`solvers.circle.dirac.forms_atom`, :func:`solvers.circle.lagrangian.held_runs`;
+    docs/schemes.md, "Capture only what is held together").
+    """
+    held = (np.asarray(u_left) >= 0.0) & (np.asarray(u_right) <= 0.0)
+    if corners.size:
+        width = np.mod(np.asarray(right) - np.asarray(left), 2.0 * np.pi)
+        offset = np.mod(corners[None, :] - np.asarray(left)[:, None], 2.0 * np.pi)
+        held |= np.any(offset < width[:, None], axis=1)
+    return held
+
+
 def uniform_layout(basis: CircleBasis) -> FaceLayout:
     """The uniform grid's faces (nothing moved)."""
     return FaceLayout(basis.faces.copy(), np.zeros(0, dtype=int), np.ones(basis.n))

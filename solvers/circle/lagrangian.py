@@ -41,6 +41,7 @@ try:
 except ImportError:  # pragma: no cover - numba is a dependency; the numpy path is the reference
     numba = None
 
+from solvers.circle.kink_faces import holds_together
 from solvers.core.kernel import kernel_log_shift
 from solvers.model import perceptron
 from solvers.model.params import ModelParams
@@ -221,8 +222,9 @@ def held_runs(state: LagrangianState, short: np.ndarray, corners: np.ndarray,
     """``short`` (n,) without the runs that would make a new atom the flow does not hold together.
 
     A run of short cells without an atom becomes an atom (:func:`collapse`) only when the flow
-    velocity points into it at both its end points, or it holds a sink corner of the perceptron
-    (``corners``): as :func:`solvers.circle.dirac.forms_atom` for the fv Dirac state. Otherwise
+    holds it together (:func:`~solvers.circle.kink_faces.holds_together`: the velocity points
+    into it at both its end points, or it holds one of the sink ``corners``), as for the fv
+    Dirac state (:func:`solvers.circle.dirac.forms_atom`). Otherwise
     its cells stay cells: under descent a cluster pressed together by a passing wave spreads
     again. Runs with an atom (absorption, merging) are kept. ``velocity(x)`` gives the flow
     velocity at the angles ``x`` (P,).
@@ -233,12 +235,9 @@ def held_runs(state: LagrangianState, short: np.ndarray, corners: np.ndarray,
     free = np.array([not state.A[_points(f, e, n)].any() for f, e in zip(first, ends)], dtype=bool)
     if not free.any():
         return short
-    xa = state.X[first[free]]
-    xb = xa + np.mod(state.X[ends[free]] - xa, TWO_PI)
+    xa, xb = state.X[first[free]], state.X[ends[free]]
     u = velocity(np.concatenate([xa, xb]))
-    held = (u[:xa.size] >= 0.0) & (u[xa.size:] <= 0.0)
-    if corners.size:
-        held |= np.any(np.mod(corners[None, :] - xa[:, None], TWO_PI) <= (xb - xa)[:, None], axis=1)
+    held = holds_together(xa, xb, u[:xa.size], u[xa.size:], corners)
     out = short.copy()
     for f, e in zip(first[free][~held], ends[free][~held]):
         out[_points(f, e, n)[:-1]] = False

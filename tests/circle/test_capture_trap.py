@@ -15,7 +15,7 @@ from hypothesis import strategies as hst
 from solvers.api import load_config
 from solvers.circle import lagrangian as lg
 from solvers.circle.dirac import CircleMeasureField, capture, forms_atom
-from solvers.circle.kink_faces import perceptron_kinks, sink_corners
+from solvers.circle.kink_faces import holds_together, perceptron_kinks, sink_corners
 from solvers.circle.problem import CircleProblem
 from solvers.core.measure import DiracAtoms
 from solvers.io.state import initial_density
@@ -184,3 +184,15 @@ def test_lagrangian_cells_leave_the_arc_cluster_as_density():
     assert masses[251.0] == pytest.approx(0.7051, abs=2e-3)
     assert masses[60.0] == pytest.approx(0.0207, abs=2e-3)
     assert np.sort(np.round(np.degrees(d.dirac_position))).tolist() == [85.0, 251.0]
+
+
+def test_holds_together_takes_arcs_half_open_as_the_cells():
+    """``[left, right)``, as a cell holds its left face and not its right one (``cell_of``); the
+    arcs may wrap past 2 pi. A corner on the right end belongs to the next arc."""
+    left, right = np.array([1.0, 6.0]), np.array([2.0, 0.5])
+    out = np.full(2, -1.0), np.full(2, 1.0)  # both ends flow outwards
+    assert not holds_together(left, right, *out, np.zeros(0)).any()
+    assert holds_together(left, right, np.ones(2), -np.ones(2), np.zeros(0)).all()
+    assert holds_together(left, right, *out, np.array([1.0])).tolist() == [True, False]
+    assert holds_together(left, right, *out, np.array([2.0])).tolist() == [False, False]
+    assert holds_together(left, right, *out, np.array([0.1])).tolist() == [False, True]
