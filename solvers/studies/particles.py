@@ -19,7 +19,9 @@ Time stepping: classical RK4 applied to the ambient ODE ``y_i' = V_i(y_1/|y_1|, 
 retraction ``x <- x / |x|`` after each step. Fourth order for smooth activations; a kink
 (ReLU) crossed inside a step costs a local O(dt^2) error for that particle.
 
-Pair sums cost O(n^2 d) per evaluation, chunked by rows (``chunk_bytes`` per block, so memory
+On S^2 the attention sums use the kernel series (:mod:`spectral.kernel_series`: ``O(n C(K+3, 3))``,
+exact to round-off; 1330 terms at beta = 1) when it has fewer terms than there are particles.
+Otherwise pair sums cost O(n^2 d) per evaluation, chunked by rows (``chunk_bytes`` per block, so memory
 stays O(n d) plus one block; optionally a thread pool over blocks).
 
 Initial particles (:func:`initial_particles`) come from the PDE's initial grid density.
@@ -37,9 +39,11 @@ from solvers.core.kernel import kernel_log_shift, max_kernel_second_derivative
 from solvers.model.activations import get_activation
 from solvers.model.params import AtomParams, ModelParams, RunConfig
 from solvers.model.perceptron import half_gradient, potential
+from spectral.kernel_series import series_degree, series_field_numba
 
 TWO_PI = 2.0 * np.pi
 PLACEMENTS = ("quantiles", "sample")
+ATTENTION_METHODS = ("auto", "series", "direct")
 GOLDEN = 0.5 * (np.sqrt(5.0) - 1.0)
 
 
@@ -57,11 +61,20 @@ class ParticleSystem:
         1-5 s for 4-64 MiB blocks (shared 2-core machine; timings varied by 2-3x with load).
     workers : int
         Threads for the row blocks (1: no pool; more did not help on 2 cores).
+    attention_method : {"auto", "series", "direct"}
+        The attention sums on S^2: the kernel series (:meth:`series`), the pair sums, or
+        (``"auto"``) the series when it has fewer terms than there are particles.
     """
 
     model: ModelParams
     chunk_bytes: int = 1 << 18
     workers: int = 1
+    attention_method: str = "auto"
+
+    def __post_init__(self) -> None:
+        if self.attention_method not in ATTENTION_METHODS:
+            raise ValueError(f"attention_method: must be one of {ATTENTION_METHODS} "
+                             f"(got {self.attention_method!r})")
 
     def _blocks(self, n: int) -> list[slice]:
         rows = max(1, self.chunk_bytes // (8 * max(n, 1)))
@@ -93,8 +106,14 @@ class ParticleSystem:
         x : ndarray, shape (n, d), unit rows
         w : ndarray, shape (n,), weights
         """
-        wx = w[:, None] * x
         softmax = self.model.attention == "softmax"
+        if self.series(x.shape):
+            beta = self.model.beta
+            f, euclid = series_field_numba(x, x, w, beta, -beta if softmax else kernel_log_shift(self.model))
+            if softmax:
+                euclid = euclid / f[:, None]
+            return euclid - np.sum(euclid * x, axis=1, keepdims=True) * x
+        wx = w[:, None] * x
 
         def block(rows: slice) -> np.ndarray:
             k = np.exp(self._log_kernel(x[rows] @ x.T))  # (r, n)
@@ -103,6 +122,17 @@ class ParticleSystem:
 
         euclid = np.concatenate(self._map(block, x.shape[0]))
         return euclid - np.sum(euclid * x, axis=1, keepdims=True) * x
+
+    def series(self, shape: tuple[int, ...]) -> bool:
+        """Whether :meth:`attention` sums by the kernel series (:mod:`spectral.kernel_series`,
+        exact to round-off, ``O(n terms)``) instead of pairs (``O(n^2)``): on S^2 (d = 3), when
+        ``attention_method`` allows it and (``"auto"``) the series has fewer terms than n."""
+        if len(shape) != 2 or shape[1] != 3 or self.attention_method == "direct":
+            return False
+        if self.attention_method == "series":
+            return True
+        k = series_degree(self.model.beta)
+        return (k + 1) * (k + 2) * (k + 3) // 6 < shape[0]
 
     def field(self, x: np.ndarray, w: np.ndarray) -> np.ndarray:
         """``g(x_i)`` = attention + perceptron ``grad v / 2`` (docs/math.md §1), shape (n, d)."""
@@ -119,13 +149,16 @@ class ParticleSystem:
         (where E is a Lyapunov function of the pure attention only, docs/math.md §1).
         """
         beta, shift = self.model.beta, kernel_log_shift(self.model)
+        half_v = 0.5 * float(w @ potential(self.model.perceptron, x))
+        if self.series(x.shape):
+            return float(w @ series_field_numba(x, x, w, beta, shift)[0]) / (2.0 * beta) + half_v
 
         def block(rows: slice) -> float:
             gram = x[rows] @ x.T
             return float(w[rows] @ np.exp(beta * gram + shift) @ w)
 
         pairs = sum(self._map(block, x.shape[0]))
-        return pairs / (2.0 * beta) + 0.5 * float(w @ potential(self.model.perceptron, x))
+        return pairs / (2.0 * beta) + half_v
 
     def rate_bound(self, mass: float) -> float:
         """A bound ``L`` of the velocity's Lipschitz constant, for the step ``dt = cfl / L``.
