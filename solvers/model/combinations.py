@@ -60,20 +60,18 @@ def check_representation(config: RunConfig) -> None:
         raise ConfigError("initial.kind", "\"atoms\" needs [atoms] representation = \"dirac\"")
     if dirac and config.time.scheme not in ("fv", "lagrangian"):
         raise ConfigError("atoms.representation", "\"dirac\" needs time.scheme = \"fv\" "
-                                                  "(or \"lagrangian\" on S1)")
+                                                  "or \"lagrangian\"")
     if dirac and config.model.attention != "unnormalized":
         raise ConfigError("atoms.representation", "\"dirac\" needs model.attention = "
                                                   "\"unnormalized\" (closed-form atoms)")
 
 
 def check_lagrangian(config: RunConfig) -> None:
-    """``time.scheme = "lagrangian"`` (moving cells, docs/schemes.md) is the S^1 measure-valued
-    state's: it needs manifold S1, ``[atoms] representation = "dirac"`` and snapshots that land on
-    their times (a step's points are not interpolated)."""
+    """``time.scheme = "lagrangian"`` (S^1: moving cells; S^2: particles; docs/schemes.md) moves
+    the measure-valued state: it needs ``[atoms] representation = "dirac"`` and snapshots that
+    land on their times (a step's points are not interpolated)."""
     if config.time.scheme != "lagrangian":
         return
-    if config.domain.manifold != "S1":
-        raise ConfigError("time.scheme", "\"lagrangian\" is for S1 only; on S2 use \"fv\"")
     if config.atoms.representation != "dirac":
         raise ConfigError("time.scheme", "\"lagrangian\" carries Dirac atoms: set [atoms] "
                                          "representation = \"dirac\"")

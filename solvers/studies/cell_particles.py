@@ -28,10 +28,8 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy.cluster.hierarchy import fcluster, linkage
-from scipy.sparse import coo_matrix
-from scipy.sparse.csgraph import connected_components
-from scipy.spatial import cKDTree
 
+from solvers.core.point_merge import merge_close
 from solvers.model.params import RunConfig
 from solvers.studies.particles import ParticleSystem, normalise
 
@@ -55,21 +53,6 @@ def cell_particles(config: RunConfig) -> tuple[np.ndarray, np.ndarray]:
         x, cell = np.stack([np.cos(theta), np.sin(theta)], axis=1), rho * 2.0 * np.pi / rho.size
     has = cell > 0
     return x[has], cell[has]
-
-
-def merge_close(x: np.ndarray, w: np.ndarray, radius: float) -> tuple[np.ndarray, np.ndarray]:
-    """Particles closer than ``radius`` (chord, transitively) as one: summed mass, normalised
-    mass-weighted mean position. Mass is kept exactly up to the order of summation."""
-    pairs = cKDTree(x).query_pairs(radius, output_type="ndarray")
-    if pairs.size == 0:
-        return x, w
-    n = w.size
-    graph = coo_matrix((np.ones(len(pairs)), (pairs[:, 0], pairs[:, 1])), shape=(n, n))
-    k, label = connected_components(graph, directed=False)
-    mass = np.bincount(label, weights=w, minlength=k)
-    moment = np.stack([np.bincount(label, weights=w * x[:, d], minlength=k)
-                       for d in range(x.shape[1])], axis=1)
-    return normalise(moment), mass
 
 
 @dataclass(frozen=True)
@@ -112,7 +95,7 @@ class CellParticleRun:
 def run_cell_particles(config: RunConfig, times, dt: float, merge: float = MERGE,
                        progress=None) -> CellParticleRun:
     """Cell particles of ``config`` (:func:`cell_particles`) by RK4 steps of ``dt``
-    (:meth:`ParticleSystem.step`), merged after every step (:func:`merge_close`); recorded at
+    (:meth:`ParticleSystem.step`), merged after every step (:func:`solvers.core.point_merge.merge_close`); recorded at
     ``times`` (non-decreasing, >= 0). ``progress(t, x, w)`` is called at each recorded time."""
     times = np.asarray(times, dtype=float).ravel()
     if dt <= 0 or not np.isfinite(dt):
@@ -127,7 +110,7 @@ def run_cell_particles(config: RunConfig, times, dt: float, merge: float = MERGE
         m = max(1, int(np.ceil((target - t) / dt - 1e-9))) if target > t else 0
         for _ in range(m):
             x = system.step(x, w, (target - t) / m)
-            x, w = merge_close(x, w, merge)
+            x, w = merge_close(x, w, merge)[:2]
         steps, t = steps + m, float(target)
         xs.append(x.copy())
         ws.append(w.copy())

@@ -80,6 +80,10 @@ def make_discretization(config: RunConfig) -> Discretization:
         from solvers.circle.dirac_discretization import DiracCircleDiscretization
 
         return DiracCircleDiscretization(config)
+    if config.domain.manifold == "S2" and config.time.scheme == "lagrangian":
+        from solvers.sphere.lagrangian_discretization import LagrangianSphereDiscretization
+
+        return LagrangianSphereDiscretization(config)
     if config.domain.manifold == "S2" and config.atoms.representation == "dirac":
         from solvers.sphere.dirac_discretization import DiracSphereDiscretization
 

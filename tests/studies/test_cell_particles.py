@@ -12,13 +12,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from solvers.core.point_merge import merge_close
 from solvers.io.state import initial_density
 from solvers.model.config import load_config
 from solvers.model.params import ModelParams, PerceptronParams
 from solvers.sphere.grid import SphereGrid
 from solvers.studies.cell_particles import (
     cell_particles,
-    merge_close,
     particle_atoms,
     run_cell_particles,
 )
@@ -82,7 +82,9 @@ def test_merge_keeps_mass_and_first_moment():
                         base[1] + 6e-5 * np.arange(3)[:, None] * tang[1], base[2:3]])
     x /= np.linalg.norm(x, axis=1, keepdims=True)
     w = RNG.uniform(0.1, 1.0, x.shape[0])
-    y, m = merge_close(x, w, 1e-4)
+    w[1], w[3] = 0.5, 2.0  # the first chain holds atoms 5 and 2: the heavier (2) keeps its id
+    y, m, ids, nxt = merge_close(x, w, 1e-4, np.array([-1, 5, -1, 2, -1, -1, -1, 9]), 10)
+    assert sorted(ids) == [2, 9, 10] and nxt == 11  # the second chain had none: a new id, 10
     assert m.size == 3 and m.sum() == pytest.approx(w.sum(), rel=1e-15)
     for group in (slice(0, 4), slice(4, 7), slice(7, 8)):
         k = int(np.argmin(np.linalg.norm(y - x[group][0], axis=1)))

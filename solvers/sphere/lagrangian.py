@@ -1,0 +1,114 @@
+"""Lagrangian particles on S^2: the whole measure as weighted points, ``mu = sum_k w_k delta_{x_k}``.
+
+The S^2 counterpart of :mod:`solvers.circle.lagrangian` (``time.scheme = "lagrangian"``). On S^1
+the moving cells keep their faces; on S^2 a cell is carried by its centre: the grid density
+becomes one particle per cell, at the cell's centre with the cell's mass. A weighted empirical
+measure solves the continuity equation (paper eq. 2.6) exactly when every point follows
+
+    dx_k/dt = s grad U(x_k),   grad U(x) = c_K P_x sum_j w_j e^{beta x.x_j} x_j + grad v(x) / 2,
+
+(docs/math.md §1; ``P_x = I - x x^T``; the term ``j = k`` vanishes since ``P_x x = 0``), so the
+scheme's only errors are the time step and the initial quadrature. That quadrature is exact for
+the attention field: the cell centres and areas of the Gauss grid integrate the kernel's
+spherical harmonics exactly up to the grid's degree (docs/schemes.md §4), and the kernel has no
+degree past the bandwidth above ``1e-17 lambda_0``. Particles never cross a face, so no mass
+diffuses across a separatrix and a line of mass (a measure on a curve) is carried as points.
+
+Particles closer than ``MERGE`` times the grid width merge into one (mass and first moment kept:
+the mass-weighted mean, normalised; :func:`solvers.core.point_merge.merge_close`) and become a
+Dirac atom with an identity; otherwise a particle is diffuse density, reported in its grid cell.
+
+The attention sums: :mod:`spectral.kernel_series` (``O(n C(K+3, 3))``, exact to round-off) when
+that costs less than the direct pair sums (``O(n^2)``), else the pair sums in row blocks.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from spectral.kernel_series import series_degree, series_field, series_field_numba
+from solvers.core.measure import DiracAtoms
+from solvers.model import perceptron
+from solvers.model.params import ModelParams
+
+MERGE = 2e-3  # particles closer than MERGE * (grid width) merge into one
+BLOCK = 1 << 20  # pair sums: terms per row block of the direct path (8 MiB)
+
+
+def normalise(x: np.ndarray) -> np.ndarray:
+    """Rows of ``x`` (n, 3) scaled to unit length."""
+    x = np.asarray(x, dtype=float).reshape(-1, 3)
+    return x / np.linalg.norm(x, axis=1, keepdims=True)
+
+
+def series_terms(beta: float) -> int:
+    """Terms of the kernel series at ``beta`` (:func:`spectral.kernel_series.series_degree`)."""
+    k = series_degree(beta)
+    return (k + 1) * (k + 2) * (k + 3) // 6
+
+
+def attention_sums(x: np.ndarray, w: np.ndarray, beta: float, log_c: float,
+                   method: str = "auto", compiled: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    """``(f (n,), F (n, 3))``: ``f_k = c sum_j w_j e^{beta x_k.x_j}``, ``F_k = c sum_j w_j
+    e^{beta x_k.x_j} x_j`` at the particles ``x`` (n, 3), weights ``w`` (n,).
+
+    ``method``: ``"series"`` (:mod:`spectral.kernel_series`), ``"direct"`` (pair sums) or
+    ``"auto"`` (the series when it has fewer terms than there are particles).
+    """
+    if method == "auto":
+        method = "series" if series_terms(beta) < x.shape[0] else "direct"
+    if method == "series":
+        fn = series_field_numba if compiled else series_field
+        return fn(x, x, w, beta, log_c)
+    if method != "direct":
+        raise ValueError(f"method: must be 'auto', 'series' or 'direct' (got {method!r})")
+    f, F = np.empty(x.shape[0]), np.empty_like(x)
+    step = max(1, BLOCK // max(x.shape[0], 1))
+    for lo in range(0, x.shape[0], step):
+        rows = slice(lo, lo + step)
+        e = np.exp(beta * (x[rows] @ x.T) + log_c) * w
+        f[rows], F[rows] = e.sum(axis=1), e @ x
+    return f, F
+
+
+def velocity(x: np.ndarray, w: np.ndarray, model: ModelParams, log_c: float,
+             method: str = "auto", compiled: bool = True) -> np.ndarray:
+    """``s grad U`` at the particles (unit vectors ``x`` (n, 3)), tangent vectors (n, 3);
+    unnormalized attention: ``(1/beta) grad (K * mu) = P_x F`` (docs/math.md §1)."""
+    if x.shape[0] == 0:
+        return np.zeros((0, 3))
+    F = attention_sums(x, w, model.beta, log_c, method, compiled)[1]
+    g = F - np.sum(F * x, axis=1, keepdims=True) * x
+    return model.sign * (g + perceptron.half_gradient(model.perceptron, x))
+
+
+def energy_and_dissipation(x: np.ndarray, w: np.ndarray, model: ModelParams, log_c: float,
+                           method: str = "auto") -> tuple[float, float]:
+    """``E = (1/(2 beta)) sum_jk w_j w_k K(x_j, x_k) + (1/2) sum_k w_k v(x_k)`` (paper eq. 2.7)
+    and ``sum_k w_k |grad U(x_k)|^2`` (its rate, ``dE/dt = s`` times it) of the particles."""
+    if x.shape[0] == 0:
+        return 0.0, 0.0
+    f, F = attention_sums(x, w, model.beta, log_c, method)
+    g = F - np.sum(F * x, axis=1, keepdims=True) * x + perceptron.half_gradient(model.perceptron, x)
+    e = float(w @ f) / (2.0 * model.beta) + 0.5 * float(w @ perceptron.potential(model.perceptron, x))
+    return e, float(w @ np.sum(g * g, axis=1))
+
+
+def from_grid(rho: np.ndarray, centres: np.ndarray, area: np.ndarray, atoms: DiracAtoms) -> DiracAtoms:
+    """The particles of a grid density (one per cell holding mass, at its centre, with its mass,
+    identity -1) followed by the Dirac ``atoms`` (their identities), as one :class:`DiracAtoms`.
+
+    ``rho`` (nlat, nphi), ``centres`` (nlat * nphi, 3), ``area`` (nlat, nphi)."""
+    cell = (np.asarray(rho, float) * area).ravel()
+    has = cell > 0
+    return DiracAtoms(np.concatenate([cell[has], np.asarray(atoms.mass, float)]),
+                      np.concatenate([centres[has], normalise(atoms.position)]),
+                      np.concatenate([np.full(int(has.sum()), -1), np.asarray(atoms.ids, int)]))
+
+
+def deposit(p: DiracAtoms, fine_cell, area: np.ndarray) -> np.ndarray:
+    """The diffuse particles' (identity -1) masses in their fine cells over the cell areas: a
+    grid density (nlat, nphi) holding their exact mass."""
+    free = p.ids < 0
+    idx = fine_cell(p.position[free])
+    return (np.bincount(idx, weights=p.mass[free], minlength=area.size).reshape(area.shape) / area)

@@ -1,0 +1,137 @@
+"""``time.scheme = "lagrangian"`` on S^2: the measure as weighted particles (:mod:`solvers.sphere.lagrangian`).
+
+The integrator sees the flat state ``[x (n, 3), w (n), ids (n)]`` (a
+:class:`~solvers.core.measure.MeasureLayout` with no grid part); only the positions move, so
+mass is conserved exactly (up to the order of summation in merges) and no density is ever
+negative. A fresh run starts from one particle per fine Gauss cell holding mass (at its centre,
+with its mass, docs/schemes.md §4) plus the config's Dirac atoms. After every accepted step
+(:meth:`after_step`) the positions are renormalised and particles closer than ``MERGE`` grid
+widths merge (:func:`~solvers.core.point_merge.merge_close`); a particle of at least
+``atoms.min_mass`` is a Dirac atom with an identity (the archive's ``dirac_*``), a lighter one is
+diffuse density (the archive's ``rho``, in its fine cell).
+
+Step size: the Lipschitz bound of the attention (``M max|K''| / beta``, as the grid schemes) plus
+the perceptron's (docs/math.md §5), times ``time.rate_factor``: RK4 is stable for steps up to
+2.79 / L. There is no CFL condition: a particle may cross cells in a step. A step that crosses a
+ReLU unit's switching set is first order there (for that particle); on
+``runs/paper_s2_descent_relu_particles.toml`` at lmax 31, steps of 0.5, 0.25 and 0.1 give the
+same atoms to 1e-6 in mass and 1e-4 degrees (docs/schemes.md). Mass pressed onto a switching set
+from both sides (a sink corner) would chatter across it by ``dt |v|``; fix ``time.dt`` there.
+
+Snapshots, diagnostics and the archive see the measure as the fv Dirac state does: the diffuse
+particles' exact mass in their fine cells (``rho``) and the Dirac atoms (energy and dissipation
+are the particles' own); a resume starts from
+those (each cell's mass becomes a particle at its centre again), so it is not bitwise.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+import numpy as np
+
+from solvers.core.kernel import kernel_log_shift
+from solvers.core.measure import DiracAtoms, MeasureLayout, starting_atoms
+from solvers.core.point_merge import merge_close
+from solvers.core.snapshot import Diagnostics
+from solvers.model.params import AtomParams, RunConfig
+from solvers.sphere import lagrangian as lg
+from solvers.sphere.dirac_discretization import DiracSphereDiscretization
+from solvers.sphere.problem import perceptron_lipschitz
+
+
+class LagrangianSphereDiscretization:
+    """Weighted particles and Dirac atoms on S^2 (module docstring; the :class:`Discretization`
+    protocol with a flat measure state, as :class:`LagrangianCircleDiscretization`)."""
+
+    representation = "dirac"
+    positivity_cfl = None  # no grid to keep positive
+    default_integrator = "rk4"
+    citation = ("Lagrangian particles (the exact flow of a weighted empirical measure, one particle "
+                "per Gauss cell), merged into Dirac atoms")
+
+    def __init__(self, config: RunConfig) -> None:
+        self.config = config
+        self.eulerian = DiracSphereDiscretization(replace(config, time=replace(config.time, scheme="fv")))
+        self.problem, self.grid = self.eulerian.problem, self.eulerian.grid
+        self.shape, self.cell_weight = self.eulerian.shape, self.eulerian.cell_weight
+        self.layout = MeasureLayout((0,), 3)
+        self.width = self.eulerian.width  # the largest cell width (rad)
+        self.log_c = kernel_log_shift(config.model)
+        g = self.grid
+        self._centres = g.points(g.theta, g.phi).reshape(-1, 3)
+        self.next_id = 0
+
+    # -- the state ------------------------------------------------------------------------
+    def prepare_state(self, rho0: np.ndarray, atoms0: DiracAtoms | None, fresh: bool) -> np.ndarray:
+        """The flat state from a fine-grid density ``rho0`` (nlat, nphi) and atoms (None: the
+        config's ``kind = "atoms"`` atoms for a new run, none for a resume)."""
+        atoms0 = starting_atoms(self.config.initial, atoms0, fresh, 3)
+        self.next_id = int(atoms0.ids.max()) + 1 if atoms0.count else 0
+        p = lg.from_grid(rho0, self._centres, self.grid.area, atoms0)
+        return self._merged(p.position, p.mass, p.ids)
+
+    def _merged(self, x: np.ndarray, w: np.ndarray, ids: np.ndarray) -> np.ndarray:
+        """Merge close particles; a particle of at least ``atoms.min_mass`` without an identity
+        becomes a Dirac atom (gets one); lighter merged particles stay diffuse."""
+        x, w, ids, self.next_id = merge_close(lg.normalise(x), w, lg.MERGE * self.width, ids,
+                                              self.next_id, min_mass=np.inf)
+        new = np.nonzero((ids < 0) & (w >= self.config.atoms.min_mass))[0]
+        if new.size:
+            ids = ids.copy()
+            ids[new] = self.next_id + np.arange(new.size)
+            self.next_id += int(new.size)
+        return self.layout.pack(np.zeros(0), DiracAtoms(w, x, ids))
+
+    def particles(self, state: np.ndarray) -> DiracAtoms:
+        """Every particle (identity -1: diffuse) of a flat state."""
+        return self.layout.atoms(state)
+
+    def total_mass(self, state: np.ndarray) -> float:
+        return float(np.sum(self.particles(state).mass))
+
+    def density(self, state: np.ndarray) -> np.ndarray:
+        """The diffuse particles' masses in their fine cells over the areas (nlat, nphi)."""
+        return lg.deposit(self.particles(state), self.grid.fine_cell, self.grid.area)
+
+    def atoms(self, state: np.ndarray) -> DiracAtoms:
+        p = self.particles(state)
+        has = p.ids >= 0
+        return DiracAtoms(p.mass[has], p.position[has], p.ids[has])
+
+    def lipschitz_bound(self, mass: float) -> float:
+        return self.problem.lipschitz_bound(mass) + perceptron_lipschitz(self.config.model.perceptron)
+
+    def spectral_tail_limit(self) -> None:
+        return None
+
+    # -- dynamics -------------------------------------------------------------------------
+    def rhs(self, state: np.ndarray, dt: float | None = None) -> tuple[np.ndarray, float]:
+        """``(d state/dt, 0)``: the particles' velocities at their normalised positions (the flow
+        of ``y' = v(y/|y|)`` keeps ``|y|``), masses and identities constant; no CFL rate."""
+        p = self.particles(state)
+        x = lg.normalise(p.position)
+        v = lg.velocity(x, p.mass, self.config.model, self.log_c)
+        return np.concatenate([v.ravel(), np.zeros(2 * p.count)]), 0.0
+
+    def after_step(self, state: np.ndarray, step: int) -> np.ndarray:
+        """Positions back to unit length; particles closer than ``MERGE`` widths merge."""
+        p = self.particles(state)
+        return self._merged(p.position, p.mass, p.ids)
+
+    # -- diagnostics ----------------------------------------------------------------------
+    def dirac_state(self, state: np.ndarray) -> np.ndarray:
+        """The fv Dirac state (:class:`DiracSphereDiscretization`'s flat layout) of ``state``."""
+        return self.eulerian.layout.pack(self.density(state), self.atoms(state))
+
+    def diagnostics(self, state: np.ndarray, atoms: AtomParams) -> Diagnostics:
+        """The fv Dirac state's diagnostics (basins, atoms, masses) with the particles' own
+        energy and dissipation (the deposit moves diffuse particles to cell centres, which
+        changes ``E`` by O(h))."""
+        p = self.particles(state)
+        e, diss = lg.energy_and_dissipation(lg.normalise(p.position), p.mass, self.config.model, self.log_c)
+        return replace(self.eulerian.diagnostics(self.dirac_state(state), atoms), energy=e, dissipation=diss)
+
+    def diagnostics_batch(self, states: Sequence[np.ndarray], atoms: AtomParams) -> list[Diagnostics]:
+        return [self.diagnostics(s, atoms) for s in states]
