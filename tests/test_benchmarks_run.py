@@ -20,7 +20,10 @@ ROOT = Path(__file__).resolve().parents[1]
                                   ["lagrangian_demo.py", "--n", "128", "--schemes", "lagrangian"],
                                   ["dirac_resolution.py", "--beta", "25", "--dirac", "", "--grid", "",
                                    "--lagrangian", "160", "--handover", "256", "--t-end", "100",
-                                   "--repeat", "1"]])
+                                   "--repeat", "1"],
+                                  ["s2_cell_particles.py", "--lmax", "31", "--times", "50"],
+                                  ["bench_particles_s2.py", "--skip-runs", "--repeat", "1",
+                                   "--max-direct", "3000"]])
 def test_benchmark_script_runs(args):
     done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / args[0]), *args[1:]],
                           cwd=ROOT, capture_output=True, text=True, timeout=600)

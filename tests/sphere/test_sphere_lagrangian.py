@@ -1,69 +1,25 @@
 """``time.scheme = "lagrangian"`` on S^2: weighted particles merged into Dirac atoms.
 
-References: the two-atom ODE of docs/math.md §3.3, the particle model of solvers.studies.particles
-(an independent implementation of the same flow), the grid's cell masses, mass and energy."""
+References: the particle model of solvers.studies.particles (an independent implementation of
+the same flow), the grid's cell masses, mass and energy; the two-atom ODE of docs/math.md §3.3 is
+checked in tests/sphere/test_sphere_dirac.py."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
-from scipy.integrate import solve_ivp
+from test_sphere_dirac import two_atoms
 
 from solvers.api import load_config, open_run, resume, run
 from solvers.io.state import initial_density
 from solvers.model.config import ConfigError
 from solvers.sphere import lagrangian as lg
-from solvers.sphere.dirac import normalise
 from solvers.sphere.lagrangian_discretization import LagrangianSphereDiscretization
 from solvers.studies.cell_particles import cell_particles
 from solvers.studies.particles import ParticleSystem, integrate
 from solvers.timestepping.simulation import make_discretization, simulate
 
-A0, B0 = normalise([1.0, 0.2, 0.3])[0], normalise([0.1, 1.0, -0.4])[0]
 PAPER = "runs/paper_s2_descent_relu_particles.toml"
-
-
-def two_atoms(kernel: str = "exp", direction: str = "descent") -> str:
-    return f"""
-[domain]
-manifold = "S2"
-resolution = 31
-[model]
-beta = 2.0
-direction = "{direction}"
-kernel = "{kernel}"
-[initial]
-kind = "atoms"
-centers = [[1.0, 0.2, 0.3], [0.1, 1.0, -0.4]]
-weights = [0.5, 0.5]
-[atoms]
-representation = "dirac"
-[time]
-scheme = "lagrangian"
-t_end = 1.0
-dt = 0.002
-[output]
-snapshot_interval = 0.5
-"""
-
-
-def _angle(a: np.ndarray, b: np.ndarray) -> float:
-    return float(np.arctan2(np.linalg.norm(np.cross(a, b)), a @ b))
-
-
-@pytest.mark.parametrize("kernel,direction", [("exp", "descent"), ("exp_shifted", "ascent")])
-def test_two_atoms_follow_their_ode(kernel, direction):
-    """docs/math.md §3.3: ``D' = -2 s m c_K e^{beta cos D} sin D``; the midpoint stays put."""
-    cfg = load_config(two_atoms(kernel, direction))
-    res = simulate(cfg, initial_density(cfg))
-    x = res.final.diagnostics.dirac_position
-    s, c = cfg.model.sign, np.exp(-2.0) if kernel == "exp_shifted" else 1.0
-    exact = solve_ivp(lambda t, y: [-2 * s * 0.5 * c * np.exp(2.0 * np.cos(y[0])) * np.sin(y[0])],
-                      (0, 1.0), [_angle(A0, B0)], rtol=1e-13, atol=1e-14, method="DOP853").y[0, -1]
-    assert abs(_angle(A0, B0) - exact) > 0.05
-    assert abs(_angle(x[0], x[1]) - exact) < 1e-10
-    assert np.allclose(normalise(x[0] + x[1])[0], normalise(A0 + B0)[0], atol=1e-12)
-    assert res.final.diagnostics.mass == pytest.approx(1.0, abs=1e-15)
 
 
 def test_particles_start_on_the_cells_and_follow_the_particle_model():
@@ -118,7 +74,8 @@ def test_run_conserves_mass_merges_and_descends(tmp_path):
 
 
 def test_config_rules():
+    lag = two_atoms(scheme="lagrangian")
     with pytest.raises(ConfigError, match="representation"):
-        load_config(two_atoms().replace('representation = "dirac"', 'representation = "grid"'))
+        load_config(lag.replace('representation = "dirac"', 'representation = "grid"'))
     with pytest.raises(ConfigError, match="snapshot_mode"):
-        load_config(two_atoms(), output__snapshot_mode="interpolate")
+        load_config(lag, output__snapshot_mode="interpolate")
