@@ -20,7 +20,7 @@ retraction ``x <- x / |x|`` after each step. Fourth order for smooth activations
 (ReLU) crossed inside a step costs a local O(dt^2) error for that particle.
 
 On S^2 the attention sums use the kernel series (:mod:`spectral.kernel_series`: ``O(n C(K+3, 3))``,
-exact to round-off; 1330 terms at beta = 1) when it has fewer terms than there are particles.
+exact to round-off; 1140 terms at beta = 1) when it has fewer terms than there are particles.
 Otherwise pair sums cost O(n^2 d) per evaluation, chunked by rows (``chunk_bytes`` per block, so memory
 stays O(n d) plus one block; optionally a thread pool over blocks).
 
