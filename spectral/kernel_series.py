@@ -32,17 +32,19 @@ TOL = 1e-16  # the truncated tail relative to exp(beta)
 
 
 def series_degree(beta: float, tol: float = TOL) -> int:
-    """Smallest ``K`` with ``sum_{k > K} beta^k / k! <= tol exp(beta)``."""
+    """Smallest ``K`` whose bound of the tail ``sum_{k > K} beta^k / k!`` is at most ``tol
+    exp(beta)``: once ``K + 2 > beta`` the tail is below the geometric series of its first term,
+    ``beta^{K+1} / (K+1)! / (1 - beta / (K+2))`` (logarithms: no overflow at large beta). The
+    bound is within a factor 2 of the tail, so ``K`` is minimal or one above."""
     if beta < 0:
         raise ValueError(f"beta: must be >= 0 (got {beta})")
-    term, tail, k = 1.0, np.expm1(beta) if beta > 0 else 0.0, 0  # tail = sum_{k > 0}
-    scale = tol * np.exp(beta)
-    while tail > scale:
+    if beta == 0:
+        return 0
+    limit = np.log(tol) + beta
+    k, log_term = 0, np.log(beta)  # log of the first omitted term, beta^{k+1} / (k+1)!
+    while k + 2 <= beta or log_term - np.log1p(-beta / (k + 2)) > limit:
         k += 1
-        term *= beta / k
-        tail -= term
-        if tail < 0:  # round-off: the remaining terms are below the last one's ulp
-            break
+        log_term += np.log(beta) - np.log(k + 1)
     return k
 
 

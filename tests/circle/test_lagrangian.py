@@ -166,7 +166,7 @@ def test_demo_atoms_agree_at_n_128_and_256():
 
 
 @pytest.mark.parametrize("text, key", [
-    ('[domain]\nmanifold = "S2"\nresolution = 31\n[atoms]\nrepresentation = "dirac"\n[time]\nscheme = "lagrangian"\n', "time.scheme"),
+    ('[domain]\nmanifold = "S2"\nresolution = 31\n[time]\nscheme = "lagrangian"\n', "time.scheme"),
     ('[time]\nscheme = "lagrangian"\n', "time.scheme"),
     ('[time]\nlagrangian_until = 5.0\n', "time.lagrangian_until"),
     ('[atoms]\nrepresentation = "dirac"\n[time]\nscheme = "lagrangian"\nlagrangian_until = 5.0\n', "time.lagrangian_until"),
