@@ -48,6 +48,12 @@ def series_degree(beta: float, tol: float = TOL) -> int:
     return k
 
 
+def series_terms(beta: float) -> int:
+    """Number of terms ``C(K + 3, 3)`` of the series at ``beta`` (``K``: :func:`series_degree`)."""
+    k = series_degree(beta)
+    return (k + 1) * (k + 2) * (k + 3) // 6
+
+
 def exponents(degree: int) -> np.ndarray:
     """All ``alpha = (a, b, c)`` with ``a + b + c <= degree``, shape (C(degree + 3, 3), 3)."""
     return np.array([(a, b, k - a - b) for k in range(degree + 1)

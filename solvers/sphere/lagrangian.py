@@ -26,25 +26,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from spectral.kernel_series import series_degree, series_field, series_field_numba
 from solvers.core.measure import DiracAtoms
 from solvers.model import perceptron
 from solvers.model.params import ModelParams
+from solvers.sphere.dirac import normalise
+from spectral.kernel_series import series_field, series_field_numba, series_terms
 
 MERGE = 2e-3  # particles closer than MERGE * (grid width) merge into one
 BLOCK = 1 << 20  # pair sums: terms per row block of the direct path (8 MiB)
-
-
-def normalise(x: np.ndarray) -> np.ndarray:
-    """Rows of ``x`` (n, 3) scaled to unit length."""
-    x = np.asarray(x, dtype=float).reshape(-1, 3)
-    return x / np.linalg.norm(x, axis=1, keepdims=True)
-
-
-def series_terms(beta: float) -> int:
-    """Terms of the kernel series at ``beta`` (:func:`spectral.kernel_series.series_degree`)."""
-    k = series_degree(beta)
-    return (k + 1) * (k + 2) * (k + 3) // 6
 
 
 def attention_sums(x: np.ndarray, w: np.ndarray, beta: float, log_c: float,

@@ -39,7 +39,7 @@ from solvers.core.kernel import kernel_log_shift, max_kernel_second_derivative
 from solvers.model.activations import get_activation
 from solvers.model.params import AtomParams, ModelParams, RunConfig
 from solvers.model.perceptron import half_gradient, potential
-from spectral.kernel_series import series_degree, series_field_numba
+from spectral.kernel_series import series_field_numba, series_terms
 
 TWO_PI = 2.0 * np.pi
 PLACEMENTS = ("quantiles", "sample")
@@ -131,8 +131,7 @@ class ParticleSystem:
             return False
         if self.attention_method == "series":
             return True
-        k = series_degree(self.model.beta)
-        return (k + 1) * (k + 2) * (k + 3) // 6 < shape[0]
+        return series_terms(self.model.beta) < shape[0]
 
     def field(self, x: np.ndarray, w: np.ndarray) -> np.ndarray:
         """``g(x_i)`` = attention + perceptron ``grad v / 2`` (docs/math.md §1), shape (n, d)."""
