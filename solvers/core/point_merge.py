@@ -15,19 +15,18 @@ from scipy.sparse.csgraph import connected_components
 from scipy.spatial import cKDTree
 
 
-def merge_close(x: np.ndarray, w: np.ndarray, radius: float, ids: np.ndarray | None = None,
-                next_id: int = 0, min_mass: float = 0.0) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+def merge_close(x: np.ndarray, w: np.ndarray, radius: float, ids: np.ndarray | None = None
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Merge the points ``x`` (n, d) of masses ``w`` (n,) closer than ``radius``.
 
     Identities ``ids`` (n,) (default all -1: none): a merged group keeps the identity of its
-    heaviest member that has one; a group of two or more without one and of mass at least
-    ``min_mass`` gets ``next_id``, counting up (a lighter one stays -1). Returns ``(x, w, ids,
-    next_id)``; unchanged inputs when nothing is that close.
+    heaviest member that has one, else -1. Returns ``(x, w, ids)``; the inputs unchanged when
+    nothing is that close.
     """
     ids = np.full(w.size, -1) if ids is None else np.asarray(ids, int)
     pairs = cKDTree(x).query_pairs(radius, output_type="ndarray") if w.size > 1 else np.zeros((0, 2))
     if pairs.size == 0:
-        return x, w, ids, next_id
+        return x, w, ids
     n = w.size
     graph = coo_matrix((np.ones(len(pairs)), (pairs[:, 0], pairs[:, 1])), shape=(n, n))
     k, label = connected_components(graph, directed=False)
@@ -39,6 +38,4 @@ def merge_close(x: np.ndarray, w: np.ndarray, radius: float, ids: np.ndarray | N
     for i in np.nonzero(ids >= 0)[0]:
         if w[i] > heaviest[label[i]]:
             heaviest[label[i]], out[label[i]] = w[i], ids[i]
-    fresh = np.nonzero((np.bincount(label, minlength=k) > 1) & (out < 0) & (mass >= min_mass))[0]
-    out[fresh] = next_id + np.arange(fresh.size)
-    return moment / np.linalg.norm(moment, axis=1, keepdims=True), mass, out, next_id + int(fresh.size)
+    return moment / np.linalg.norm(moment, axis=1, keepdims=True), mass, out

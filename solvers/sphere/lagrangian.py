@@ -66,9 +66,12 @@ def velocity(x: np.ndarray, w: np.ndarray, model: ModelParams, log_c: float,
     unnormalized attention: ``(1/beta) grad (K * mu) = P_x F`` (docs/math.md §1)."""
     if x.shape[0] == 0:
         return np.zeros((0, 3))
-    F = attention_sums(x, w, model.beta, log_c, method, compiled)[1]
-    g = F - np.sum(F * x, axis=1, keepdims=True) * x
-    return model.sign * (g + perceptron.half_gradient(model.perceptron, x))
+    return model.sign * _gradient(x, attention_sums(x, w, model.beta, log_c, method, compiled)[1], model)
+
+
+def _gradient(x: np.ndarray, F: np.ndarray, model: ModelParams) -> np.ndarray:
+    """``grad U`` at ``x`` (n, 3) from the attention sums ``F`` (n, 3): ``P_x F + grad v / 2``."""
+    return F - np.sum(F * x, axis=1, keepdims=True) * x + perceptron.half_gradient(model.perceptron, x)
 
 
 def energy_and_dissipation(x: np.ndarray, w: np.ndarray, model: ModelParams, log_c: float,
@@ -78,7 +81,7 @@ def energy_and_dissipation(x: np.ndarray, w: np.ndarray, model: ModelParams, log
     if x.shape[0] == 0:
         return 0.0, 0.0
     f, F = attention_sums(x, w, model.beta, log_c, method)
-    g = F - np.sum(F * x, axis=1, keepdims=True) * x + perceptron.half_gradient(model.perceptron, x)
+    g = _gradient(x, F, model)
     e = float(w @ f) / (2.0 * model.beta) + 0.5 * float(w @ perceptron.potential(model.perceptron, x))
     return e, float(w @ np.sum(g * g, axis=1))
 

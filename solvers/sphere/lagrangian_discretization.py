@@ -75,8 +75,7 @@ class LagrangianSphereDiscretization:
     def _merged(self, x: np.ndarray, w: np.ndarray, ids: np.ndarray) -> np.ndarray:
         """Merge close particles; a particle of at least ``atoms.min_mass`` without an identity
         becomes a Dirac atom (gets one); lighter merged particles stay diffuse."""
-        x, w, ids, self.next_id = merge_close(lg.normalise(x), w, lg.MERGE * self.width, ids,
-                                              self.next_id, min_mass=np.inf)
+        x, w, ids = merge_close(lg.normalise(x), w, lg.MERGE * self.width, ids)
         new = np.nonzero((ids < 0) & (w >= self.config.atoms.min_mass))[0]
         if new.size:
             ids = ids.copy()
@@ -129,8 +128,8 @@ class LagrangianSphereDiscretization:
         """The fv Dirac state's diagnostics (basins, atoms, masses) with the particles' own
         energy and dissipation (the deposit moves diffuse particles to cell centres, which
         changes ``E`` by O(h))."""
-        p = self.particles(state)
-        e, diss = lg.energy_and_dissipation(lg.normalise(p.position), p.mass, self.config.model, self.log_c)
+        p = self.particles(state)  # unit positions: after_step renormalised them
+        e, diss = lg.energy_and_dissipation(p.position, p.mass, self.config.model, self.log_c)
         return replace(self.eulerian.diagnostics(self.dirac_state(state), atoms), energy=e, dissipation=diss)
 
     def diagnostics_batch(self, states: Sequence[np.ndarray], atoms: AtomParams) -> list[Diagnostics]:

@@ -110,7 +110,7 @@ def run_cell_particles(config: RunConfig, times, dt: float, merge: float = MERGE
         m = max(1, int(np.ceil((target - t) / dt - 1e-9))) if target > t else 0
         for _ in range(m):
             x = system.step(x, w, (target - t) / m)
-            x, w = merge_close(x, w, merge)[:2]
+            x, w, _ = merge_close(x, w, merge)
         steps, t = steps + m, float(target)
         xs.append(x.copy())
         ws.append(w.copy())

@@ -83,8 +83,8 @@ def test_merge_keeps_mass_and_first_moment():
     x /= np.linalg.norm(x, axis=1, keepdims=True)
     w = RNG.uniform(0.1, 1.0, x.shape[0])
     w[1], w[3] = 0.5, 2.0  # the first chain holds atoms 5 and 2: the heavier (2) keeps its id
-    y, m, ids, nxt = merge_close(x, w, 1e-4, np.array([-1, 5, -1, 2, -1, -1, -1, 9]), 10)
-    assert sorted(ids) == [2, 9, 10] and nxt == 11  # the second chain had none: a new id, 10
+    y, m, ids = merge_close(x, w, 1e-4, np.array([-1, 5, -1, 2, -1, -1, -1, 9]))
+    assert sorted(ids) == [-1, 2, 9]  # the second chain had none: it stays -1
     assert m.size == 3 and m.sum() == pytest.approx(w.sum(), rel=1e-15)
     for group in (slice(0, 4), slice(4, 7), slice(7, 8)):
         k = int(np.argmin(np.linalg.norm(y - x[group][0], axis=1)))
