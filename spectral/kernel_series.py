@@ -24,13 +24,15 @@ sums stay the reference (tests/spectral/test_kernel_series.py compares the two).
 
 from __future__ import annotations
 
-from math import lgamma
+from functools import lru_cache
 
 import numpy as np
+from scipy.special import gammaln
 
 TOL = 1e-16  # the truncated tail relative to exp(beta)
 
 
+@lru_cache(maxsize=64)
 def series_degree(beta: float, tol: float = TOL) -> int:
     """Smallest ``K`` whose bound of the tail ``sum_{k > K} beta^k / k!`` is at most ``tol
     exp(beta)``: once ``K + 2 > beta`` the tail is below the geometric series of its first term,
@@ -62,10 +64,20 @@ def exponents(degree: int) -> np.ndarray:
 
 def coefficients(beta: float, log_c: float, alpha: np.ndarray) -> np.ndarray:
     """``c beta^|alpha| / alpha!`` for the rows of ``alpha`` (terms,), ``log_c = log c``."""
-    lf = np.array([[lgamma(a + 1.0) for a in row] for row in alpha]).reshape(-1, 3)
+    alpha = np.asarray(alpha).reshape(-1, 3)
     k = alpha.sum(axis=1)
     logb = np.log(beta) if beta > 0 else -np.inf
-    return np.exp(log_c + np.where(k > 0, k * logb, 0.0) - lf.sum(axis=1))
+    return np.exp(log_c + np.where(k > 0, k * logb, 0.0) - gammaln(alpha + 1.0).sum(axis=1))
+
+
+@lru_cache(maxsize=32)
+def _table(beta: float, log_c: float, degree: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(alpha, coef)`` of :func:`exponents` and :func:`coefficients`, computed once per
+    ``(beta, log_c, degree)`` (read-only: a run evaluates the field four times a step)."""
+    alpha = exponents(degree)
+    coef = coefficients(beta, log_c, alpha)
+    alpha.flags.writeable = coef.flags.writeable = False
+    return alpha, coef
 
 
 def _monomials(x: np.ndarray, alpha: np.ndarray) -> np.ndarray:
@@ -80,8 +92,8 @@ def series_field(targets: np.ndarray, x: np.ndarray, w: np.ndarray, beta: float,
     """``(f (P,), F (P, 3))``: ``f = c sum_j w_j e^{beta p.x_j}`` and ``F = c sum_j w_j
     e^{beta p.x_j} x_j`` at the ``targets`` p (P, 3), sources ``x`` (n, 3) with weights ``w``
     (n,); numpy reference (memory ``O((P + n) terms)``)."""
-    alpha = exponents(series_degree(beta) if degree is None else degree)
-    coef = coefficients(beta, log_c, alpha)
+    degree = series_degree(beta) if degree is None else int(degree)
+    alpha, coef = _table(float(beta), float(log_c), degree)
     src = _monomials(np.asarray(x, float), alpha)
     moments = src.T @ np.column_stack([w, w[:, None] * x])  # (terms, 4)
     out = _monomials(np.asarray(targets, float), alpha) @ (coef[:, None] * moments)
@@ -95,9 +107,8 @@ def series_field_numba(targets: np.ndarray, x: np.ndarray, w: np.ndarray, beta: 
 
     from spectral.kernel_series_numba import evaluate, moments
 
-    degree = series_degree(beta) if degree is None else degree
-    alpha = exponents(degree)
-    coef = coefficients(beta, log_c, alpha)
+    degree = series_degree(beta) if degree is None else int(degree)
+    _, coef = _table(float(beta), float(log_c), degree)
     m = moments(np.ascontiguousarray(x, dtype=float), np.ascontiguousarray(w, dtype=float), degree,
                 numba.get_num_threads())
     out = evaluate(np.ascontiguousarray(targets, dtype=float), coef[:, None] * m, degree)

@@ -15,6 +15,17 @@ from scipy.sparse.csgraph import connected_components
 from scipy.spatial import cKDTree
 
 
+def merge_labels(x: np.ndarray, radius: float) -> tuple[int, np.ndarray] | None:
+    """The groups of the points ``x`` (n, d) joined by pairs closer than ``radius`` (chord):
+    ``(k, label (n,))`` with labels ``0 .. k-1``, or None when no two points are that close."""
+    n = x.shape[0]
+    pairs = cKDTree(x).query_pairs(radius, output_type="ndarray") if n > 1 else np.zeros((0, 2))
+    if pairs.size == 0:
+        return None
+    graph = coo_matrix((np.ones(len(pairs)), (pairs[:, 0], pairs[:, 1])), shape=(n, n))
+    return connected_components(graph, directed=False)
+
+
 def merge_close(x: np.ndarray, w: np.ndarray, radius: float, ids: np.ndarray | None = None
                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Merge the points ``x`` (n, d) of masses ``w`` (n,) closer than ``radius``.
@@ -24,12 +35,10 @@ def merge_close(x: np.ndarray, w: np.ndarray, radius: float, ids: np.ndarray | N
     nothing is that close.
     """
     ids = np.full(w.size, -1) if ids is None else np.asarray(ids, int)
-    pairs = cKDTree(x).query_pairs(radius, output_type="ndarray") if w.size > 1 else np.zeros((0, 2))
-    if pairs.size == 0:
+    found = merge_labels(x, radius)
+    if found is None:
         return x, w, ids
-    n = w.size
-    graph = coo_matrix((np.ones(len(pairs)), (pairs[:, 0], pairs[:, 1])), shape=(n, n))
-    k, label = connected_components(graph, directed=False)
+    k, label = found
     mass = np.bincount(label, weights=w, minlength=k)
     moment = np.stack([np.bincount(label, weights=w * x[:, d], minlength=k)
                        for d in range(x.shape[1])], axis=1)

@@ -14,6 +14,7 @@ def check_combinations(config: RunConfig) -> None:
     check_representation(config)
     check_lagrangian(config)
     check_lagrangian_until(config)
+    check_basin_refine(config)
     check_kink_faces(config)
     check_one_sided_kinks(config)
     check_limiter(config)
@@ -79,6 +80,16 @@ def check_lagrangian(config: RunConfig) -> None:
         raise ConfigError("output.snapshot_mode", "\"interpolate\" is for the fv scheme; with "
                                                   "time.scheme = \"lagrangian\" use \"land\" "
                                                   "or \"auto\"")
+
+
+def check_basin_refine(config: RunConfig) -> None:
+    """``time.basin_refine > 1`` refines the S^2 Lagrangian particles on basin boundaries: it
+    needs manifold S2 and ``time.scheme = "lagrangian"``."""
+    if config.time.basin_refine > 1 and (config.domain.manifold != "S2"
+                                         or config.time.scheme != "lagrangian"):
+        raise ConfigError("time.basin_refine", "refines the S2 Lagrangian particles: it needs "
+                                               "manifold S2 and time.scheme = \"lagrangian\"; "
+                                               "remove it or set it to 1")
 
 
 def check_lagrangian_until(config: RunConfig) -> None:

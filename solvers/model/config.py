@@ -304,7 +304,8 @@ def _time(t: dict[str, Any]) -> TimeParams:
         "limiter": lambda k, v: choice(k, v, LIMITERS),
         "cfl_floor": lambda k, v: number(k, v, lo=0.0, hi=0.5, lo_open=False,
                                          why="(a fraction of the mean density)"),
-        "kink_faces": boolean, "one_sided_kinks": boolean, "lagrangian_until": _positive}))
+        "kink_faces": boolean, "one_sided_kinks": boolean, "lagrangian_until": _positive,
+        "basin_refine": lambda k, v: integer(k, v, 1, 16)}))
     why = "(positivity of the finite-volume scheme needs cfl <= 0.5)" if params.scheme == "fv" \
         else f"for scheme {json.dumps(params.scheme)}"
     cfl = number("time.cfl", t.get("cfl", params.cfl), lo=0.0, hi=CFL_MAX[params.scheme], why=why)

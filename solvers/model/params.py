@@ -138,6 +138,9 @@ class TimeParams:
     Lagrangian cells (``scheme = "lagrangian"``), then the fv Dirac state takes over from the
     cells' grid masses and atoms (docs/schemes.md, "Lagrangian cells"): the cells carry the
     sinks born on ReLU corners exactly, the fv steps the long rest cheaply. None: off.
+    ``basin_refine`` (S^2, ``scheme = "lagrangian"``): ``K > 1`` starts the cells on the
+    boundaries between atoms' basins, found by a scout run, as ``K x K`` particles
+    (:mod:`solvers.sphere.lagrangian_refine`, docs/schemes.md); 1 (default): one particle a cell.
     """
 
     t_end: float = 10.0
@@ -157,6 +160,7 @@ class TimeParams:
     kink_faces: bool | None = None
     one_sided_kinks: bool = False
     lagrangian_until: float | None = None
+    basin_refine: int = 1
 
 
 ATOM_METHODS = ("basin", "paper")

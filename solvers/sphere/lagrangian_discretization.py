@@ -37,7 +37,9 @@ from solvers.core.point_merge import merge_close
 from solvers.core.snapshot import Diagnostics
 from solvers.model.params import AtomParams, RunConfig
 from solvers.sphere import lagrangian as lg
+from solvers.sphere.dirac import normalise
 from solvers.sphere.dirac_discretization import DiracSphereDiscretization
+from solvers.sphere.lagrangian_refine import refined_particles
 from solvers.sphere.problem import perceptron_lipschitz
 
 
@@ -69,8 +71,27 @@ class LagrangianSphereDiscretization:
         config's ``kind = "atoms"`` atoms for a new run, none for a resume)."""
         atoms0 = starting_atoms(self.config.initial, atoms0, fresh, 3)
         self.next_id = int(atoms0.ids.max()) + 1 if atoms0.count else 0
-        p = lg.from_grid(rho0, self._centres, self.grid.area, atoms0)
+        if fresh and self.config.time.basin_refine > 1:
+            p = self._refined(rho0, atoms0)
+        else:
+            p = lg.from_grid(rho0, self._centres, self.grid.area, atoms0)
         return self._merged(p.position, p.mass, p.ids)
+
+    def _refined(self, rho0: np.ndarray, atoms0: DiracAtoms) -> DiracAtoms:
+        """The particles of ``rho0`` with its basin-boundary cells refined ``time.basin_refine``
+        times in each direction (:mod:`solvers.sphere.lagrangian_refine`; the scout run moves
+        them with ``atoms0``), then ``atoms0``."""
+        t = self.config.time
+        a, at = np.asarray(atoms0.mass, float), normalise(atoms0.position).reshape(-1, 3)
+        mass = float(np.sum(rho0 * self.grid.area) + np.sum(a))
+        dt = t.dt if t.dt is not None else t.rate_factor / self.lipschitz_bound(mass)
+        x, w = refined_particles(self.grid, rho0, t.basin_refine, self._velocity, t.t_end, dt,
+                                 lg.MERGE * self.width, atoms=(at, a))
+        return DiracAtoms(np.concatenate([w, a]), np.concatenate([x, at]),
+                          np.concatenate([np.full(w.size, -1), np.asarray(atoms0.ids, int)]))
+
+    def _velocity(self, x: np.ndarray, w: np.ndarray) -> np.ndarray:
+        return lg.velocity(x, w, self.config.model, self.log_c)
 
     def _merged(self, x: np.ndarray, w: np.ndarray, ids: np.ndarray) -> np.ndarray:
         """Merge close particles; a particle of at least ``atoms.min_mass`` without an identity
