@@ -151,11 +151,12 @@ def refined_particles(grid, rho: np.ndarray, k: int, velocity, t_end: float, dt:
     x, w, cell = sub_particles(grid, rho, np.zeros(grid.shape, bool), 1)
     if atoms is not None:
         x, w = np.concatenate([x, atoms[0]]), np.concatenate([w, atoms[1]])
+    log.info("basin_refine = %d: a scout run of %d particles to t = %g finds the basin boundaries",
+             k, cell.size, t_end)
     group = np.full(grid.area.size, -1)
     group[cell] = scout_groups(x, w, velocity, t_end, dt, merge_radius)[:cell.size]
     mark = boundary_cells(group.reshape(grid.shape))
     x, w, _ = sub_particles(grid, rho, mark, k)
-    log.info("basin_refine = %d: scout of %d particles to t = %g in %.1f s; %d of %d cells refined;"
-             " %d particles", k, cell.size, t_end, wallclock.perf_counter() - start, int(mark.sum()),
-             mark.size, w.size)
+    log.info("basin_refine = %d: scout done in %.1f s; %d of %d cells refined; the run starts from"
+             " %d particles", k, wallclock.perf_counter() - start, int(mark.sum()), mark.size, w.size)
     return x, w
