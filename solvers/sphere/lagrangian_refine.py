@@ -31,19 +31,23 @@ from __future__ import annotations
 
 import logging
 import time as wallclock
+from collections.abc import Callable
 
 import numpy as np
 from scipy.cluster.hierarchy import fcluster, linkage
 
 from solvers.core.point_merge import merge_labels
 from solvers.sphere.dirac import normalise
+from solvers.sphere.grid import SphereGrid
+
+Velocity = Callable[[np.ndarray, np.ndarray], np.ndarray]  # (x (n, 3), w (n,)) -> (n, 3)
 
 LINK = 0.05  # rad: scout particles joined by shorter links are one group (atom)
 
 log = logging.getLogger(__name__)
 
 
-def scout_groups(x: np.ndarray, w: np.ndarray, velocity, t_end: float, dt: float,
+def scout_groups(x: np.ndarray, w: np.ndarray, velocity: Velocity, t_end: float, dt: float,
                  merge_radius: float) -> np.ndarray:
     """The group (atom) each particle's mass ends in: ``(n,)`` integer labels.
 
@@ -105,7 +109,7 @@ def _minmod(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.where(a * b > 0, np.sign(a) * np.minimum(np.abs(a), np.abs(b)), 0.0)
 
 
-def sub_particles(grid, rho: np.ndarray, mark: np.ndarray, k: int
+def sub_particles(grid: SphereGrid, rho: np.ndarray, mark: np.ndarray, k: int
                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The particles of the grid density ``rho`` (nlat, nphi) on ``grid`` (a
     :class:`~solvers.sphere.grid.SphereGrid`): one per unmarked cell holding mass (its centre,
@@ -141,9 +145,9 @@ def sub_particles(grid, rho: np.ndarray, mark: np.ndarray, k: int
     return np.concatenate(xs), np.concatenate(ws), np.concatenate(cs)
 
 
-def refined_particles(grid, rho: np.ndarray, k: int, velocity, t_end: float, dt: float,
-                      merge_radius: float, atoms: tuple[np.ndarray, np.ndarray] | None = None
-                      ) -> tuple[np.ndarray, np.ndarray]:
+def refined_particles(grid: SphereGrid, rho: np.ndarray, k: int, velocity: Velocity,
+                      t_end: float, dt: float, merge_radius: float,
+                      atoms: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray]:
     """``(x (n, 3), w (n,))``: the particles of ``rho`` with the basin-boundary cells refined
     ``k x k`` (module docstring; the scout runs ``velocity`` to ``t_end`` by steps of ``dt``,
     with the Dirac ``atoms = (position (a, 3), mass (a,))`` moving beside the cells)."""
