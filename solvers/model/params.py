@@ -139,7 +139,8 @@ class TimeParams:
     cells' grid masses and atoms (docs/schemes.md, "Lagrangian cells"): the cells carry the
     sinks born on ReLU corners exactly, the fv steps the long rest cheaply. None: off.
     ``basin_refine`` (S^2, ``scheme = "lagrangian"``): ``K > 1`` starts the cells on the
-    boundaries between atoms' basins, found by a scout run, as ``K x K`` particles
+    boundaries between atoms' basins, found by a scout run (to ``t_end``, or until no particle
+    moves faster than ``stationary_tol`` with ``stop_when_stationary``), as ``K x K`` particles
     (:mod:`solvers.sphere.lagrangian_refine`, docs/schemes.md); 1 (default): one particle a cell.
     """
 

@@ -86,7 +86,8 @@ class LagrangianSphereDiscretization:
         mass = float(np.sum(rho0 * self.grid.area) + np.sum(a))
         dt = t.dt if t.dt is not None else t.rate_factor / self.lipschitz_bound(mass)
         x, w = refined_particles(self.grid, rho0, t.basin_refine, self._velocity, t.t_end, dt,
-                                 lg.MERGE * self.width, atoms=(at, a))
+                                 lg.MERGE * self.width, atoms=(at, a),
+                                 still=t.stationary_tol if t.stop_when_stationary else 0.0)
         return DiracAtoms(np.concatenate([w, a]), np.concatenate([x, at]),
                           np.concatenate([np.full(w.size, -1), np.asarray(atoms0.ids, int)]))
 

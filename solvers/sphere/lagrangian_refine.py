@@ -10,7 +10,8 @@ position moves with the masses of the others (``meanfield polish`` reports ``dx/
 The refinement is an adaptive quadrature of the initial measure, found by a scout run:
 
 1. **Scout.** The plain cell particles run to ``time.t_end`` by fixed RK4 steps (the run's
-   step), merging as the run does; every cell remembers the particle its mass went to. At the
+   step), merging as the run does (with ``time.stop_when_stationary``, until no particle moves
+   faster than ``time.stationary_tol``); every cell remembers the particle its mass went to. At the
    end the particles are grouped by single linkage at ``LINK`` rad, so every cell gets the group
    (atom) its mass ended in.
 2. **Boundary cells.** A cell whose group differs from that of a neighbour (north, south, east,
@@ -48,13 +49,14 @@ log = logging.getLogger(__name__)
 
 
 def scout_groups(x: np.ndarray, w: np.ndarray, velocity: Velocity, t_end: float, dt: float,
-                 merge_radius: float) -> np.ndarray:
+                 merge_radius: float, still: float = 0.0) -> np.ndarray:
     """The group (atom) each particle's mass ends in: ``(n,)`` integer labels.
 
     ``x`` (n, 3) unit vectors, ``w`` (n,) masses; ``velocity(x, w)`` the particles' velocity
-    (n, 3); fixed RK4 steps of at most ``dt`` to ``t_end``; particles closer than
-    ``merge_radius`` merge after every step (as the run does); the final particles are grouped
-    by single linkage at :data:`LINK`.
+    (n, 3); fixed RK4 steps of at most ``dt`` to ``t_end``, or until no particle moves faster
+    than ``still`` (then no group can change); particles closer than ``merge_radius`` merge
+    after every step (as the run does); the final particles are grouped by single linkage at
+    :data:`LINK`.
     """
     owner = np.arange(w.size)
     steps = max(1, int(np.ceil(t_end / dt - 1e-9)))
@@ -62,6 +64,8 @@ def scout_groups(x: np.ndarray, w: np.ndarray, velocity: Velocity, t_end: float,
     x, w, owner = _merge(x, w, owner, merge_radius)
     for _ in range(steps):
         k1 = velocity(x, w)
+        if still > 0 and float(np.max(np.abs(k1), initial=0.0)) <= still:
+            break
         k2 = velocity(normalise(x + 0.5 * h * k1), w)
         k3 = velocity(normalise(x + 0.5 * h * k2), w)
         k4 = velocity(normalise(x + h * k3), w)
@@ -147,10 +151,12 @@ def sub_particles(grid: SphereGrid, rho: np.ndarray, mark: np.ndarray, k: int
 
 def refined_particles(grid: SphereGrid, rho: np.ndarray, k: int, velocity: Velocity,
                       t_end: float, dt: float, merge_radius: float,
-                      atoms: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray]:
+                      atoms: tuple[np.ndarray, np.ndarray] | None = None, still: float = 0.0
+                      ) -> tuple[np.ndarray, np.ndarray]:
     """``(x (n, 3), w (n,))``: the particles of ``rho`` with the basin-boundary cells refined
-    ``k x k`` (module docstring; the scout runs ``velocity`` to ``t_end`` by steps of ``dt``,
-    with the Dirac ``atoms = (position (a, 3), mass (a,))`` moving beside the cells)."""
+    ``k x k`` (module docstring; the scout runs ``velocity`` to ``t_end`` by steps of ``dt``, or
+    until no particle is faster than ``still``, with the Dirac ``atoms = (position (a, 3), mass
+    (a,))`` moving beside the cells)."""
     start = wallclock.perf_counter()
     x, w, cell = sub_particles(grid, rho, np.zeros(grid.shape, bool), 1)
     if atoms is not None:
@@ -158,7 +164,7 @@ def refined_particles(grid: SphereGrid, rho: np.ndarray, k: int, velocity: Veloc
     log.info("basin_refine = %d: a scout run of %d particles to t = %g finds the basin boundaries",
              k, cell.size, t_end)
     group = np.full(grid.area.size, -1)
-    group[cell] = scout_groups(x, w, velocity, t_end, dt, merge_radius)[:cell.size]
+    group[cell] = scout_groups(x, w, velocity, t_end, dt, merge_radius, still)[:cell.size]
     mark = boundary_cells(group.reshape(grid.shape))
     x, w, _ = sub_particles(grid, rho, mark, k)
     log.info("basin_refine = %d: scout done in %.1f s; %d of %d cells refined; the run starts from"
