@@ -26,6 +26,15 @@ def merge_labels(x: np.ndarray, radius: float) -> tuple[int, np.ndarray] | None:
     return connected_components(graph, directed=False)
 
 
+def combine(x: np.ndarray, w: np.ndarray, k: int, label: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The ``k`` groups ``label`` (n,) of the points ``x`` (n, d) of masses ``w`` as one point
+    each: ``(position (k, d), mass (k,))``, the mass-weighted mean normalised to the sphere."""
+    mass = np.bincount(label, weights=w, minlength=k)
+    moment = np.stack([np.bincount(label, weights=w * x[:, d], minlength=k)
+                       for d in range(x.shape[1])], axis=1)
+    return moment / np.linalg.norm(moment, axis=1, keepdims=True), mass
+
+
 def merge_close(x: np.ndarray, w: np.ndarray, radius: float, ids: np.ndarray | None = None
                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Merge the points ``x`` (n, d) of masses ``w`` (n,) closer than ``radius``.
@@ -39,12 +48,10 @@ def merge_close(x: np.ndarray, w: np.ndarray, radius: float, ids: np.ndarray | N
     if found is None:
         return x, w, ids
     k, label = found
-    mass = np.bincount(label, weights=w, minlength=k)
-    moment = np.stack([np.bincount(label, weights=w * x[:, d], minlength=k)
-                       for d in range(x.shape[1])], axis=1)
+    merged_x, mass = combine(x, w, k, label)
     out = np.full(k, -1)
     heaviest = np.full(k, -np.inf)
     for i in np.nonzero(ids >= 0)[0]:
         if w[i] > heaviest[label[i]]:
             heaviest[label[i]], out[label[i]] = w[i], ids[i]
-    return moment / np.linalg.norm(moment, axis=1, keepdims=True), mass, out
+    return merged_x, mass, out

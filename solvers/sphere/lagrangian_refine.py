@@ -12,7 +12,7 @@ The refinement is an adaptive quadrature of the initial measure, found by a scou
 1. **Scout.** The plain cell particles run to ``time.t_end`` by fixed RK4 steps (the run's
    step), merging as the run does (with ``time.stop_when_stationary``, until no particle moves
    faster than ``time.stationary_tol``); every cell remembers the particle its mass went to. At the
-   end the particles are grouped by single linkage at ``LINK`` rad, so every cell gets the group
+   end the particles are grouped by single linkage at ``LINK`` (chord), so every cell gets the group
    (atom) its mass ended in.
 2. **Boundary cells.** A cell whose group differs from that of a neighbour (north, south, east,
    west on the Gauss grid), and the neighbours of those cells (the boundary moves a little when
@@ -35,9 +35,8 @@ import time as wallclock
 from collections.abc import Callable
 
 import numpy as np
-from scipy.cluster.hierarchy import fcluster, linkage
 
-from solvers.core.point_merge import merge_labels
+from solvers.core.point_merge import combine, merge_labels
 from solvers.sphere.dirac import normalise
 from solvers.sphere.grid import SphereGrid
 
@@ -56,7 +55,7 @@ def scout_groups(x: np.ndarray, w: np.ndarray, velocity: Velocity, t_end: float,
     (n, 3); fixed RK4 steps of at most ``dt`` to ``t_end``, or until no particle moves faster
     than ``still`` (then no group can change); particles closer than ``merge_radius`` merge
     after every step (as the run does); the final particles are grouped by single linkage at
-    :data:`LINK`.
+    :data:`LINK` (the connected components of the pairs closer than it).
     """
     owner = np.arange(w.size)
     steps = max(1, int(np.ceil(t_end / dt - 1e-9)))
@@ -71,8 +70,8 @@ def scout_groups(x: np.ndarray, w: np.ndarray, velocity: Velocity, t_end: float,
         k4 = velocity(normalise(x + h * k3), w)
         x, w, owner = _merge(normalise(x + h / 6.0 * (k1 + 2.0 * k2 + 2.0 * k3 + k4)), w, owner,
                              merge_radius)
-    group = (fcluster(linkage(x, "single"), LINK, "distance") - 1 if w.size > 1
-             else np.zeros(w.size, int))
+    found = merge_labels(x, LINK)  # single linkage at LINK, O(n log n)
+    group = np.arange(w.size) if found is None else found[1]
     return group[owner]
 
 
@@ -84,9 +83,7 @@ def _merge(x: np.ndarray, w: np.ndarray, owner: np.ndarray, radius: float
     if found is None:
         return x, w, owner
     k, label = found
-    mass = np.bincount(label, weights=w, minlength=k)
-    moment = np.stack([np.bincount(label, weights=w * x[:, d], minlength=k) for d in range(3)], axis=1)
-    return normalise(moment), mass, label[owner]
+    return *combine(x, w, k, label), label[owner]
 
 
 def boundary_cells(group: np.ndarray) -> np.ndarray:
