@@ -24,8 +24,9 @@ The refinement is an adaptive quadrature of the initial measure, found by a scou
    mass are those of the grid density, and the boundary cells' pieces are ``K`` times narrower.
 
 The run then starts from these particles. The scout costs about one plain run; the refined run
-costs more in proportion to the extra particles (the boundaries are curves: O(K^2 / lmax) of the
-cells are marked).
+costs more than its extra particles alone suggest (the boundaries are curves, so O(1 / lmax) of
+the cells are marked, but their pieces sit near separatrices and merge last): at lmax 63 a
+refined run, scout included, takes 3x (K = 2) to 4.2x (K = 4) a plain one.
 """
 
 from __future__ import annotations
