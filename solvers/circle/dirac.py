@@ -12,12 +12,12 @@ point and feels no force from itself (``d/dx K(x, x_i) = 0`` at ``x = x_i``). So
   closed form (no spectral truncation of a delta), ``c_K`` = 1 or ``e^{-beta}`` (shifted kernel).
 
 Between steps (never inside a Runge-Kutta step) :func:`absorb`, :func:`merge` and
-:func:`capture` change the atoms, each conserving the total mass exactly (up to round-off) and
+:func:`solvers.circle.dirac_capture.capture` change the atoms, each conserving the total mass exactly (up to round-off) and
 keeping ``rho >= 0``:
 
 - capture: a basin atom of the density (:func:`solvers.circle.atoms.detect_atoms`) whose three
   core cells (peak and neighbours) hold at least ``capture_fraction`` of its basin mass, and
-  which the flow holds together (:func:`forms_atom`), becomes a Dirac atom at the core's centre
+  which the flow holds together (:func:`~solvers.circle.dirac_capture.forms_atom`), becomes a Dirac atom at the core's centre
   of mass (mass and angular first moment conserved);
 - absorption: the density in an atom's cell is added to the atom when that cell has no outflow
   (both faces point into it), at the atom's position;
@@ -35,13 +35,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from solvers.circle.atoms import detect_atoms
-from solvers.circle.kink_faces import holds_together
 from solvers.circle.problem import CircleProblem, kernel_log_shift
 from solvers.core.backend import default_backend, fused_steps_available
 from solvers.core.measure import DiracAtoms
 from solvers.model import perceptron
-from solvers.model.params import AtomParams
 
 TWO_PI = 2.0 * np.pi
 CORE_CELLS = 1  # the core of a captured atom: the peak cell and CORE_CELLS cells on each side
@@ -98,6 +95,10 @@ class CircleMeasureField:
         p = self.problem
         att = p.attention_field(rho_hat, "face") + self.atom_attention(p.faces, x, m)
         return p.sign * (att + p.multipliers("w_face"))
+
+    def density_face_velocity(self, rho: np.ndarray, x: np.ndarray, m: np.ndarray) -> np.ndarray:
+        """:meth:`face_velocity` from the grid density ``rho`` (N,) itself."""
+        return self.face_velocity(self.problem.basis.forward(rho), x, m)
 
     def center_gradient(self, rho_hat: np.ndarray, x: np.ndarray, m: np.ndarray) -> np.ndarray:
         """``dU/dtheta`` of the whole measure at the cell centres, shape (N,)."""
@@ -236,6 +237,16 @@ class CompiledCircleField:
             g[self.moved] = self.problem.moved_attention(rho_hat) / self.n
         return self.kd.face_velocity(g, float(self.n), _floats(x), _floats(m), self.faces, self.consts)
 
+    def density_face_velocity(self, rho: np.ndarray, x: np.ndarray, m: np.ndarray) -> np.ndarray:
+        """:meth:`face_velocity` from the grid density ``rho`` (N,) itself: with rocket-fft the
+        transforms compiled too, as in :meth:`absorb_step` (the same to round-off)."""
+        if self.fused_step is None:
+            return self.face_velocity(self.problem.basis.forward(rho), x, m)
+        from solvers.core.kernels_circle_steps_numba import dirac_spectra
+
+        g = dirac_spectra(np.ascontiguousarray(rho, dtype=float), self.d_face, self.d_center, *self._moved)[1]
+        return self.kd.face_velocity(g, 1.0, _floats(x), _floats(m), self.faces, self.consts)
+
     def center_gradient(self, rho_hat: np.ndarray, x: np.ndarray, m: np.ndarray) -> np.ndarray:
         """``dU/dtheta`` of the whole measure at the cell centres, shape (N,)."""
         f = self.faces
@@ -308,94 +319,3 @@ def merge(atoms: DiracAtoms, h: float) -> DiracAtoms:
         for seq in (m, x, ids):
             del seq[j]
     return DiracAtoms(np.asarray(m, float), np.asarray(x, float), np.asarray(ids, int))
-
-
-def forms_atom(core: np.ndarray, u_face: np.ndarray, problem: CircleProblem) -> bool:
-    """Whether the concentrated mass in ``core`` (contiguous cells, left to right) is held
-    together, so that it is becoming a Dirac mass.
-
-    The velocity is Lipschitz (a ReLU unit's velocity has a corner, not a jump), and under
-    descent the attention of a small concentration of mass ``m`` moves it apart at the rate
-    ``c_K e^beta m``. So a concentration becomes a Dirac mass only where something holds it in:
-
-    - *trapped*: the flow velocity of the whole measure points into the core at both outer
-      faces, ``u_face[first - 1] >= 0 >= u_face[last]``;
-    - *at a sink corner* of the perceptron (:meth:`CircleProblem.sink_corners`): it drives mass
-      into the corner from one side, while on the other side, where every unit is off, the
-      concentration's own attention may push some out (the paper's S^1 descent corner atom).
-
-    A concentration pressed together only while a wave of mass passes (descent, the
-    perceptron-free arc at beta = 50) spreads again and stays density; so does one carried
-    along by the flow, until it comes to rest. Capture cannot be undone, so the test is
-    conservative (docs/schemes.md, "Capture only what is held together").
-
-    Parameters
-    ----------
-    core : ndarray of int, shape (k,)
-        Cell indices, consecutive modulo N.
-    u_face : ndarray, shape (N,)
-        Signed flow velocity at the right faces.
-    problem : CircleProblem
-    """
-    n = u_face.size
-    left, right = (int(core[0]) - 1) % n, int(core[-1])  # the core's outer faces
-    faces = problem.faces
-    return bool(holds_together(faces[[left]], faces[[right]], u_face[[left]], u_face[[right]],
-                               problem.sink_corners)[0])
-
-
-def capture(rho: np.ndarray, atoms: DiracAtoms, u_face: np.ndarray, problem: CircleProblem,
-            params: AtomParams, next_id: int) -> tuple[np.ndarray, DiracAtoms]:
-    """Turn concentrated basin atoms of the density into Dirac atoms.
-
-    A basin (detected on the density with the Dirac masses deposited in their cells, so that a
-    basin already holding a Dirac atom is skipped) is captured when its core (the peak cell
-    and those of its two neighbours in the basin) holds at least ``params.capture_fraction`` of
-    its mass, it has at least ``params.min_mass`` and the flow holds the core together
-    (:func:`forms_atom`). A neighbour outside the basin (a source
-    cell, beside a sink born on a ReLU corner) keeps its mass: part of it flows away. The
-    core's mass goes to a new atom at the core's centre of mass: mass and the angular first
-    moment (about the peak) are conserved exactly.
-
-    Returns
-    -------
-    (rho, atoms) with the new atoms appended (ids ``next_id, next_id + 1, ...``).
-    """
-    b = problem.basis
-    h, n = b.h, b.n
-    cells = problem.cell_of(atoms.position)
-    deposit = np.bincount(cells, weights=atoms.mass, minlength=n)
-    found = detect_atoms(b.theta, rho * h + deposit, problem.model.beta, params, face_velocity=u_face)
-    if found.labels is None or found.count == 0:
-        return rho, atoms
-    rho = rho.copy()
-    new_m, new_x = [], []
-    held = np.zeros(found.count, bool)
-    held[np.unique(found.labels[cells[found.labels[cells] >= 0]])] = True
-    for k in np.flatnonzero(~held):
-        basin = np.flatnonzero(found.labels == k)
-        peak = basin[np.argmax(rho[basin])]
-        # the core's cells in the basin only: beside a sink born on a ReLU corner the next cell
-        # can be a source, whose mass partly flows away (capturing it whole made the beta = 50
-        # corner atom 8e-3 too heavy at every N, docs/schemes.md)
-        core = (peak + np.arange(-CORE_CELLS, CORE_CELLS + 1)) % n
-        core = core[found.labels[core] == k]
-        core_mass = float(rho[core].sum() * h)
-        if core_mass < params.capture_fraction * found.mass[k] or found.mass[k] < params.min_mass:
-            continue
-        if not forms_atom(core, u_face, problem):
-            continue
-        # the cells' own centres: with time.kink_faces a core cell beside a moved face is off
-        # the uniform grid by up to h/4, and the atoms born on ReLU corners have such cores
-        offset = np.mod(problem.cell_centres[core] - b.theta[peak] + np.pi, TWO_PI) - np.pi
-        new_x.append(float(np.mod(b.theta[peak] + rho[core] @ offset * h / core_mass, TWO_PI)))
-        new_m.append(core_mass)
-        rho[core] = 0.0
-    if not new_m:
-        return rho, atoms
-    # one concentration split into neighbouring basins is one atom: merge new atoms whose cores touch
-    new = merge(DiracAtoms(np.asarray(new_m), np.asarray(new_x), np.arange(len(new_m))),
-                (2 * CORE_CELLS + 1) * h)
-    ids = np.arange(next_id, next_id + new.count)
-    return rho, DiracAtoms(np.append(atoms.mass, new.mass), np.append(atoms.position, new.position),
-                           np.append(atoms.ids, ids).astype(int))

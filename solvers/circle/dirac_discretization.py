@@ -25,10 +25,10 @@ from solvers.circle.dirac import (
     CircleMeasureField,
     CompiledCircleField,
     absorb,
-    capture,
     merge,
     wrap_difference,
 )
+from solvers.circle.dirac_capture import capture
 from solvers.circle.dirac_diagnostics import compiled_diagnostics, measure_diagnostics
 from solvers.circle.discretization import CircleDiscretization
 from solvers.circle.fv import transport
@@ -141,7 +141,7 @@ class DiracCircleDiscretization(MeasureStateAccess, CircleDiscretization):
         velocity ``u`` (N,) by ``field``, after :func:`capture` when ``capture_now``."""
         rho, atoms = self.density(state).copy(), self.atoms(state)
         atoms = DiracAtoms(atoms.mass, np.mod(atoms.position, 2 * np.pi), atoms.ids)
-        u = field.face_velocity(self.problem.basis.forward(rho), atoms.position, atoms.mass)
+        u = field.density_face_velocity(rho, atoms.position, atoms.mass)
         if capture_now:
             rho, atoms = capture(rho, atoms, u, self.problem, self.config.atoms, self.next_id)
             self.next_id = max(self.next_id, int(atoms.ids.max()) + 1 if atoms.count else 0)

@@ -251,7 +251,7 @@ def held_runs(state: LagrangianState, short: np.ndarray, corners: np.ndarray,
     A run of short cells without an atom becomes an atom (:func:`collapse`) only when the flow
     holds it together (:func:`~solvers.circle.kink_faces.holds_together`: the velocity points
     into it at both its end points, or it holds one of the sink ``corners``), as for the fv
-    Dirac state (:func:`solvers.circle.dirac.forms_atom`). Otherwise
+    Dirac state (:func:`solvers.circle.dirac_capture.forms_atom`). Otherwise
     its cells stay cells: under descent a cluster pressed together by a passing wave spreads
     again. Runs with an atom (absorption, merging) are kept. ``velocity(x)`` gives the flow
     velocity at the angles ``x`` (P,).

@@ -90,6 +90,13 @@ class CircleProblem:
         return self._cache["sink_corners"]
 
     @property
+    def sink_corner_cells(self) -> np.ndarray:
+        """The cells holding :attr:`sink_corners` (:meth:`cell_of`), int64 (m,)."""
+        if "sink_corner_cells" not in self._cache:
+            self._cache["sink_corner_cells"] = self.cell_of(self.sink_corners).astype(np.int64)
+        return self._cache["sink_corner_cells"]
+
+    @property
     def kinks(self) -> np.ndarray:
         """Where the fv scheme's WENO5 reconstruction takes one-sided stencils
         (:func:`solvers.core.limiters.weno5_faces`), contiguous int64 (m,): the moved faces with

@@ -329,3 +329,28 @@ def absorb_step(state: np.ndarray, g: np.ndarray, faces: np.ndarray,
         x[i] = np.mod(x[i], TWO_PI)
     u = face_velocity(g, 1.0, x, m, faces, consts)
     return new, u, absorb(new, u, faces)
+
+
+@njit(cache=True, error_model="numpy")
+def may_capture(rho: np.ndarray, cells: np.ndarray, u: np.ndarray, corner_cells: np.ndarray, h: float,
+                reach: int, bound: float) -> bool:
+    """:func:`solvers.circle.dirac_capture.may_capture` in one pass: whether a sink cell
+    (``u[c - 1] >= 0 >= u[c]``) or a cell within one of ``corner_cells`` that is none of the
+    atoms' ``cells`` has density mass ``rho h`` of at least ``bound`` within ``reach`` cells."""
+    n = rho.size
+    candidate = np.zeros(n, np.bool_)
+    for c in range(n):
+        candidate[c] = u[c - 1 if c > 0 else n - 1] >= 0.0 and u[c] <= 0.0
+    for a in corner_cells:
+        for shift in (-1, 0, 1):
+            candidate[(a + shift) % n] = True
+    for a in cells:
+        candidate[a] = False
+    for c in range(n):
+        if candidate[c]:
+            window = 0.0
+            for shift in range(-reach, reach + 1):
+                window += rho[(c + shift) % n] * h
+            if window >= bound:
+                return True
+    return False

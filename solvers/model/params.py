@@ -197,7 +197,7 @@ class AtomParams:
     ``capture_fraction``: a basin atom becomes a Dirac mass once its core (S^1: the peak cell
     and its two neighbours; S^2: the peak's finite volume and the finite volumes adjacent to
     it) holds at least this fraction of its basin mass (S^1: and the flow holds the core
-    together, :func:`solvers.circle.dirac.forms_atom`).
+    together, :func:`solvers.circle.dirac_capture.forms_atom`).
     """
 
     method: str = "basin"

@@ -272,7 +272,10 @@ class Solver:
         self._rate = rate
         if limit is not None and self.measure:
             grid = self.disc.layout.grid_size
-            rho_new = np.concatenate([self._clip_roundoff(rho_new[:grid]), rho_new[grid:]])
+            density = rho_new[:grid]
+            clipped = self._clip_roundoff(density)
+            if clipped is not density:
+                rho_new = np.concatenate([clipped, rho_new[grid:]])
         elif limit is not None:
             rho_new = self._clip_roundoff(rho_new)
         if not np.all(np.isfinite(rho_new)):
@@ -334,9 +337,20 @@ class Solver:
     def restart_state(self) -> Restart:
         """The current step state, for a resume that must take the same steps (a measure-valued
         state: its density and its Dirac atoms)."""
+        return self.restart_of(self.mark())
+
+    def mark(self) -> tuple[float, int, float, np.ndarray]:
+        """The current step state, cheaply: ``(t, steps, dt, state)`` (the state array is
+        replaced by each step, never changed in place); :meth:`restart_of` makes it a
+        :class:`Restart` when it is needed (a snapshot time was crossed)."""
+        return self.t, self.n_steps, self.dt, self.rho
+
+    def restart_of(self, mark: tuple[float, int, float, np.ndarray]) -> Restart:
+        """:meth:`restart_state` of a :meth:`mark` taken since the last hand-over."""
+        t, steps, dt, state = mark
         if self.measure:
-            return Restart(self.t, self.n_steps, self.dt, self.disc.density(self.rho), self.disc.atoms(self.rho))
-        return Restart(self.t, self.n_steps, self.dt, self.rho)
+            return Restart(t, steps, dt, self.disc.density(state), self.disc.atoms(state))
+        return Restart(t, steps, dt, state)
 
     def between(self, before: Restart, t: float) -> np.ndarray:
         """The state at ``t`` in ``(before.t, self.t]`` on the step from ``before`` to the current
@@ -403,7 +417,7 @@ def simulate(config: RunConfig, rho0: np.ndarray, *, t0: float = 0.0, step0: int
             reason = "stationary" if make_queued() else ended
             break
         free = interpolated and solver.handover is None
-        before = solver.restart_state() if free else None  # landed snapshots are step states
+        marked = solver.mark() if free else None  # landed snapshots are step states
         try:
             solver.step(math.inf if free else target)
         except Exception:
@@ -415,6 +429,7 @@ def simulate(config: RunConfig, rho0: np.ndarray, *, t0: float = 0.0, step0: int
             make_queued()
             raise
         crossed = solver.t >= target
+        before = solver.restart_of(marked) if free and crossed else None
         while not done and solver.t >= target:
             if free:
                 queue.add(Pending(target, solver.n_steps, solver.dt, solver.between(before, target),

@@ -10,10 +10,10 @@ from solvers.api import load_config
 from solvers.circle.dirac import (
     CircleMeasureField,
     absorb,
-    capture,
     merge,
     wrap_difference,
 )
+from solvers.circle.dirac_capture import capture
 from solvers.circle.dirac_diagnostics import measure_energy
 from solvers.circle.dirac_discretization import DiracCircleDiscretization
 from solvers.circle.problem import CircleProblem

@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 from solvers.api import load_config
-from solvers.circle.dirac import CircleMeasureField, absorb, capture
+from solvers.circle.dirac import CircleMeasureField, absorb
+from solvers.circle.dirac_capture import capture
 from solvers.circle.problem import CircleProblem
 from solvers.core.measure import DiracAtoms
 from solvers.model.params import AtomParams
