@@ -144,3 +144,19 @@ def circle_fv_rhs(rho, u, code, dt, limit, inv_h, dt_over_h, mass_floor, scale, 
         if rho[up] > floor:
             speed = max(speed, abs(u[i]) * scale[up])
     return out, speed
+
+
+@njit(cache=True, error_model="numpy")
+def extremes(a: np.ndarray, grid: int) -> tuple[float, float, bool]:
+    """``(min, max)`` of ``a[:grid]`` (``(inf, -inf)`` for ``grid = 0``) and whether every value
+    of ``a`` (1-D) is finite, in one pass (the checks after each step,
+    :meth:`solvers.timestepping.simulation.Solver._checked`)."""
+    low, top, finite = np.inf, -np.inf, True
+    for i in range(a.size):
+        v = a[i]
+        if not np.isfinite(v):
+            finite = False
+        elif i < grid:
+            low = min(low, v)
+            top = max(top, v)
+    return low, top, finite

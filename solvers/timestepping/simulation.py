@@ -43,6 +43,7 @@ from typing import NoReturn
 
 import numpy as np
 
+from solvers.core.backend import default_backend
 from solvers.core.discretization import Discretization, bound_mass
 from solvers.core.snapshot import Diagnostics, Restart, Snapshot
 from solvers.model.config import DT_MIN_FRACTION, check_run
@@ -156,6 +157,12 @@ class Solver:
             self.citation = handover_citation(until)
         self.rhs = self.disc.rhs
         self.table = get_integrator(tp.integrator or self.disc.default_integrator)
+        self.backend = default_backend()  # read once: MEANFIELD_NUMPY is not looked up every step
+        self._extremes_kernel = None
+        if self.backend == "numba":
+            from solvers.core.kernels_numba import extremes
+
+            self._extremes_kernel = extremes
         rho0 = np.asarray(rho0, dtype=float)
         if rho0.shape != self.disc.shape:
             raise ValueError(f"rho0: expected shape {self.disc.shape} for this grid (got {rho0.shape})")
@@ -259,7 +266,7 @@ class Solver:
                               f"{self.density_cap:.3g}); the step is unstable: lower {knob}")
 
     def _step_impl(self, dt: float) -> tuple[np.ndarray, bool]:
-        rho_new, rate = rk_step(self.table, self.rhs, self.rho, dt)
+        rho_new, rate = rk_step(self.table, self.rhs, self.rho, dt, self.backend)
         accept = getattr(self.disc, "accept", None)  # the Lagrangian scheme: points in order
         if accept is not None and not accept(rho_new):
             return rho_new, False
@@ -270,27 +277,42 @@ class Solver:
             self._warn_once("cfl", f"fixed dt gives Courant number {courant:.3g} > {limit:g} where "
                                    "mass moves: the outflow limiter keeps positivity, not accuracy")
         self._rate = rate
-        if limit is not None and self.measure:
-            grid = self.disc.layout.grid_size
-            density = rho_new[:grid]
-            clipped = self._clip_roundoff(density)
-            if clipped is not density:
-                rho_new = np.concatenate([clipped, rho_new[grid:]])
-        elif limit is not None:
-            rho_new = self._clip_roundoff(rho_new)
-        if not np.all(np.isfinite(rho_new)):
+        return self._checked(rho_new, dt, clip=limit is not None), True
+
+    def _checked(self, state: np.ndarray, dt: float, clip: bool) -> np.ndarray:
+        """``state`` after a step, checked: :class:`BlowUpError` unless every value is finite;
+        with ``clip`` (the fv schemes) its density through :meth:`_clip_roundoff`."""
+        grid = (self.disc.layout.grid_size if self.measure else state.size) if clip else 0
+        low, top, finite = self._extremes(state, grid)
+        if not finite:
             knob = "time.dt" if self.config.time.dt is not None else "time.cfl"
             raise BlowUpError(f"non-finite density at t={self.t + dt:.6g}; lower {knob}")
-        return rho_new, True
+        if not clip:
+            return state
+        if not self.measure:
+            return self._clip_roundoff(state, low, top)
+        density = state[:grid]
+        clipped = self._clip_roundoff(density, low, top)
+        return state if clipped is density else np.concatenate([clipped, state[grid:]])
 
-    def _clip_roundoff(self, rho: np.ndarray) -> np.ndarray:
+    def _extremes(self, state: np.ndarray, grid: int) -> tuple[float, float, bool]:
+        """``(min, max)`` of the first ``grid`` values of ``state`` (flattened) and whether all of
+        it is finite: one compiled pass (:func:`solvers.core.kernels_numba.extremes`) or numpy."""
+        flat = state.reshape(-1)
+        if self._extremes_kernel is not None:
+            return self._extremes_kernel(flat, grid)
+        finite = bool(np.isfinite(flat).all())
+        if not grid:
+            return math.inf, -math.inf, finite
+        return float(flat[:grid].min()), float(flat[:grid].max()), finite
+
+    def _clip_roundoff(self, rho: np.ndarray, low: float, top: float) -> np.ndarray:
         """Set round-off negatives (a cell emptied exactly by the outflow limiter) and densities
-        below ``FLUSH_FRACTION * max(rho)`` to 0.
+        below ``FLUSH_FRACTION * max(rho)`` to 0 (``low``, ``top``: the extremes of ``rho``).
 
         The limited Euler sub-steps are non-negative in exact arithmetic; the subtraction
         ``rho - outflow`` may leave ``-eps * |flux|``. Anything larger is a bug: raise.
         """
-        low, top = float(rho.min()), float(rho.max())
         if low < -1e-12 * max(top, 1e-300):
             raise FloatingPointError(f"fv density went negative (min {low:.3g}) at t={self.t}")
         floor = FLUSH_FRACTION * top
