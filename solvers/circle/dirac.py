@@ -216,6 +216,10 @@ class CompiledCircleField:
             g = self.spectra(state[: self.n])[1]
         return self.kd.absorb_step(state, g, self.faces, self.consts)
 
+    def cell_of(self, x: np.ndarray) -> np.ndarray:
+        """:meth:`CircleProblem.cell_of` of the angles ``x`` (n,), compiled (int64 (n,))."""
+        return self.kd.cells_of(_floats(x), self.faces)
+
     def absorb(self, state: np.ndarray, u: np.ndarray) -> float:
         """:func:`absorb` in place on a flat state (positions mod 2 pi) with the face velocity
         ``u`` (N,); returns the atoms' smallest separation."""

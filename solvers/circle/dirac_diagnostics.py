@@ -148,7 +148,7 @@ def _compiled_one(disc: CircleDiscretization, rho: np.ndarray, rho_hat: np.ndarr
         rho, b.h, stack, x, m, f.faces, f.consts, p.multipliers("w_center"), p.multipliers("v_center"),
         (LIMITER_CODES[disc.limiter], p.cell_scale, p.kinks), rho_hat, disc.k_max, SUPPORT_FLOOR / (2.0 * np.pi),
         g_atoms)
-    cells = p.cell_of(x)
+    cells = f.cell_of(x)
     cell_mass = rho * b.h + np.bincount(cells, weights=m, minlength=b.n)
     found = ring_atoms(detect_ring(face, cell_mass, *_ring_detector(p, params).arguments()))
     if found is None:  # the flow pointers form a cycle: the reference path raises

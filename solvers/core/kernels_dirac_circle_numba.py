@@ -294,6 +294,15 @@ def cell_of(x: float, faces: np.ndarray) -> int:
 
 
 @njit(cache=True, error_model="numpy")
+def cells_of(x: np.ndarray, faces: np.ndarray) -> np.ndarray:
+    """:func:`cell_of` of every angle of ``x`` (n,), int64 (n,)."""
+    out = np.empty(x.size, np.int64)
+    for i in range(x.size):
+        out[i] = cell_of(x[i], faces)
+    return out
+
+
+@njit(cache=True, error_model="numpy")
 def absorb(state: np.ndarray, u: np.ndarray, faces: np.ndarray) -> float:
     """:func:`solvers.circle.dirac.absorb` in place on a flat state (positions in [0, 2 pi]) with
     the face velocity ``u`` (N,); returns the atoms' smallest separation (:func:`min_separation`).

@@ -58,6 +58,7 @@ def test_compiled_cells_match():
     x = np.mod(p.faces[p.moved_faces][:, None] + p.basis.h * np.linspace(-0.6, 0.6, 41)[None, :],
                2 * np.pi).ravel()
     assert [kd.cell_of(v, faces) for v in x] == p.cell_of(x).tolist()
+    assert kd.cells_of(x, faces).tolist() == p.cell_of(x).tolist()
 
 
 def test_capture_beside_a_moved_face_conserves_the_first_moment():
