@@ -12,13 +12,13 @@ point and feels no force from itself (``d/dx K(x, x_i) = 0`` at ``x = x_i``). So
   closed form (no spectral truncation of a delta), ``c_K`` = 1 or ``e^{-beta}`` (shifted kernel).
 
 Between steps (never inside a Runge-Kutta step) :func:`absorb`, :func:`merge` and
-:func:`solvers.circle.dirac_capture.capture` change the atoms, each conserving the total mass exactly (up to round-off) and
-keeping ``rho >= 0``:
+:func:`solvers.circle.dirac_capture.capture` change the atoms, each conserving the total mass
+exactly (up to round-off) and keeping ``rho >= 0``:
 
 - capture: a basin atom of the density (:func:`solvers.circle.atoms.detect_atoms`) whose three
   core cells (peak and neighbours) hold at least ``capture_fraction`` of its basin mass, and
-  which the flow holds together (:func:`~solvers.circle.dirac_capture.forms_atom`), becomes a Dirac atom at the core's centre
-  of mass (mass and angular first moment conserved);
+  which the flow holds together (:func:`~solvers.circle.dirac_capture.forms_atom`), becomes a
+  Dirac atom at the core's centre of mass (mass and angular first moment conserved);
 - absorption: the density in an atom's cell is added to the atom when that cell has no outflow
   (both faces point into it), at the atom's position;
 - merging: atoms closer than a cell become one, at the mass-weighted mean angle.
@@ -215,6 +215,11 @@ class CompiledCircleField:
         else:
             g = self.spectra(state[: self.n])[1]
         return self.kd.absorb_step(state, g, self.faces, self.consts)
+
+    def perceptron_velocity(self, x: np.ndarray) -> np.ndarray:
+        """The perceptron's velocity at the angles ``x`` (n,)
+        (:func:`solvers.model.perceptron.circle_velocity`, compiled), shape (n,)."""
+        return self.kd.perceptron_velocity(_floats(x), self.units, self.code)
 
     def cell_of(self, x: np.ndarray) -> np.ndarray:
         """:meth:`CircleProblem.cell_of` of the angles ``x`` (n,), compiled (int64 (n,))."""

@@ -199,11 +199,17 @@ def attention_gradient_reference(state: LagrangianState, model: ModelParams,
 
 
 def velocity(state: LagrangianState, model: ModelParams, w: np.ndarray, points: np.ndarray,
-             compiled: bool = True) -> np.ndarray:
+             compiled: bool = True,
+             perceptron_velocity: Callable[[np.ndarray], np.ndarray] | None = None) -> np.ndarray:
     """Transport velocity ``s dU/dx`` of the whole measure at ``points`` (P,): attention plus the
-    perceptron's ``v'/2`` (paper eq. 2.7), ``s = +1`` ascent, ``-1`` descent."""
-    return model.sign * (attention_gradient(state, w, points, compiled)
-                + perceptron.circle_velocity(model.perceptron, np.mod(points, TWO_PI)))
+    perceptron's ``v'/2`` (paper eq. 2.7), ``s = +1`` ascent, ``-1`` descent.
+    ``perceptron_velocity(angles)``: the perceptron's part (default
+    :func:`solvers.model.perceptron.circle_velocity`; the compiled
+    :meth:`solvers.circle.dirac.CompiledCircleField.perceptron_velocity` does the same operations)."""
+    angles = np.mod(points, TWO_PI)
+    v = perceptron.circle_velocity(model.perceptron, angles) if perceptron_velocity is None \
+        else perceptron_velocity(angles)
+    return model.sign * (attention_gradient(state, w, points, compiled) + v)
 
 
 # -- between steps: atoms from meeting points, refinement of stretched cells -------------------

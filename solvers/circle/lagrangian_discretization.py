@@ -98,6 +98,8 @@ class LagrangianCircleDiscretization:
         self.h = self.problem.basis.h
         self.weights = lg.gradient_weights(config.model)
         self.compiled = default_backend() == "numba"
+        fields = self.eulerian.compiled  # the compiled perceptron velocity, where it compiles
+        self._perceptron = fields.perceptron_velocity if self.compiled and fields is not None else None
         self.next_id = 0
         self.mass_floor = MASS_FLOOR
         self.density_floor = 0.0
@@ -141,7 +143,7 @@ class LagrangianCircleDiscretization:
         st = lg.LagrangianState.unpack(state)
         at = np.nonzero(st.A > 0)[0]
         points = np.concatenate([st.X, st.X[at] - FD_STEP, st.X[at] + FD_STEP])
-        u = lg.velocity(st, self.config.model, self.weights, points, self.compiled)
+        u = lg.velocity(st, self.config.model, self.weights, points, self.compiled, self._perceptron)
         n = st.n
         rate = self.stretch_rate(st, u[:n])
         if at.size:
@@ -185,8 +187,9 @@ class LagrangianCircleDiscretization:
         fresh = (L < COLLAPSE * self.h) & ~(at | np.roll(at, -1))
         if not fresh.any() or short.all():
             return short
+        model = self.config.model
         held = lg.held_runs(st, short, self.problem.sink_corners,
-                            lambda x: lg.velocity(st, self.config.model, self.weights, x, self.compiled))
+                            lambda x: lg.velocity(st, model, self.weights, x, self.compiled, self._perceptron))
         return held | (short & (L < MET * self.h))
 
     # -- diagnostics ----------------------------------------------------------------------
