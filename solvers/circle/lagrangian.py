@@ -81,6 +81,16 @@ class LagrangianState:
         return np.diff(np.append(self.X, self.X[0] + TWO_PI))
 
 
+def following(a: np.ndarray) -> np.ndarray:
+    """``a[k + 1]`` at ``k``, cyclic (``np.roll(a, -1)``, without its generic-axis overhead)."""
+    return np.concatenate((a[1:], a[:1]))
+
+
+def preceding(a: np.ndarray) -> np.ndarray:
+    """``a[k - 1]`` at ``k``, cyclic (``np.roll(a, 1)``)."""
+    return np.concatenate((a[-1:], a[:-1]))
+
+
 def gradient_weights(model: ModelParams) -> np.ndarray:
     """``lambda_j / (2 pi beta)`` for ``j = 0 .. J`` (shifted kernel included), ``J`` the first degree
     with ``lambda_J / lambda_0 < BANDWIDTH_TOL``: ``dU_att/dx = sum_{j != 0} i j w_j mu_j e^{ijp}``."""
@@ -227,7 +237,7 @@ def short_cells(state: LagrangianState, delta: float, absorb: float, merge: floa
     two consecutive atoms closer than ``merge`` (merging)."""
     L = state.lengths()
     at = state.A > 0
-    short = (L < delta) | ((at | np.roll(at, -1)) & (L < absorb))
+    short = (L < delta) | ((at | following(at)) & (L < absorb))
     k = np.nonzero(at)[0]
     if k.size > 1:
         gap = np.diff(np.append(state.X[k], state.X[k[0]] + TWO_PI))
@@ -346,8 +356,8 @@ def refine(state: LagrangianState, max_length: float, mass_floor: float) -> Lagr
     if not split.any():
         return state
     c = state.m / L
-    dl = (c - np.roll(c, 1)) / (0.5 * (L + np.roll(L, 1)))
-    dr = (np.roll(c, -1) - c) / (0.5 * (L + np.roll(L, -1)))
+    dl = (c - preceding(c)) / (0.5 * (L + preceding(L)))
+    dr = (following(c) - c) / (0.5 * (L + following(L)))
     slope = np.where(dl * dr > 0, np.sign(dl) * np.minimum(np.abs(dl), np.abs(dr)), 0.0)
     left = np.clip(0.5 * state.m - slope * L ** 2 / 8, 0.0, state.m)
     k = np.nonzero(split)[0]

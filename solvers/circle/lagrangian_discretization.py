@@ -160,7 +160,7 @@ class LagrangianCircleDiscretization:
         full = (st.m > self.mass_floor) & (st.m > self.density_floor * L)
         if not full.any():
             return 0.0
-        du = np.abs(np.roll(u, -1) - u) / L
+        du = np.abs(lg.following(u) - u) / L
         return float(np.max(du[full]))
 
     def accept(self, state: np.ndarray) -> bool:
@@ -184,7 +184,7 @@ class LagrangianCircleDiscretization:
         together (:func:`lagrangian.held_runs`), except cells shorter than ``MET h``."""
         L = st.lengths()
         at = st.A > 0
-        fresh = (L < COLLAPSE * self.h) & ~(at | np.roll(at, -1))
+        fresh = (L < COLLAPSE * self.h) & ~(at | lg.following(at))
         if not fresh.any() or short.all():
             return short
         model = self.config.model
