@@ -147,11 +147,11 @@ def circle_fv_rhs(rho, u, code, dt, limit, inv_h, dt_over_h, mass_floor, scale, 
 
 
 @njit(cache=True, error_model="numpy")
-def extremes(a: np.ndarray, grid: int) -> tuple[float, float, bool]:
-    """``(min, max)`` of ``a[:grid]`` (``(inf, -inf)`` for ``grid = 0``) and whether every value
-    of ``a`` (1-D) is finite, in one pass (the checks after each step,
-    :meth:`solvers.timestepping.simulation.Solver._checked`)."""
-    low, top, finite = np.inf, -np.inf, True
+def extremes(a: np.ndarray, grid: int) -> tuple[float, float, float, bool]:
+    """``(min, max, smallest positive)`` of ``a[:grid]`` (``inf``, ``-inf``, ``inf`` where there is
+    none) and whether every value of ``a`` (1-D) is finite, in one pass (the checks after each
+    step, :meth:`solvers.timestepping.simulation.Solver._checked`)."""
+    low, top, positive, finite = np.inf, -np.inf, np.inf, True
     for i in range(a.size):
         v = a[i]
         if not np.isfinite(v):
@@ -159,4 +159,6 @@ def extremes(a: np.ndarray, grid: int) -> tuple[float, float, bool]:
         elif i < grid:
             low = min(low, v)
             top = max(top, v)
-    return low, top, finite
+            if v > 0.0:
+                positive = min(positive, v)
+    return low, top, positive, finite

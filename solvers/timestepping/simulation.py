@@ -283,32 +283,36 @@ class Solver:
         """``state`` after a step, checked: :class:`BlowUpError` unless every value is finite;
         with ``clip`` (the fv schemes) its density through :meth:`_clip_roundoff`."""
         grid = (self.disc.layout.grid_size if self.measure else state.size) if clip else 0
-        low, top, finite = self._extremes(state, grid)
+        low, top, positive, finite = self._extremes(state, grid)
         if not finite:
             knob = "time.dt" if self.config.time.dt is not None else "time.cfl"
             raise BlowUpError(f"non-finite density at t={self.t + dt:.6g}; lower {knob}")
         if not clip:
             return state
         if not self.measure:
-            return self._clip_roundoff(state, low, top)
+            return self._clip_roundoff(state, low, top, positive)
         density = state[:grid]
-        clipped = self._clip_roundoff(density, low, top)
+        clipped = self._clip_roundoff(density, low, top, positive)
         return state if clipped is density else np.concatenate([clipped, state[grid:]])
 
-    def _extremes(self, state: np.ndarray, grid: int) -> tuple[float, float, bool]:
-        """``(min, max)`` of the first ``grid`` values of ``state`` (flattened) and whether all of
-        it is finite: one compiled pass (:func:`solvers.core.kernels_numba.extremes`) or numpy."""
+    def _extremes(self, state: np.ndarray, grid: int) -> tuple[float, float, float, bool]:
+        """``(min, max, smallest positive)`` of the first ``grid`` values of ``state`` (flattened)
+        and whether all of it is finite: one compiled pass
+        (:func:`solvers.core.kernels_numba.extremes`) or numpy."""
         flat = state.reshape(-1)
         if self._extremes_kernel is not None:
             return self._extremes_kernel(flat, grid)
         finite = bool(np.isfinite(flat).all())
-        if not grid:
-            return math.inf, -math.inf, finite
-        return float(flat[:grid].min()), float(flat[:grid].max()), finite
+        d = flat[:grid]
+        if not d.size or not finite:
+            return math.inf, -math.inf, math.inf, finite
+        above = d[d > 0.0]
+        return float(d.min()), float(d.max()), float(above.min()) if above.size else math.inf, finite
 
-    def _clip_roundoff(self, rho: np.ndarray, low: float, top: float) -> np.ndarray:
+    def _clip_roundoff(self, rho: np.ndarray, low: float, top: float, positive: float) -> np.ndarray:
         """Set round-off negatives (a cell emptied exactly by the outflow limiter) and densities
-        below ``FLUSH_FRACTION * max(rho)`` to 0 (``low``, ``top``: the extremes of ``rho``).
+        below ``FLUSH_FRACTION * max(rho)`` to 0 (``low``, ``top``, ``positive``: the least, the
+        largest and the least positive value of ``rho``).
 
         The limited Euler sub-steps are non-negative in exact arithmetic; the subtraction
         ``rho - outflow`` may leave ``-eps * |flux|``. Anything larger is a bug: raise.
@@ -316,7 +320,7 @@ class Solver:
         if low < -1e-12 * max(top, 1e-300):
             raise FloatingPointError(f"fv density went negative (min {low:.3g}) at t={self.t}")
         floor = FLUSH_FRACTION * top
-        if low >= floor:
+        if low >= 0.0 and positive >= floor:  # nothing negative, nothing to flush
             return rho
         return np.where(rho < floor, 0.0, rho)
 
