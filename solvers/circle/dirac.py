@@ -221,6 +221,14 @@ class CompiledCircleField:
         (:func:`solvers.model.perceptron.circle_velocity`, compiled), shape (n,)."""
         return self.kd.perceptron_velocity(_floats(x), self.units, self.code)
 
+    def atom_energy(self, rho_hat: np.ndarray, x: np.ndarray, m: np.ndarray) -> float:
+        """The atoms' part of ``E[mu]`` (:func:`solvers.circle.dirac_diagnostics.atom_energy`):
+        the cross term ``(1/beta) sum_i m_i (K*rho)(x_i)`` and the atoms' own closed form."""
+        if not m.size:
+            return 0.0
+        cross = float(m @ self.density_potential_at(rho_hat, x)) / self.beta
+        return cross + self.kd.atom_energy(_floats(x), _floats(m), self.units, self.code, self.beta, self.log_c)
+
     def cell_of(self, x: np.ndarray) -> np.ndarray:
         """:meth:`CircleProblem.cell_of` of the angles ``x`` (n,), compiled (int64 (n,))."""
         return self.kd.cells_of(_floats(x), self.faces)

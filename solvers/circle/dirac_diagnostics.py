@@ -154,7 +154,7 @@ def _compiled_one(disc: CircleDiscretization, rho: np.ndarray, rho_hat: np.ndarr
     if found is None:  # the flow pointers form a cycle: the reference path raises
         found = detect_atoms(b.theta, cell_mass, beta, params, face_velocity=face, backend="numpy")
     atoms = with_dirac(found, dirac, cells)
-    energy = e_att / (2.0 * beta) + 0.5 * e_v + atom_energy(disc, rho_hat, x, m)
+    energy = e_att / (2.0 * beta) + 0.5 * e_v + f.atom_energy(rho_hat, x, m)
     return Diagnostics(
         mass=mass, min_rho=low, max_rho=high, energy=energy, dissipation=diss, transport_rate=rate,
         max_support_velocity=speed, tail_energy=tail, n_atoms=atoms.count, atom_mass=atoms.mass,

@@ -66,6 +66,46 @@ def _sigma(s: float, code: int) -> float:
     return s * (0.5 * math.erfc(-s / math.sqrt(2.0)))  # gelu: s Phi(s)
 
 
+@njit(cache=True, inline="always", error_model="numpy")
+def _phi(s: float, code: int) -> float:
+    """The potential ``phi(s)`` (``phi' = 2 sigma``) of :data:`solvers.model.activations.ACTIVATIONS`,
+    scalar; tanh's ``2 log cosh s`` as ``2 (|s| + log1p(e^{-2|s|}) - log 2)``."""
+    if code == 1:
+        r = max(s, 0.0)
+        return r * r
+    if code == 2:
+        return s * s
+    if code == 3:
+        return s * s if s > 0 else LEAKY_SLOPE * s * s
+    if code == 4:
+        a = abs(s)
+        return 2.0 * ((a + math.log1p(math.exp(-2.0 * a))) - math.log(2.0))
+    cdf = 0.5 * math.erfc(-s / math.sqrt(2.0))  # gelu: s^2 Phi(s) + s phi_N(s) - Phi(s)
+    return s * s * cdf + s * (math.exp(-0.5 * s * s) / math.sqrt(2.0 * math.pi)) - cdf
+
+
+@njit(cache=True, error_model="numpy")
+def atom_energy(x: np.ndarray, m: np.ndarray, units: np.ndarray, code: int, beta: float, log_c: float) -> float:
+    """The atoms' own energy (paper eq. 2.7 for ``sum_i m_i delta_{x_i}``, docs/math.md §1):
+    ``(1/(2 beta)) sum_{i,j} m_i m_j c_K e^{beta cos(x_i - x_j)} + (1/2) sum_i m_i v(x_i)``,
+    ``v = sum_j omega_j phi(a_j.x + b_j)``; the closed form of
+    :meth:`solvers.core.point_atoms.AtomSystem.energy` without sources."""
+    n = x.size
+    c, s = np.cos(x), np.sin(x)
+    pair = 0.0
+    for i in range(n):
+        for j in range(n):
+            pair += (m[i] * m[j]) * math.exp(beta * (c[i] * c[j] + s[i] * s[j]) + log_c)
+    v = 0.0
+    if code != 0:
+        for i in range(n):
+            vi = 0.0
+            for j in range(units.shape[0]):
+                vi += units[j, 3] * _phi(c[i] * units[j, 0] + s[i] * units[j, 1] + units[j, 2], code)
+            v += m[i] * vi
+    return 0.5 / beta * pair + 0.5 * v
+
+
 @njit(cache=True, error_model="numpy")
 def perceptron_velocity(x: np.ndarray, units: np.ndarray, code: int) -> np.ndarray:
     """Perceptron velocity on S^1 at angles ``x`` (n,): ``(P_x e).tau``, ``e = sum_j omega_j

@@ -116,6 +116,20 @@ def test_perceptron_velocity_every_activation(activation):
     assert close(got, ref) if activation != "none" else np.all(got == 0.0)
 
 
+@pytest.mark.parametrize("activation", ["relu", "gelu", "linear", "tanh", "leaky_relu", "none"])
+@pytest.mark.parametrize("kernel", ["exp", "exp_shifted"])
+def test_atom_energy_every_activation(activation, kernel):
+    """The compiled atoms' energy against :meth:`AtomSystem.energy` (matrix form, numpy phi)."""
+    from solvers.core.point_atoms import AtomSystem
+
+    p, _, fast = fields(64, 5.0, kernel, activation)
+    x, m = np.array([0.3, 2.0, 2.1, 5.5]), np.array([0.1, 0.4, 0.2, 0.3])
+    ref = AtomSystem(p.model, m).energy(np.stack([np.cos(x), np.sin(x)], axis=1))
+    got = kd.atom_energy(x, m, fast.units, fast.code, fast.beta, fast.log_c)
+    assert abs(got - ref) <= TOL * abs(ref)
+    assert fast.atom_energy(np.zeros(33, complex), x[:0], m[:0]) == 0.0
+
+
 def test_activation_codes_cover_the_activations():
     from solvers.model.activations import ACTIVATIONS
 
