@@ -208,12 +208,11 @@ class CompiledCircleField:
     def absorb_step(self, state: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
         """Positions mod 2 pi and :func:`absorb` on a flat state: ``(new state, u, smallest
         separation of the atoms)`` (merge when below ``h``)."""
-        if self.fused_step is not None:  # rocket-fft: the FFTs compiled too (numpy's cost 45 us here)
-            from solvers.core.kernels_circle_steps_numba import dirac_spectra
+        if self.fused_step is not None:  # rocket-fft: the FFTs compiled too, one call
+            from solvers.core.kernels_circle_steps_numba import dirac_absorb_step
 
-            g = dirac_spectra(np.ascontiguousarray(state[: self.n]), self.d_face, self.d_center, *self._moved)[1]
-        else:
-            g = self.spectra(state[: self.n])[1]
+            return dirac_absorb_step(state, self.d_face, self.d_center, *self._moved, self.faces, self.consts)
+        g = self.spectra(state[: self.n])[1]
         return self.kd.absorb_step(state, g, self.faces, self.consts)
 
     def perceptron_velocity(self, x: np.ndarray) -> np.ndarray:

@@ -27,7 +27,7 @@ import numpy as np
 import rocket_fft  # noqa: F401  (registers numpy.fft with numba)
 from numba import njit
 
-from solvers.core.kernels_dirac_circle_numba import dirac_rhs
+from solvers.core.kernels_dirac_circle_numba import absorb_step, dirac_rhs
 from solvers.core.kernels_stages import circle_fv_stage, shu_osher_stage
 
 
@@ -121,3 +121,13 @@ def dirac_step(state: np.ndarray, dt: float, b: np.ndarray, a_diag: np.ndarray, 
         stages[i + 1] = shu_osher_stage(stages[0], c, k, a_term[i], stages[term[i]], term[i] > 0)
         rate = max(rate, r)
     return stages[n_stages].copy(), rate
+
+
+@njit(cache=True, error_model="numpy")
+def dirac_absorb_step(state: np.ndarray, d_face: np.ndarray, d_center: np.ndarray, moved: np.ndarray,
+                      moved_rows: np.ndarray, faces: np.ndarray, consts: np.ndarray
+                      ) -> tuple[np.ndarray, np.ndarray, float]:
+    """:func:`~solvers.core.kernels_dirac_circle_numba.absorb_step` of the flat state, its
+    density's field by :func:`dirac_spectra`: one call after each accepted step."""
+    g = dirac_spectra(state[: faces.shape[1]], d_face, d_center, moved, moved_rows)[1]
+    return absorb_step(state, g, faces, consts)
