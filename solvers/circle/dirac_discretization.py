@@ -28,7 +28,7 @@ from solvers.circle.dirac import (
     merge,
     wrap_difference,
 )
-from solvers.circle.dirac_capture import capture
+from solvers.circle.dirac_capture import capture, may_capture
 from solvers.circle.dirac_diagnostics import compiled_diagnostics, measure_diagnostics
 from solvers.circle.discretization import CircleDiscretization
 from solvers.circle.fv import transport
@@ -130,7 +130,14 @@ class DiracCircleDiscretization(MeasureStateAccess, CircleDiscretization):
 
     def _capture_step(self, state: np.ndarray) -> tuple[np.ndarray, float]:
         """Compiled path, capture steps: :func:`capture` then the compiled absorption; returns the
-        new state and the atoms' smallest separation."""
+        new state and the atoms' smallest separation. Where :func:`may_capture` rules a capture
+        out this is the absorption step alone (the same face velocity, the same result)."""
+        new, u, closest = self.compiled.absorb_step(state)
+        atoms = self.atoms(new)  # absorption moves no atom
+        if not may_capture(self.density(state), self.compiled.cell_of(atoms.position), u, self.problem,
+                           self.config.atoms):
+            self.next_id = max(self.next_id, int(atoms.ids.max()) + 1 if atoms.count else 0)  # as _captured
+            return new, closest
         rho, atoms, u = self._captured(state, self.compiled, capture_now=True)
         new = self.layout.pack(rho, atoms)
         return new, self.compiled.absorb(new, u)

@@ -12,6 +12,7 @@ pytest.importorskip("numba")
 
 from solvers.api import load_config  # noqa: E402
 from solvers.circle.dirac import CircleMeasureField, CompiledCircleField, kernel_modes  # noqa: E402
+from solvers.circle.dirac_capture import may_capture  # noqa: E402
 from solvers.circle.dirac_discretization import DiracCircleDiscretization  # noqa: E402
 from solvers.circle.problem import CircleProblem  # noqa: E402
 from solvers.core import kernels_dirac_circle_numba as kd  # noqa: E402
@@ -203,6 +204,17 @@ def test_after_step_absorbs_and_merges_as_the_reference(monkeypatch):
         assert fast.total_mass(got) == pytest.approx(fast.total_mass(state), rel=1e-14)
         assert (1 in keep) == (got.size < state.size)  # merged
         assert np.sum(got[: b.n] != rho) >= 1  # absorbed: a cell's density moved to its atom
+    # a capture step where may_capture rules a capture out (a thin density): the absorption
+    # step alone, as the reference's capture-then-absorb
+    thin = 0.01 * rho
+    for keep in ([0, 2, 3], [0, 1]):
+        state = fast.layout.pack(thin, DiracAtoms(m[keep], x[keep], np.arange(len(keep))))
+        atoms = fast.atoms(state)
+        cells = fast.problem.cell_of(np.mod(atoms.position, 2 * np.pi))
+        u = ref.field.face_velocity(b.forward(thin), np.mod(atoms.position, 2 * np.pi), atoms.mass)
+        assert not may_capture(thin, cells, u, fast.problem, fast.config.atoms)
+        got, want = fast.after_step(state, 10), ref.after_step(state, 10)
+        assert got.shape == want.shape and close(got, want)
     # captured on a capture step: on the perceptron's sink corner (cell 121); elsewhere this
     # spike spreads under descent and is not captured (tests/circle/test_capture_trap.py)
     spike = rho.copy()
