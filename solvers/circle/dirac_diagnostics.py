@@ -89,6 +89,18 @@ def with_dirac(found: Atoms, dirac: DiracAtoms, cells: np.ndarray) -> Atoms:
     return Atoms(mass[order], pos[order], core[order], max(diffuse, 0.0), labels)
 
 
+def _with_dirac_compiled(found: Atoms, dirac: DiracAtoms, cells: np.ndarray) -> Atoms:
+    """:func:`with_dirac` by one compiled call
+    (:func:`solvers.core.kernels_dirac_circle_numba.dirac_atoms_table`; the same to round-off)."""
+    from solvers.core.kernels_dirac_circle_numba import dirac_atoms_table
+
+    lab = found.labels[cells] if found.labels is not None else np.full(dirac.count, -1)
+    mass, pos, core, alone, order, moved = dirac_atoms_table(
+        found.position, found.mass, found.core_mass, lab.astype(np.int64), dirac.position, dirac.mass)
+    labels = relabel(found.labels, order) if moved else found.labels
+    return Atoms(mass, pos, core, max(found.diffuse_mass - alone, 0.0), labels)
+
+
 def measure_diagnostics(disc: CircleDiscretization, state: np.ndarray, params: AtomParams) -> Diagnostics:
     """Snapshot diagnostics of the measure (mass, energy and dissipation include the atoms)."""
     b, f = disc.problem.basis, disc.fields
@@ -153,7 +165,7 @@ def _compiled_one(disc: CircleDiscretization, rho: np.ndarray, rho_hat: np.ndarr
     found = ring_atoms(detect_ring(face, cell_mass, *_ring_detector(p, params).arguments()))
     if found is None:  # the flow pointers form a cycle: the reference path raises
         found = detect_atoms(b.theta, cell_mass, beta, params, face_velocity=face, backend="numpy")
-    atoms = with_dirac(found, dirac, cells)
+    atoms = _with_dirac_compiled(found, dirac, cells)
     energy = e_att / (2.0 * beta) + 0.5 * e_v + f.atom_energy(rho_hat, x, m)
     return Diagnostics(
         mass=mass, min_rho=low, max_rho=high, energy=energy, dissipation=diss, transport_rate=rate,

@@ -403,3 +403,39 @@ def may_capture(rho: np.ndarray, cells: np.ndarray, u: np.ndarray, corner_cells:
             if window >= bound:
                 return True
     return False
+
+
+@njit(cache=True, error_model="numpy")
+def dirac_atoms_table(pos0: np.ndarray, mass0: np.ndarray, core0: np.ndarray, lab: np.ndarray,
+                      x: np.ndarray, m: np.ndarray) -> tuple:
+    """:func:`solvers.circle.dirac_diagnostics.with_dirac` on arrays: the basin atoms
+    ``pos0, mass0, core0`` (k,), each basin that holds Dirac atoms (``lab`` (n,): each Dirac
+    atom's basin, -1: none) moved to their mass-weighted mean direction, and the Dirac atoms in no
+    basin appended. Returns ``(mass, position, core, mass of the appended atoms, order, moved)``,
+    the rows sorted by position (``order``: the sort; ``moved``: whether it changed the order)."""
+    k = pos0.size
+    re, im, held = np.zeros(k), np.zeros(k), np.zeros(k, np.bool_)
+    alone, alone_mass = 0, 0.0
+    for i in range(lab.size):
+        b = lab[i]
+        if b >= 0:
+            re[b] += m[i] * np.cos(x[i])
+            im[b] += m[i] * np.sin(x[i])
+            held[b] = True
+        else:
+            alone += 1
+            alone_mass += m[i]
+    pos, mass, core = np.empty(k + alone), np.empty(k + alone), np.empty(k + alone)
+    for b in range(k):
+        pos[b] = np.mod(np.arctan2(im[b], re[b]), TWO_PI) if held[b] else pos0[b]
+        mass[b], core[b] = mass0[b], core0[b]
+    j = k
+    for i in range(lab.size):
+        if lab[i] < 0:
+            pos[j], mass[j], core[j] = x[i], m[i], m[i]
+            j += 1
+    order = np.argsort(pos)
+    moved = False
+    for i in range(order.size):
+        moved = moved or order[i] != i
+    return mass[order], pos[order], core[order], alone_mass, order, moved
