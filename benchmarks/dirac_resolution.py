@@ -7,7 +7,7 @@ time and the best wall time of ``--repeat`` runs (each setup warmed once, nothin
 
     .venv/bin/python benchmarks/dirac_resolution.py [--beta 10] [--repeat 3] [--t-end 5000]
         [--dirac 128,256,512,1024] [--grid 256,512,1024,2048] [--lagrangian 160,256]
-        [--handover 256]
+        [--handover 256] [--alternate]
 
 At beta = 10 (round 8) the Dirac state gives the same two atoms at every N from 128 while the
 grid density needs N = 1024 for them; at beta = 25 (round 13) the Dirac state needs N = 512 and
@@ -54,6 +54,11 @@ def line(beta: float, n: int, representation: str, repeat: int, t_end: float) ->
     """One setup: best wall time of ``repeat`` runs after a warm-up, steps, stop time, atoms."""
     run(beta, n, representation, t_end)
     best, result = min((run(beta, n, representation, t_end) for _ in range(repeat)), key=lambda r: r[0])
+    return describe(n, representation, best, result)
+
+
+def describe(n: int, representation: str, best: float, result) -> str:
+    """The printed line of one setup: N, best wall time, steps, stop time, diffuse mass, atoms."""
     d = result.final.diagnostics
     order = np.argsort(d.atom_position)
     atoms = " ".join(f"{np.degrees(p):.1f}:{m:.4f}" for p, m in
@@ -72,11 +77,29 @@ def main() -> None:
     parser.add_argument("--handover", default="", help="N of the fv Dirac state started by Lagrangian "
                         f"cells until t = {HANDOVER:g} (none by default)")
     parser.add_argument("--t-end", type=float, default=5000.0, help="end time (default 5000)")
+    parser.add_argument("--alternate", action="store_true",
+                        help="run the setups in turn, once each per round (side by side), best of "
+                             "--repeat rounds, and print the first setup's wall time over each one's")
     args = parser.parse_args()
-    for representation, sizes in (("dirac", args.dirac), ("grid", args.grid),
-                                  ("lagrangian", args.lagrangian), ("handover", args.handover)):
-        for n in (int(s) for s in sizes.split(",") if s):
+    setups = [(representation, int(s)) for representation, sizes in
+              (("dirac", args.dirac), ("grid", args.grid), ("lagrangian", args.lagrangian),
+               ("handover", args.handover)) for s in sizes.split(",") if s]
+    if not args.alternate:
+        for representation, n in setups:
             print(line(args.beta, n, representation, args.repeat, args.t_end), flush=True)
+        return
+    best: dict[tuple[str, int], tuple[float, object]] = {}
+    for setup in setups:  # warm-up
+        run(args.beta, setup[1], setup[0], args.t_end)
+    for _ in range(args.repeat):
+        for representation, n in setups:
+            wall, result = run(args.beta, n, representation, args.t_end)
+            if (representation, n) not in best or wall < best[representation, n][0]:
+                best[representation, n] = (wall, result)
+    first = best[setups[0]][0]
+    for representation, n in setups:
+        wall, result = best[representation, n]
+        print(f"{describe(n, representation, wall, result)}  first/this {first / wall:.2f}", flush=True)
 
 
 if __name__ == "__main__":

@@ -21,6 +21,8 @@ ROOT = Path(__file__).resolve().parents[1]
                                   ["dirac_resolution.py", "--beta", "25", "--dirac", "", "--grid", "",
                                    "--lagrangian", "160", "--handover", "256", "--t-end", "100",
                                    "--repeat", "1"],
+                                  ["dirac_resolution.py", "--beta", "25", "--dirac", "", "--grid", "256",
+                                   "--handover", "256", "--t-end", "100", "--repeat", "1", "--alternate"],
                                   ["s2_cell_particles.py", "--lmax", "31", "--times", "50"],
                                   ["bench_particles_s2.py", "--skip-runs", "--repeat", "1",
                                    "--max-direct", "3000"],
