@@ -11,7 +11,8 @@ below run every stage of a step, FFTs included, in one call:
 - :func:`grid_step`: the grid density (unnormalised attention;
   :meth:`solvers.circle.problem.CircleProblem.face_velocity`, then ``circle_fv_stage``);
 - :func:`dirac_step`: density plus Dirac atoms (:meth:`solvers.circle.dirac.CompiledCircleField.spectra`,
-  then ``dirac_stage``).
+  then ``dirac_stage``);
+- :func:`dirac_absorb_step`: the absorption after an accepted step, its transforms included.
 
 Both take the step as a *plan* of Shu-Osher stages with at most one earlier stage each,
 ``u^(i+1) = (u^(0) + dt b_i L(u^(i))) + a_i (u^(j_i) - u^(0))`` (``j_i = 0``: no term), fluxes
