@@ -136,7 +136,7 @@ class DiracCircleDiscretization(MeasureStateAccess, CircleDiscretization):
         atoms = self.atoms(new)  # absorption moves no atom
         if not may_capture(self.density(state), self.compiled.cell_of(atoms.position), u, self.problem,
                            self.config.atoms):
-            self.next_id = max(self.next_id, int(atoms.ids.max()) + 1 if atoms.count else 0)  # as _captured
+            self.reserve_ids(atoms)  # as _captured
             return new, closest
         rho, atoms, u = self._captured(state, self.compiled, capture_now=True)
         new = self.layout.pack(rho, atoms)
@@ -151,7 +151,7 @@ class DiracCircleDiscretization(MeasureStateAccess, CircleDiscretization):
         u = field.density_face_velocity(rho, atoms.position, atoms.mass)
         if capture_now:
             rho, atoms = capture(rho, atoms, u, self.problem, self.config.atoms, self.next_id)
-            self.next_id = max(self.next_id, int(atoms.ids.max()) + 1 if atoms.count else 0)
+            self.reserve_ids(atoms)
         return rho, atoms, u
 
     def _after_step_reference(self, state: np.ndarray, step: int) -> np.ndarray:

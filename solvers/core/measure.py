@@ -119,9 +119,15 @@ def interpolate_measure(layout: MeasureLayout, rho_b: np.ndarray, atoms_b: Dirac
 
 class MeasureStateAccess:
     """The flat-state accessors shared by the measure-valued discretisations (S^1 and S^2):
-    a subclass sets ``layout`` (:class:`MeasureLayout`)."""
+    a subclass sets ``layout`` (:class:`MeasureLayout`) and ``next_id`` (the identity of the
+    next new atom)."""
 
     layout: MeasureLayout
+    next_id: int
+
+    def reserve_ids(self, atoms: DiracAtoms) -> None:
+        """Keep ``next_id`` past every identity of ``atoms`` (a new atom never reuses one)."""
+        self.next_id = max(self.next_id, int(atoms.ids.max()) + 1 if atoms.count else 0)
 
     def density(self, state: np.ndarray) -> np.ndarray:
         """The grid density of a flat state (a view), shape ``layout.grid_shape``."""

@@ -122,7 +122,7 @@ class DiracSphereDiscretization(MeasureStateAccess, SphereDiscretization):
             potential = self.field.flow_potential(rho, x, m)
             rho, atoms = capture(rho, atoms, potential, self.fv, self.neighbours, self.config.atoms,
                                  self.next_id)
-            self.next_id = max(self.next_id, int(atoms.ids.max()) + 1 if atoms.count else 0)
+            self.reserve_ids(atoms)
         rho, atoms = absorb(rho, atoms, u_t, u_p, self.fv)
         return self.layout.pack(rho, merge(atoms, self.width))
 
