@@ -70,6 +70,7 @@ def perceptron(activation: str = "relu", a=PAPER_A, omega=PAPER_OMEGA, b=None) -
 def make_config(n: int = 256, beta: float = 1.0, direction: str = "descent", attention: str = "unnormalized",
                 kernel: str = "exp", percep: PerceptronParams | None = None, **time_kw) -> RunConfig:
     time_kw.setdefault("t_end", 1.0)
+    time_kw.setdefault("scheme", "fv")  # the grid tests' scheme (the default is "auto")
     snapshot_interval = time_kw.pop("snapshot_interval", 0.5)
     model = ModelParams(beta, direction, attention, kernel, percep or PerceptronParams())
     return RunConfig(domain=DomainParams("S1", n), model=model, time=TimeParams(**time_kw),

@@ -54,17 +54,24 @@ def check_one_sided_kinks(config: RunConfig) -> None:
 
 
 def check_representation(config: RunConfig) -> None:
-    """``representation = "dirac"`` needs the fv scheme and unnormalized attention; ``kind =
-    "atoms"`` needs ``representation = "dirac"``."""
+    """``representation = "dirac"`` needs a measure-valued scheme (``fv``, ``lagrangian`` or
+    ``auto``); with softmax attention (paper eq. 2.9) it needs ``lagrangian`` or ``auto`` (the S^1
+    cells and S^2 particles divide by ``f = K*mu``; the fv Dirac state's compiled kernels move
+    their atoms with unnormalized attention only); ``kind = "atoms"`` needs ``representation =
+    "dirac"``."""
     dirac = config.atoms.representation == "dirac"
+    scheme = config.time.scheme
     if config.initial.kind == "atoms" and not dirac:
         raise ConfigError("initial.kind", "\"atoms\" needs [atoms] representation = \"dirac\"")
-    if dirac and config.time.scheme not in ("fv", "lagrangian"):
-        raise ConfigError("atoms.representation", "\"dirac\" needs time.scheme = \"fv\" "
-                                                  "or \"lagrangian\"")
-    if dirac and config.model.attention != "unnormalized":
-        raise ConfigError("atoms.representation", "\"dirac\" needs model.attention = "
-                                                  "\"unnormalized\" (closed-form atoms)")
+    if dirac and scheme not in ("fv", "lagrangian", "auto"):
+        raise ConfigError("atoms.representation", "\"dirac\" needs time.scheme = \"lagrangian\", "
+                                                  "\"auto\" or \"fv\"")
+    if dirac and scheme == "fv" and config.model.attention != "unnormalized":
+        raise ConfigError("time.scheme", "\"fv\" with [atoms] representation = \"dirac\" moves the "
+                                         "atoms with unnormalized attention only; for model.attention "
+                                         f"= \"{config.model.attention}\" set time.scheme = "
+                                         "\"lagrangian\" or \"auto\", or [atoms] representation = "
+                                         "\"grid\"")
 
 
 def check_lagrangian(config: RunConfig) -> None:

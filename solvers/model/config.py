@@ -24,6 +24,7 @@ except ModuleNotFoundError:  # Python 3.10
 from solvers.model.activations import ACTIVATIONS as _ACTIVATION_TABLE
 from solvers.model.combinations import check_combinations
 from solvers.model.limits import (  # noqa: F401  (public names re-exported)
+    ATOL_RANGE,
     BETA_RANGE,
     DT_MIN_FRACTION,
     KAPPA_MAX,
@@ -33,6 +34,7 @@ from solvers.model.limits import (  # noqa: F401  (public names re-exported)
     MAX_STEPS_LIMIT,
     MIN_RESOLUTION,
     RATE_FACTOR_RANGE,
+    RTOL_RANGE,
     T_END_MAX,
     WEIGHT_MAX,
     check_limits,
@@ -81,7 +83,10 @@ INITIAL_KINDS = ("uniform", "von_mises", "archive", "atoms")
 INTEGRATORS = INTEGRATOR_NAMES
 LIMITERS = LIMITER_NAMES
 S2_MIN_LMAX = 31  # shtns needs a Gauss grid of >= 32 latitudes
-CFL_MAX = {"fv": 0.5, "spectral": 1.0, "lagrangian": 1.0}
+CFL_MAX = {"auto": 0.5, "fv": 0.5, "spectral": 1.0, "lagrangian": 1.0}
+# naming one of these (or [atoms] representation) without time.scheme keeps the finite-volume
+# grid they tune, as before the default method existed
+FV_KNOBS = ("limiter", "cfl_floor", "kink_faces", "one_sided_kinks", "lagrangian_until")
 # the S^1 Dirac state's defaults (docs/schemes.md, measure-valued state): weno5, whose diffuse
 # density gives the same demo atoms at N = 128 ... 1024 to 8e-4 ("mc": 2.3e-3); and the CFL
 # condition on the faces whose upwind density exceeds 1% of the mean (the mass is in the atoms:
@@ -305,7 +310,11 @@ def _time(t: dict[str, Any]) -> TimeParams:
         "cfl_floor": lambda k, v: number(k, v, lo=0.0, hi=0.5, lo_open=False,
                                          why="(a fraction of the mean density)"),
         "kink_faces": boolean, "one_sided_kinks": boolean, "lagrangian_until": _positive,
-        "basin_refine": lambda k, v: integer(k, v, 1, 16)}))
+        "basin_refine": lambda k, v: integer(k, v, 1, 16),
+        "rtol": lambda k, v: number(k, v, *RTOL_RANGE, lo_open=False,
+                                    why="(relative tolerance of the time error)"),
+        "atol": lambda k, v: number(k, v, *ATOL_RANGE, lo_open=False,
+                                    why="(absolute tolerance of the time error)")}))
     why = "(positivity of the finite-volume scheme needs cfl <= 0.5)" if params.scheme == "fv" \
         else f"for scheme {json.dumps(params.scheme)}"
     cfl = number("time.cfl", t.get("cfl", params.cfl), lo=0.0, hi=CFL_MAX[params.scheme], why=why)
@@ -338,6 +347,9 @@ def build_config(doc: dict[str, Any], text: str = "") -> RunConfig:
     domain = _domain(sec["domain"])
     model = _model(sec["model"], _perceptron(sec["perceptron"], domain))
     atoms, time = _atoms(sec["atoms"]), _time(sec["time"])
+    if "scheme" not in sec["time"] and ("representation" in sec["atoms"]
+                                        or any(k in sec["time"] for k in FV_KNOBS)):
+        time = replace(time, scheme="fv")
     if atoms.representation == "dirac" and domain.manifold == "S1":  # the S^1 Dirac defaults
         time = replace(time, **{k: v for k, v in DIRAC_S1_TIME.items() if k not in sec["time"]})
     config = RunConfig(domain=domain, model=model, initial=_initial(sec["initial"], domain),

@@ -7,7 +7,7 @@ archive stores it (flattened with :func:`flatten`) as attributes.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields, is_dataclass
+from dataclasses import dataclass, field, fields, is_dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -18,7 +18,8 @@ KERNELS = ("exp", "exp_shifted")
 MANIFOLDS = ("S1", "S2")
 # Names the implementations register under (checked against their tables by the tests):
 # solvers.timestepping.integrators.INTEGRATORS and solvers.core.limiters.LIMITERS.
-INTEGRATOR_NAMES = ("euler", "ssprk2", "ssprk3", "rk4", "ssprk10_2")
+# The embedded pairs (PAIRS there: bs32, dopri5, ssprk3_2) control the time error (rtol, atol).
+INTEGRATOR_NAMES = ("euler", "ssprk2", "ssprk3", "rk4", "ssprk10_2", "bs32", "dopri5", "ssprk3_2")
 LIMITER_NAMES = ("minmod", "mc", "vanleer", "none", "weno5")  # weno5: S^1 only
 
 
@@ -105,7 +106,11 @@ class InitialParams:
 class TimeParams:
     """Time stepping.
 
-    ``scheme``: ``fv`` (finite volume + SSP-RK(10,2)) or ``spectral`` (pseudo-spectral + RK4).
+    ``scheme``: ``auto`` (the default: the method measured right for the problem, chosen by
+    :func:`solvers.model.method.choose_method` and recorded in the archive; S^1: pseudo-spectral
+    while the density is smooth, then Lagrangian cells with Dirac atoms), or an explicit
+    choice for convergence studies: ``fv`` (finite volume + SSP-RK(10,2)), ``spectral``
+    (pseudo-spectral + RK4) or ``lagrangian`` (moving cells / particles with Dirac atoms).
     ``dt``: fixed step if not None, else adaptive from ``cfl`` and ``rate_factor``
     (step <= rate_factor / L, L the Lipschitz bound of the velocity, docs/math.md §6).
     ``stop_when_stationary``: stop when, over the last ``stationary_window_time`` time units
@@ -118,6 +123,13 @@ class TimeParams:
     grid the second never vanishes exactly (an atom's cell centre sits up to h/2 from the zero of
     the velocity, and thin tails keep moving), so it needs a tolerance of order ``h max|u'|``.
     (``stationary_window``, a count of snapshots, was replaced by ``stationary_window_time``.)
+    ``rtol``, ``atol``: the tolerances of the time error when ``integrator`` is an embedded pair
+    (``"bs32"``, ``"dopri5"``, ``"ssprk3_2"``) and ``dt`` is not fixed: a step is accepted when
+    its local error estimate satisfies ``|err_i| <= atol + rtol max(|y_i|, |y_new_i|)`` in every
+    component that counts (a Lagrangian state: the positions), else retried shorter
+    (:mod:`solvers.timestepping.simulation`); ``rate_factor`` then no longer bounds the step, the
+    CFL condition (``cfl``) still does. ``rtol`` in [1e-12, 0.1], ``atol`` in [1e-15, 1]
+    (:data:`solvers.model.limits.RTOL_RANGE`, ``ATOL_RANGE``). Other integrators ignore them.
     ``cfl_floor``: the fv CFL condition counts the faces whose upwind cell holds more than this
     fraction of the mean density (the faces that move mass); the outflow limiter keeps the
     others positive and conservative at any step (docs/schemes.md §8).
@@ -145,7 +157,7 @@ class TimeParams:
     """
 
     t_end: float = 10.0
-    scheme: str = "fv"
+    scheme: str = "auto"
     integrator: str | None = None  # None: scheme default (ssprk10_2 for fv, rk4 for spectral)
     cfl: float = 0.4
     rate_factor: float = 1.0
@@ -162,6 +174,8 @@ class TimeParams:
     one_sided_kinks: bool = False
     lagrangian_until: float | None = None
     basin_refine: int = 1
+    rtol: float = 1e-6
+    atol: float = 1e-8
 
 
 ATOM_METHODS = ("basin", "paper")
@@ -250,6 +264,11 @@ class RunConfig:
     atoms: AtomParams = field(default_factory=AtomParams)
     output: OutputParams = field(default_factory=OutputParams)
     text: str = ""  # the full config text as given (TOML), for provenance
+
+    def __post_init__(self) -> None:
+        # the default method's state is measure-valued (density plus Dirac atoms)
+        if self.time.scheme == "auto" and self.atoms.representation != "dirac":
+            object.__setattr__(self, "atoms", replace(self.atoms, representation="dirac"))
 
 
 def flatten(obj: Any, prefix: str = "") -> dict[str, Any]:

@@ -70,7 +70,7 @@ from solvers.studies.distances import (  # noqa: F401  (re-exported: cv.s1_cdf, 
 )
 
 TWO_PI = 2.0 * np.pi
-DEFAULT_INTEGRATOR = {"fv": "ssprk10_2", "spectral": "rk4"}  # README: Schemes
+DEFAULT_INTEGRATOR = {"fv": "ssprk10_2", "spectral": "rk4", "lagrangian": "rk4", "auto": "rk4"}  # README: Schemes
 DETECTOR_FACTOR = 1.0  # flag D: dm * radius > DETECTOR_FACTOR * W1 (module docstring)
 SPACE_SLOPES = {"fv": (1, 2), "spectral": (2, 4)}  # reference slopes drawn on the space panel
 

@@ -77,7 +77,15 @@ class BlowUpError(FloatingPointError):
 
 
 def make_discretization(config: RunConfig) -> Discretization:
-    """The discretisation for ``config.domain.manifold`` and ``config.time.scheme``."""
+    """The discretisation for ``config.domain.manifold`` and ``config.time.scheme`` (``"auto"``:
+    :func:`solvers.model.method.choose_method`)."""
+    from solvers.model.method import concrete
+
+    config = concrete(config)
+    if config.domain.manifold == "S1" and config.time.scheme == "auto":
+        from solvers.circle.handover import SpectralToCells
+
+        return SpectralToCells(config)
     if config.domain.manifold == "S1" and config.time.scheme == "lagrangian":
         from solvers.circle.lagrangian_discretization import LagrangianCircleDiscretization
 
@@ -233,6 +241,8 @@ class Solver:
             rho_new, ok = self._step_impl(h)
             if ok:
                 if self.measure:
+                    if getattr(self.disc, "tracks_time", False):  # the hand-over's record
+                        self.disc.t = t_stop if h == remaining else self.t + h
                     rho_new = self.disc.after_step(rho_new, self.n_steps + 1)
                 self.rho, self.n_steps = rho_new, self.n_steps + 1
                 self.t = t_stop if h == remaining else self.t + h

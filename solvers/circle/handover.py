@@ -1,0 +1,181 @@
+"""The default S^1 method (``time.scheme = "auto"``): spectral while smooth, then Lagrangian cells.
+
+A run whose config names no scheme starts pseudo-spectral (:mod:`solvers.circle.spectral`,
+exponentially accurate while the density is smooth and resolved: the linear growth rates of
+docs/math.md §3.2 to round-off) and hands over, once the density starts to concentrate, to the
+measure-valued state of moving cells and Dirac atoms (:mod:`solvers.circle.lagrangian`), which
+carries mass exactly, never goes negative and forms atoms where the cells' ends meet. No atom
+is ever held in a fixed grid cell, so none is trapped there (the finite-volume grid's ascent
+trap: an atom held in one cell pulls on both faces of its own cell and stops moving).
+
+The hand-over happens after the first accepted step at which the spectral state
+
+- loses resolution: the largest coefficient in the top third of the kept modes exceeds
+  ``TAIL_TOL`` times the mean (``|rho_hat_k| / rho_hat_0``), or
+- nears vacuum: the least point value falls below ``VACUUM_FRACTION`` of the mean density
+  (a pseudo-spectral step has no positivity guarantee),
+
+or at the start, when the initial data already fail these tests or hold Dirac atoms. The cells
+then start from the exact cell averages of the trigonometric interpolant (mode ``k`` times
+``sinc(k h / 2)``), so the hand-over keeps the mass to round-off. Each change of method is kept
+in :attr:`SpectralToCells.history` (time, method, reason) for the archive.
+
+The integrator sees a flat state whose last value tags the phase (0: spectral point values
+``rho`` (N,); 1: the cells' ``[X, m, A, ids]``); its time derivative is 0, so every stage keeps
+it, and a state kept by the snapshot queue from before the hand-over is still read right.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+import numpy as np
+
+from solvers.circle import lagrangian as lg
+from solvers.circle.discretization import CircleDiscretization
+from solvers.circle.lagrangian_discretization import LagrangianCircleDiscretization
+from solvers.circle.spectral import dealias_cutoff
+from solvers.core.measure import DiracAtoms, starting_atoms
+from solvers.core.snapshot import Diagnostics
+from solvers.model.config import DIRAC_S1_TIME
+from solvers.model.params import AtomParams, RunConfig
+
+TAIL_TOL = 1e-9  # largest |rho_hat_k| / rho_hat_0 in the top third of the kept modes
+VACUUM_FRACTION = 1e-2  # least point value over the mean density
+SPECTRAL, CELLS = 0.0, 1.0
+
+
+class SpectralToCells:
+    """Pseudo-spectral grid, then Lagrangian cells with Dirac atoms (module docstring; the
+    :class:`~solvers.core.discretization.Discretization` protocol with a flat measure state)."""
+
+    representation = "dirac"
+    positivity_cfl = None
+    tracks_time = True  # the solver sets self.t to the time of each accepted step
+
+    def __init__(self, config: RunConfig) -> None:
+        self.config = config
+        self.smooth = CircleDiscretization(replace(config, time=replace(config.time, scheme="spectral")))
+        # the cells count in their CFL condition those denser than 1% of the mean (as the S^1
+        # Dirac state's default, time.cfl_floor): thinner ones are kept in order by accept()
+        cells_time = replace(config.time, scheme="lagrangian", cfl_floor=DIRAC_S1_TIME["cfl_floor"])
+        self.cells = LagrangianCircleDiscretization(replace(config, time=cells_time))
+        self.problem, self.layout = self.cells.problem, self.cells.layout
+        self.shape, self.cell_weight = self.cells.shape, self.cells.cell_weight
+        self.default_integrator = self.cells.default_integrator
+        self.citation = (f"{self.smooth.citation} while the density is smooth and resolved, then "
+                         f"{self.cells.citation}")
+        n = self.shape[0]
+        basis = self.problem.basis
+        self._k = basis.wavenumbers
+        self._top = (self._k > 2 * dealias_cutoff(n) / 3) & (self._k <= dealias_cutoff(n))
+        self._sinc = np.sinc(np.arange(n // 2 + 1) / n)
+        self.history: list[tuple[float, str, str]] = []
+        self.t = 0.0  # the time of the last accepted step (set by the solver through after_step)
+
+    # -- phases -----------------------------------------------------------------------------
+    @staticmethod
+    def phase(state: np.ndarray) -> float:
+        return float(state[-1])
+
+    def _why_not_smooth(self, points: np.ndarray) -> str | None:
+        """None while the spectral state is smooth and resolved, else why it is not."""
+        hat = np.fft.rfft(points)
+        mean = abs(hat[0].real)
+        tail = float(np.max(np.abs(hat[self._top]))) / max(mean, 1e-300)
+        if not np.isfinite(tail) or tail > TAIL_TOL:
+            return f"the density concentrates (spectral tail {tail:.2g} > {TAIL_TOL:g})"
+        low = float(points.min()) / max(mean / points.size, 1e-300)
+        if low < VACUUM_FRACTION:
+            return f"the density nears vacuum (min rho / mean = {low:.2g} < {VACUUM_FRACTION:g})"
+        return None
+
+    def averages(self, points: np.ndarray) -> np.ndarray:
+        """Exact cell averages (N,) of the trigonometric interpolant of ``points`` (N,)."""
+        return np.fft.irfft(np.fft.rfft(points) * self._sinc, n=points.size)
+
+    def _to_cells(self, points: np.ndarray, reason: str, t: float) -> np.ndarray:
+        avg = np.maximum(self.averages(points), 0.0)
+        self.history.append((t, "lagrangian", reason))
+        state = self.cells.prepare_state(avg, DiracAtoms.empty(1), fresh=False)
+        return np.append(state, CELLS)
+
+    # -- the Discretization protocol ----------------------------------------------------------
+    def prepare_state(self, rho0: np.ndarray, atoms0: DiracAtoms | None, fresh: bool) -> np.ndarray:
+        """A new run or a resume from grid cell averages ``rho0`` (N,) and atoms: spectral when
+        there are no atoms and the density is smooth and resolved, else the cells."""
+        atoms = starting_atoms(self.config.initial, atoms0, fresh, 1)
+        if atoms.count:
+            self.history.append((0.0, "lagrangian", "the initial measure holds Dirac atoms"))
+            return np.append(self.cells.prepare_state(rho0, atoms, fresh=False), CELLS)
+        points = self.smooth.prepare(np.asarray(rho0, float), fresh=True)
+        reason = self._why_not_smooth(points)
+        if reason is not None:
+            self.history.append((0.0, "lagrangian", "at the start " + reason))
+            return np.append(self.cells.prepare_state(rho0, atoms, fresh=False), CELLS)
+        self.history.append((0.0, "spectral", "the initial density is smooth and resolved"))
+        return np.append(points, SPECTRAL)
+
+    def total_mass(self, state: np.ndarray) -> float:
+        if self.phase(state) == CELLS:
+            return self.cells.total_mass(state[:-1])
+        return float(np.sum(state[:-1]) * self.problem.basis.h)
+
+    def rhs(self, state: np.ndarray, dt: float | None = None) -> tuple[np.ndarray, float]:
+        part = self.cells.rhs if self.phase(state) == CELLS else self.smooth.rhs
+        d, rate = part(state[:-1], dt)
+        return np.append(d, 0.0), rate
+
+    def accept(self, state: np.ndarray) -> bool:
+        return self.phase(state) != CELLS or self.cells.accept(state[:-1])
+
+    def after_step(self, state: np.ndarray, step: int) -> np.ndarray:
+        if self.phase(state) == CELLS:
+            return np.append(self.cells.after_step(state[:-1], step), CELLS)
+        reason = self._why_not_smooth(state[:-1])
+        if reason is None:
+            return state
+        return self._to_cells(state[:-1], reason, self.t)
+
+    def lipschitz_bound(self, mass: float) -> float:
+        return self.problem.lipschitz_bound(mass)
+
+    def spectral_tail_limit(self) -> None:
+        return None
+
+    # -- what snapshots and the archive see -------------------------------------------------
+    def density(self, state: np.ndarray) -> np.ndarray:
+        """Cell averages (N,) of the diffuse part."""
+        if self.phase(state) == CELLS:
+            return self.cells.density(state[:-1])
+        return self.averages(state[:-1])
+
+    def atoms(self, state: np.ndarray) -> DiracAtoms:
+        if self.phase(state) == CELLS:
+            return self.cells.atoms(state[:-1])
+        return DiracAtoms.empty(1)
+
+    def dirac_state(self, state: np.ndarray) -> np.ndarray:
+        """The grid Dirac state (density and atoms) of either phase."""
+        return self.layout.pack(self.density(state), self.atoms(state))
+
+    def diagnostics(self, state: np.ndarray, atoms: AtomParams) -> Diagnostics:
+        return self.diagnostics_batch([state], atoms)[0]
+
+    def diagnostics_batch(self, states: Sequence[np.ndarray], atoms: AtomParams) -> list[Diagnostics]:
+        """Both phases through the grid Dirac state's diagnostics (one energy, one atom detector)."""
+        return self.cells.eulerian.diagnostics_batch([self.dirac_state(s) for s in states], atoms)
+
+    def method_at(self, t: float) -> str:
+        """The method that ran at time ``t`` (from :attr:`history`)."""
+        current = self.history[0][1] if self.history else "spectral"
+        for start, method, _ in self.history:
+            if start <= t:
+                current = method
+        return current
+
+
+def cells_state(state: np.ndarray) -> lg.LagrangianState | None:
+    """The cells of a flat state of :class:`SpectralToCells` (None in the spectral phase)."""
+    return lg.LagrangianState.unpack(state[:-1]) if state[-1] == CELLS else None
