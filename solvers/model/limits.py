@@ -15,6 +15,11 @@ KAPPA_MAX = 1e8  # von Mises width 1/sqrt(kappa) must stay above round-off of th
 WEIGHT_MAX = 1e6  # |perceptron a, omega, b|, |initial.modes amplitude|: 1/dt grows with them
 T_END_MAX = 1e6
 RATE_FACTOR_RANGE = (1e-6, 1e3)
+# time.rtol, time.atol (embedded pairs): below 1e-12 relative the error estimate is round-off
+# (the controller would shrink the step to underflow); above 0.1 it controls nothing. atol is in
+# the state's units (densities, angles): 1e-15 to 1
+RTOL_RANGE = (1e-12, 0.1)
+ATOL_RANGE = (1e-15, 1.0)
 DT_MIN_FRACTION = 1e-9  # a step below DT_MIN_FRACTION * t_end is an underflow (>= 1e9 steps)
 MAX_SNAPSHOTS = 100_000  # t_end / output.snapshot_interval
 MAX_STEPS_LIMIT = 10**12
@@ -31,6 +36,8 @@ def check_limits(config: RunConfig) -> None:
     integer("domain.resolution", dom.resolution, MIN_RESOLUTION, MAX_RESOLUTION.get(dom.manifold))
     number("time.t_end", tp.t_end, lo=0.0, hi=T_END_MAX)
     number("time.rate_factor", tp.rate_factor, *RATE_FACTOR_RANGE, lo_open=False)
+    number("time.rtol", tp.rtol, *RTOL_RANGE, lo_open=False, why="(relative tolerance of the time error)")
+    number("time.atol", tp.atol, *ATOL_RANGE, lo_open=False, why="(absolute tolerance of the time error)")
     integer("time.max_steps", tp.max_steps, 1, MAX_STEPS_LIMIT)
     if tp.dt is not None:
         number("time.dt", tp.dt, lo=DT_MIN_FRACTION * tp.t_end, hi=tp.t_end, lo_open=False,

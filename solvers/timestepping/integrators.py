@@ -4,13 +4,22 @@ Each scheme is a Butcher table with its order and a citation; strong-stability-p
 (SSP) schemes also carry their Shu-Osher form, which is what is executed: every stage is a
 convex combination of forward-Euler steps of size ``dt * beta_ik / alpha_ik <= dt``, so a
 spatial scheme that is positive under forward Euler at a given CFL number stays positive.
-The tables are checked against the order conditions (up to order 4) when they are built.
+The tables are checked against the order conditions (up to order 5, one per rooted tree,
+:func:`rooted_trees`) when they are built.
+
+Embedded pairs (:class:`EmbeddedPair`, :data:`PAIRS`) carry a second weight vector ``b_hat``
+of a lower order ``p_hat`` on the same stages: ``u_new - u_hat = dt sum (b - b_hat)_i k_i``
+estimates the local error of the lower-order solution, which the time loop
+(:mod:`solvers.timestepping.simulation`) controls while it advances with the main solution
+(local extrapolation, Hairer, Norsett & Wanner, Solving ODEs I, II.4). :func:`embedded_step`
+takes such a step; :func:`rk_step` takes the main solution alone (a fixed ``time.dt``).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cached_property, partial
+from fractions import Fraction
+from functools import cached_property, lru_cache, partial
 from typing import Callable
 
 import numpy as np
@@ -71,12 +80,7 @@ class ButcherTable:
 
     def order_residuals(self) -> list[float]:
         """Residuals of the order conditions up to ``self.order`` (all ~0 if valid)."""
-        a, b, c = self.a, self.b, self.c
-        conds = [(b.sum(), 1.0), (b @ c, 1 / 2), (b @ c**2, 1 / 3), (b @ a @ c, 1 / 6),
-                 (b @ c**3, 1 / 4), (b @ (c * (a @ c)), 1 / 8), (b @ a @ c**2, 1 / 12),
-                 (b @ a @ a @ c, 1 / 24)]
-        n_conds = {1: 1, 2: 2, 3: 4, 4: 8}[self.order]
-        return [abs(lhs - rhs) for lhs, rhs in conds[:n_conds]]
+        return order_residuals(self.a, self.b, self.order)
 
     def shu_osher_as_butcher(self) -> tuple[np.ndarray, np.ndarray]:
         """Butcher ``(A, b)`` implied by the Shu-Osher form (used to validate it)."""
@@ -87,7 +91,7 @@ class ButcherTable:
         return coef[:s], coef[s]
 
     def validate(self) -> "ButcherTable":
-        if max(self.order_residuals()) > 1e-14:
+        if max(self.order_residuals()) > ORDER_TOL:
             raise ValueError(f"{self.name}: order conditions fail: {self.order_residuals()}")
         if np.any(np.triu(self.a) != 0):
             raise ValueError(f"{self.name}: not explicit")
@@ -103,8 +107,118 @@ class ButcherTable:
         return self
 
 
+@dataclass(frozen=True)
+class EmbeddedPair(ButcherTable):
+    """An embedded pair: the scheme ``(A, b, c)`` of order ``order`` (it advances the solution)
+    and on the same stages the weights ``b_hat`` of order ``order_hat < order``: the local error
+    estimate of a step is ``dt sum_i (b_i - b_hat_i) k_i`` (:func:`embedded_step`), of order
+    ``dt^(order_hat + 1)``, which the step-size controller uses with the exponent
+    ``1 / (order_hat + 1)``. An SSP pair also carries the main scheme's Shu-Osher form
+    (``alpha``, ``beta``), which is what is executed."""
+
+    b_hat: np.ndarray | None = None
+    order_hat: int = 0
+
+    @property
+    def error_weights(self) -> np.ndarray:
+        """``b - b_hat``: ``err = dt sum_i e_i k_i``."""
+        return self.b - self.b_hat
+
+    def embedded_residuals(self) -> list[float]:
+        """Residuals of the order conditions of ``b_hat`` up to ``order_hat``."""
+        return order_residuals(self.a, self.b_hat, self.order_hat)
+
+    def validate(self) -> "EmbeddedPair":
+        super().validate()
+        if self.b_hat is None or np.shape(self.b_hat) != self.b.shape:
+            raise ValueError(f"{self.name}: b_hat must have one weight per stage")
+        if not 1 <= self.order_hat < self.order:
+            raise ValueError(f"{self.name}: the embedded order must be in [1, {self.order})")
+        if max(self.embedded_residuals()) > ORDER_TOL:
+            raise ValueError(f"{self.name}: the embedded weights fail their order conditions: "
+                             f"{self.embedded_residuals()}")
+        if not np.any(self.error_weights != 0.0):
+            raise ValueError(f"{self.name}: b_hat equals b (no error estimate)")
+        return self
+
+
+ORDER_TOL = 1e-14  # largest residual of an order condition in floating point
+
+
+Tree = tuple  # a rooted tree: the sorted tuple of its root's subtrees (() is the single node)
+
+
+@lru_cache(maxsize=None)
+def rooted_trees(order: int) -> tuple[Tree, ...]:
+    """The rooted trees with ``order`` nodes (1, 1, 2, 4, 9 for orders 1..5; Butcher, Numerical
+    Methods for ODEs, 2016, section 30): a root with a multiset of subtrees whose orders sum
+    to ``order - 1``."""
+    if order == 1:
+        return ((),)
+    out: set[Tree] = set()
+
+    def forests(left: int, smallest: Tree | None) -> list[tuple[Tree, ...]]:
+        # multisets of trees with ``left`` nodes in all, each subtree >= ``smallest`` (canonical)
+        if left == 0:
+            return [()]
+        found = []
+        for k in range(1, left + 1):
+            for t in rooted_trees(k):
+                if smallest is not None and _key(t) < _key(smallest):
+                    continue
+                found += [(t,) + rest for rest in forests(left - k, t)]
+        return found
+
+    for f in forests(order - 1, None):
+        out.add(tuple(sorted(f, key=_key)))
+    return tuple(sorted(out, key=_key))
+
+
+def _key(tree: Tree) -> tuple:
+    """A total order of trees (node count first), for canonical forms."""
+    return (tree_order(tree), tuple(_key(t) for t in tree))
+
+
+def tree_order(tree: Tree) -> int:
+    return 1 + sum(tree_order(t) for t in tree)
+
+
+def tree_density(tree: Tree) -> int:
+    """``gamma(t) = |t| prod gamma(t_i)``: the condition of ``t`` is ``b . Phi(t) = 1 / gamma(t)``."""
+    out = tree_order(tree)
+    for t in tree:
+        out *= tree_density(t)
+    return out
+
+
+def stage_weights(a: np.ndarray, tree: Tree) -> np.ndarray:
+    """``Phi(t)`` per stage: ones for the single node, else ``prod_i A Phi(t_i)`` (so that the
+    elementary weight of ``t`` is ``b . Phi(t)``)."""
+    out = np.ones(a.shape[0])
+    for t in tree:
+        out = out * (a @ stage_weights(a, t))
+    return out
+
+
+def order_conditions(order: int) -> list[Tree]:
+    """Every rooted tree up to ``order`` nodes, by order (1, 2, 4, 8, 17 conditions up to 1..5)."""
+    return [t for k in range(1, order + 1) for t in rooted_trees(k)]
+
+
+def order_residuals(a: np.ndarray, b: np.ndarray, order: int) -> list[float]:
+    """``|b . Phi(t) - 1/gamma(t)|`` for every rooted tree of at most ``order`` nodes."""
+    return [abs(float(b @ stage_weights(a, t)) - 1.0 / tree_density(t)) for t in order_conditions(order)]
+
+
 def _t(rows: list[list[float]]) -> np.ndarray:
     return np.array(rows, dtype=float)
+
+
+def _q(rows: list) -> np.ndarray:
+    """Exact fractions (``"-56/15"``) to floats, correctly rounded."""
+    def one(x):
+        return [one(y) for y in x] if isinstance(x, list) else float(Fraction(x))
+    return np.array(one(rows), dtype=float)
 
 
 def ssprk_s2(stages: int) -> ButcherTable:
@@ -138,12 +252,48 @@ INTEGRATORS: dict[str, ButcherTable] = {t.name: t.validate() for t in [
 ]}
 
 
+# Embedded pairs: a step is error-controlled (time.rtol, time.atol) unless time.dt is fixed.
+PAIRS: dict[str, EmbeddedPair] = {t.name: t.validate() for t in [
+    EmbeddedPair(
+        "bs32", 3, _q([[0, 0, 0, 0], ["1/2", 0, 0, 0], [0, "3/4", 0, 0], ["2/9", "1/3", "4/9", 0]]),
+        _q(["2/9", "1/3", "4/9", 0]),
+        "Bogacki-Shampine 3(2): Bogacki & Shampine, Appl. Math. Lett. 2 (1989) 321-325",
+        b_hat=_q(["7/24", "1/4", "1/3", "1/8"]), order_hat=2),
+    EmbeddedPair(
+        "dopri5", 5, _q([
+            [0, 0, 0, 0, 0, 0, 0],
+            ["1/5", 0, 0, 0, 0, 0, 0],
+            ["3/40", "9/40", 0, 0, 0, 0, 0],
+            ["44/45", "-56/15", "32/9", 0, 0, 0, 0],
+            ["19372/6561", "-25360/2187", "64448/6561", "-212/729", 0, 0, 0],
+            ["9017/3168", "-355/33", "46732/5247", "49/176", "-5103/18656", 0, 0],
+            ["35/384", 0, "500/1113", "125/192", "-2187/6784", "11/84", 0]]),
+        _q(["35/384", 0, "500/1113", "125/192", "-2187/6784", "11/84", 0]),
+        "Dormand-Prince 5(4): Dormand & Prince, J. Comput. Appl. Math. 6 (1980) 19-26",
+        b_hat=_q(["5179/57600", 0, "7571/16695", "393/640", "-92097/339200", "187/2100", "1/40"]),
+        order_hat=4),
+    # SSPRK(4,3), C = 2 (four Euler sub-steps of dt/2, the third averaged with u^n), with the
+    # second-order embedded weights 1/4 recommended by Fekete et al. (their SSPRK(4,3)/(4,2) pair,
+    # the embedded method itself SSP): for the positivity-limited finite volumes
+    EmbeddedPair(
+        "ssprk3_2", 3, _q([[0, 0, 0, 0], ["1/2", 0, 0, 0], ["1/2", "1/2", 0, 0], ["1/6", "1/6", "1/6", 0]]),
+        _q(["1/6", "1/6", "1/6", "1/2"]),
+        "SSP-RK(4,3) with embedded order 2 (C = 2): Kraaijevanger, BIT 31 (1991); Spiteri & Ruuth, "
+        "SIAM J. Numer. Anal. 40 (2002); the pair: Fekete, Conde & Shadid, J. Comput. Appl. Math. "
+        "412 (2022) 114325, doi:10.1016/j.cam.2022.114325",
+        _q([[1, 0, 0, 0], [0, 1, 0, 0], ["2/3", 0, "1/3", 0], [0, 0, 0, 1]]),
+        _q([["1/2", 0, 0, 0], [0, "1/2", 0, 0], [0, 0, "1/6", 0], [0, 0, 0, "1/2"]]),
+        b_hat=_q(["1/4", "1/4", "1/4", "1/4"]), order_hat=2),
+]}
+
+
 def get_integrator(name: str) -> ButcherTable:
-    try:
-        return INTEGRATORS[name]
-    except KeyError:
+    """The table (or :class:`EmbeddedPair`) named ``name``."""
+    table = INTEGRATORS.get(name) or PAIRS.get(name)
+    if table is None:
         raise ValueError(f"time.integrator: unknown integrator {name!r}; use one of "
-                         f"{', '.join(INTEGRATORS)}") from None
+                         f"{', '.join([*INTEGRATORS, *PAIRS])}")
+    return table
 
 
 def rk_step(table: ButcherTable, rhs: Rhs, u: np.ndarray, dt: float,
@@ -158,6 +308,12 @@ def rk_step(table: ButcherTable, rhs: Rhs, u: np.ndarray, dt: float,
     """
     if table.alpha is not None:
         return _shu_osher_step(table, rhs, u, dt, resolve_backend(backend))
+    ks, speed = _butcher_slopes(table, rhs, u, dt)
+    return u + dt * sum(bi * k for bi, k in zip(table.b, ks)), speed
+
+
+def _butcher_slopes(table: ButcherTable, rhs: Rhs, u: np.ndarray, dt: float) -> tuple[list[np.ndarray], float]:
+    """The stage slopes ``k_i`` of an explicit Butcher step and the largest ``max_rate``."""
     rhs = partial(rhs, dt=dt)
     ks, speed = [], 0.0
     for i in range(table.stages):
@@ -165,7 +321,28 @@ def rk_step(table: ButcherTable, rhs: Rhs, u: np.ndarray, dt: float,
         k, s = rhs(stage)
         ks.append(k)
         speed = max(speed, s)
-    return u + dt * sum(bi * k for bi, k in zip(table.b, ks)), speed
+    return ks, speed
+
+
+def embedded_step(pair: EmbeddedPair, rhs: Rhs, u: np.ndarray, dt: float,
+                  backend: str | None = None) -> tuple[np.ndarray, np.ndarray, float]:
+    """One step of an embedded pair: ``(u_new, err, max_rate)``.
+
+    ``u_new`` is the main (order ``p``) solution, as :func:`rk_step` gives it; ``err =
+    u_new - u_hat = dt sum_i (b_i - b_hat_i) k_i`` the difference to the embedded solution (the
+    local error estimate). An SSP pair runs its Shu-Osher stages (each slope limited with its own
+    Euler sub-step, as :func:`rk_step`) one at a time, keeping their slopes: not the compiled
+    whole steps, which do not return them. No stage is reused across steps (no FSAL): the state
+    may change between steps (a measure's atoms, cells).
+    """
+    if pair.alpha is not None:
+        ks: list[np.ndarray] = []
+        new, speed = _shu_osher_step(pair, rhs, u, dt, resolve_backend(backend), slopes=ks)
+    else:
+        ks, speed = _butcher_slopes(pair, rhs, u, dt)
+        new = u + dt * sum(bi * k for bi, k in zip(pair.b, ks))
+    err = dt * sum(e * k for e, k in zip(pair.error_weights, ks) if e != 0.0)
+    return new, err, speed
 
 
 FUSE_MIN_SIZE = 8192  # below it (S^1 grids) the compiled call's dispatch costs more than it saves
@@ -178,12 +355,16 @@ def _fusable(*arrays: np.ndarray) -> bool:
 
 
 def _shu_osher_step(table: ButcherTable, rhs: Rhs, u: np.ndarray, dt: float,
-                    backend: str = "numpy") -> tuple[np.ndarray, float]:
-    whole = getattr(rhs, "fused_step", None) if backend == "numba" else None
+                    backend: str = "numpy", slopes: list | None = None) -> tuple[np.ndarray, float]:
+    """The Shu-Osher stages of ``table``; ``slopes``: a list that receives each stage's slope
+    ``L(u^(i))`` (the Butcher ``k_i``: beta is diagonal), which the compiled whole steps and
+    fused stages do not return, so they are not used then."""
+    compiled = backend == "numba" and slopes is None
+    whole = getattr(rhs, "fused_step", None) if compiled else None
     if whole is not None and table.stage_plan is not None:  # every stage in one compiled call
         return whole(u, dt, table.stage_plan)
     stages, speed = [u], 0.0
-    fused = getattr(rhs, "fused_stage", None) if backend == "numba" else None
+    fused = getattr(rhs, "fused_stage", None) if compiled else None
     for i in range(table.stages):
         # u^(0) + sum_j alpha_ij (u^(j) - u^(0)): the weights of a convex combination such as
         # (1/3, 2/3) do not sum to 1 in floating point, which would leak mass every step
@@ -197,6 +378,8 @@ def _shu_osher_step(table: ButcherTable, rhs: Rhs, u: np.ndarray, dt: float,
                            table.alpha[i, j] if terms else 0.0, stages[j])
         else:
             k, s = rhs(stages[i], dt=euler_dt)
+            if slopes is not None:
+                slopes.append(k)
             if backend == "numba" and _fusable(stages[0], k, *(stages[j] for j in terms)):
                 new = _fused_stage(stages, k, c, [(table.alpha[i, j], j) for j in terms])
             else:
