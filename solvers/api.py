@@ -93,7 +93,9 @@ def run(config: str | os.PathLike | Mapping[str, Any] | RunConfig, *,
         Also keep the archive there (NetCDF); without it the archive is built in a temporary
         folder and removed once loaded.
     overwrite : bool
-        Replace an existing ``path``.
+        Replace an existing ``path``, which must then be an archive this project wrote (a
+        user's file, folder, link or device raises
+        :class:`~solvers.io.safe_paths.UnsafePathError`); True or False only.
     progress : bool
         Show a progress bar on stderr.
     **overrides
@@ -106,8 +108,10 @@ def run(config: str | os.PathLike | Mapping[str, Any] | RunConfig, *,
         S^2, diagnostics, atoms, provenance attributes), plus the attributes
         ``stop_reason``, ``n_steps`` and ``wall_time_s`` of this call.
     """
+    from solvers.io.safe_paths import check_bool
     from solvers.io.state import initial_state
 
+    overwrite = check_bool(overwrite, "overwrite")  # "no" is not False
     cfg = load_config(config, **overrides)
     check_resolution(cfg)
     rho0, atoms0 = initial_state(cfg)  # atoms0: an archived measure's Dirac atoms (Dirac runs)
@@ -215,7 +219,8 @@ def _resumed_config(text: str, items: list[str], t: float) -> RunConfig:
 
 
 def _simulate_to_dataset(cfg: RunConfig, state: dict[str, Any], path: str | os.PathLike | None,
-                         overwrite: bool, progress: bool, append: bool) -> xr.Dataset:
+                         overwrite: bool, progress: bool, append: bool,
+                         check: bool = True) -> xr.Dataset:
     """Simulate from ``state`` into an archive (``path`` or a temporary one) and load it."""
     from solvers.io.archive import ArchiveWriter
     from solvers.io.state import grid_arrays
@@ -230,6 +235,10 @@ def _simulate_to_dataset(cfg: RunConfig, state: dict[str, Any], path: str | os.P
                               dt0=state["dt0"], trackers=[writer],
                               atoms0=state.get("atoms0"), after=state.get("after"),
                               progress=_progress(cfg, state["t0"]) if progress else None)
+            if result.reason != "interrupted":  # every run states its accuracy
+                from solvers.studies.verdict import run_verdict
+
+                writer.set_attributes(run_verdict(cfg, result, check_resolution=check).attributes())
         ds = open_run(target)
     ds.attrs.update(stop_reason=result.reason, n_steps=result.n_steps,
                     wall_time_s=round(result.wall_time, 3))

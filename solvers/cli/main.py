@@ -84,6 +84,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
                      help="override a config value (TOML syntax), repeatable")
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
+    run.add_argument("--no-check", action="store_true",
+                     help="skip the verdict's resolution check (the same run at half the "
+                          "resolution, about a third of the run's cost)")
     run.add_argument("--overwrite", action="store_true", help="replace an existing archive")
     run.add_argument("--resume", metavar="RUN.nc", help="continue the run stored in RUN.nc")
     run.add_argument("--polish", action="store_true",

@@ -155,6 +155,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                                   dt0=state["dt0"], after=state.get("after"),
                                   trackers=[writer, lowest, bar.track],
                                   progress=bar, stop=stop, atoms0=state.get("atoms0"))
+                verdict = _verdict(config, result, writer, args)
         except KeyboardInterrupt:  # raised before the handler was in place, or by a tracker
             bar.close()
             print(_interrupted_line(path, bar.t), file=sys.stderr)
@@ -168,18 +169,33 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(_interrupted_line(path, result.final.t), file=sys.stderr)
         return stop.exit_code
     print(summary(result, mass0, path))
+    if verdict is not None:
+        print("\n".join(verdict.lines()))
     if getattr(args, "polish", False):
         _polish_at_end(path)
     return lowest.verdict(config)
 
 
+def _verdict(config: RunConfig, result: Any, writer: Any, args: argparse.Namespace) -> Any:
+    """The run's accuracy verdict (:mod:`solvers.studies.verdict`), archived as attributes; None
+    for an interrupted run. ``--no-check`` skips the half-resolution companion run."""
+    if result.reason == "interrupted":
+        return None
+    from solvers.studies.verdict import run_verdict
+
+    verdict = run_verdict(config, result, check_resolution=not getattr(args, "no_check", False))
+    writer.set_attributes(verdict.attributes())
+    return verdict
+
+
 def _polish_at_end(path: Path) -> None:
     """``--polish``: :func:`solvers.studies.polish.polish_archive` on the finished archive; a
     state without atoms (or a Newton failure) is reported, the run's exit code stays."""
-    from solvers.studies.polish import format_report, polish_archive
+    from solvers.cli.polish import polish_to
+    from solvers.studies.polish import format_report
 
     try:
-        result, out = polish_archive(path)
+        result, out = polish_to(path)
     except ValueError as err:
         print(f"polish: {err}", file=sys.stderr)
         return

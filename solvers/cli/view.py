@@ -83,6 +83,10 @@ def _restart_lines(ds: Any, last: float) -> list[str]:
 def info_lines(ds: Any, path: Path) -> list[str]:
     """The text of ``meanfield info`` for a run dataset (see :mod:`solvers.io.archive`)."""
     lines = [f"run: {clip(path, 500)}"]
+    if "verdict" in ds.attrs:  # the accuracy statement first (solvers.studies.verdict)
+        lines += [clip(s, 300) for s in str(ds.attrs["verdict"]).splitlines()[:50]]
+    else:
+        lines.append("accuracy: no verdict archived (an interrupted run, or an older archive)")
     for key in ("version", "created", "manifold", "scheme", "kernel"):
         if key in ds.attrs:
             lines.append(f"  {key}: {clip(ds.attrs[key], 200)}")

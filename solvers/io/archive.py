@@ -55,8 +55,9 @@ A second writer is kept out earlier and for sure by the advisory lock of
 
 Writing
 -------
-A new archive is defined under a temporary name in its folder and renamed into place
-(``--overwrite`` replaces an old file only by that rename). Before each record the writer
+A new archive is defined in a private temporary folder beside it and renamed into place
+(``--overwrite`` replaces an old file only by that rename, and only when it is an archive of
+ours: :func:`solvers.io.safe_paths.check_target`). Before each record the writer
 checks the free space and the file-size limit and raises :class:`ArchiveWriteError` (the
 archive keeps its complete records and stays readable) when the block would not fit. The
 readers live in :mod:`solvers.io.reading` and are re-exported here.
@@ -103,10 +104,13 @@ from solvers.io.layout import (  # noqa: F401  (public names re-exported)
 from solvers.io.lock import (  # noqa: F401
     ArchiveBusyError,
     ArchiveLock,
-    temporary_sibling,
 )
-from solvers.io.lock import (
-    sync_folder as _sync_folder,
+from solvers.io.safe_paths import (  # noqa: F401
+    UnsafePathError,
+    check_bool,
+    check_target,
+    private_folder,
+    replace_file,
 )
 from solvers.io.netcdf_store import NetCDFStore, define, define_atom_tracks  # noqa: F401
 from solvers.io.netcdf_store import valid_records as _valid_records  # noqa: F401
@@ -159,7 +163,10 @@ class ArchiveWriter:
         records after its last complete one; a ``history`` line is added; the spectrum is
         stored as the archive already does. ``overwrite`` is ignored.
     overwrite : bool
-        Replace an existing archive for a new run (otherwise FileExistsError).
+        Replace an existing archive for a new run (otherwise FileExistsError); only an
+        archive or report this project wrote is replaced, anything else (a user's file or
+        folder, a link, a device) raises :class:`~solvers.io.safe_paths.UnsafePathError`. A
+        bool only (a ConfigError otherwise).
     phi : ndarray, shape (nphi,), optional
         Longitudes of an S^2 grid (``SphereGrid(lmax).phi``); given = S^2 layout, and then
         ``config.domain`` must be S2 with ``lmax = domain.resolution``.
@@ -177,6 +184,7 @@ class ArchiveWriter:
         self.grid = _make_grid(config, theta, cell_weight, phi)
         self.theta, self.phi = self.grid.theta, self.grid.phi
         self.cell_weight = self.grid.cell_weight
+        overwrite = check_bool(overwrite)
         if not append:
             _check_target(self.path)
         self._lock = ArchiveLock(self.path).acquire()
@@ -223,10 +231,7 @@ class ArchiveWriter:
     def _create(self, config: RunConfig, overwrite: bool) -> Any:
         """Define the archive under a temporary name and rename it into place (replacing an
         old archive only by the rename: readers of the old file keep it intact)."""
-        if self.path.exists() and not overwrite:
-            raise FileExistsError(f"archive {self.path} already exists: pass --overwrite "
-                                  "(overwrite=True) to replace it, --resume to continue it, "
-                                  "or delete it")
+        check_target(self.path, overwrite)  # nothing there, or (overwrite) an archive of ours
         spectral = bool(config.output.spectral)
         # every snapshot synced as it comes (sync_interval 0 or unset): chunks of one record,
         # else of about 2 MiB of rho (a chunk is recompressed at each block that extends it)
@@ -239,18 +244,17 @@ class ArchiveWriter:
             from solvers.io.zarr_store import ZarrStore
 
             return ZarrStore.create(self.path, config, self.grid, spectral, records)
-        tmp = temporary_sibling(self.path)
-        nc = netCDF4.Dataset(tmp, "w", format="NETCDF4", clobber=True)
-        try:
-            nc.setncatts(_global_attributes(config))
-            define(nc, self.grid, spectral, records, dirac)
-            nc.sync()
-            os.replace(tmp, self.path)
-            _sync_folder(self.path.parent)
-        except BaseException:
-            nc.close()
-            tmp.unlink(missing_ok=True)
-            raise
+        with private_folder(self.path) as scratch:  # no link at a guessable name followed
+            tmp = scratch / self.path.name
+            nc = netCDF4.Dataset(tmp, "w", format="NETCDF4", clobber=False)
+            try:
+                nc.setncatts(_global_attributes(config))
+                define(nc, self.grid, spectral, records, dirac)
+                nc.sync()
+                replace_file(tmp, self.path)
+            except BaseException:
+                nc.close()
+                raise
         return NetCDFStore(nc, self.path, self.grid)
 
     def _open_append(self, config: RunConfig) -> Any:
@@ -354,6 +358,13 @@ class ArchiveWriter:
             raise ArchiveWriteError(f"cannot write records {first}-{last} to {self.path}: "
                                     f"{why}; it holds {store.n} complete records")
         self._buffer.clear()
+
+    def set_attributes(self, attrs: dict[str, Any]) -> None:
+        """Set global attributes (the run's verdict, :mod:`solvers.studies.verdict`), after
+        writing the buffered records."""
+        self.flush()
+        for name, value in attrs.items():
+            self._store.set_attr(name, value)
 
     def close(self) -> None:
         """Write the buffered records, close the archive and release its lock (idempotent)."""

@@ -119,6 +119,8 @@ class RunResult:
     reason: str  # "t_end", "stationary", "max_steps" or "interrupted"
     n_steps: int
     wall_time: float
+    # (t, method, reason) of each method that ran (the default method's hand-over)
+    method_history: tuple = ()
 
     def __repr__(self) -> str:
         d = self.final.diagnostics
@@ -485,4 +487,5 @@ def simulate(config: RunConfig, rho0: np.ndarray, *, t0: float = 0.0, step0: int
     if reason in ("interrupted", "max_steps") and snap.t != solver.t:
         snap = deliver([solver.snapshot()])[0]
     steps = snap.step if reason == "stationary" else solver.n_steps
-    return RunResult(snap, reason, steps, wallclock.perf_counter() - start)
+    return RunResult(snap, reason, steps, wallclock.perf_counter() - start,
+                     method_history=tuple(getattr(solver.disc, "history", ())))

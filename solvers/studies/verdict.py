@@ -1,0 +1,238 @@
+"""Every run states its accuracy: the verdict the archive carries and ``meanfield info`` prints first.
+
+A verdict answers, for the atoms a run reports (their count, masses and positions):
+
+- **method**: what ran when, and why (:func:`solvers.model.method.choose_method`; the default
+  method's hand-over from the spectral grid to the Lagrangian cells);
+- **time**: the integrator's own estimate of the time error (error-controlled steps), or a
+  warning that the steps were not error-controlled;
+- **resolution**: the same run at half the resolution (N/2 cells on S^1, lmax/2 on S^2), to the
+  same final time: the atom count must agree, and the differences of the masses and positions
+  are the error bar of the atoms (a first-order estimate of the error at the run's resolution);
+- **stationarity**: for a run that says it stopped at a stationary state, the speed of each
+  atom under the exact velocity field of the final measure (closed-form sums over its cells and
+  atoms, not the grid's stencil): an atom still moving faster than ``MOVING`` is reported;
+- **warnings**: plain sentences for every number that cannot be trusted (the atom count changes
+  with resolution, the run ended at ``t_end`` while still moving, much diffuse mass, ...).
+
+``trusted`` is true when there is no warning.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
+
+import numpy as np
+
+from solvers.model.method import choose_method
+from solvers.model.params import RunConfig
+
+MOVING = 1e-4  # an atom faster than this (rad per unit time) is not at rest
+MASS_TOL = 1e-3  # atom masses that move more than this between resolutions are flagged
+POSITION_TOL = 1e-2  # ... and positions (rad)
+DIFFUSE_WARN = 0.05  # more diffuse mass than this is reported
+MIN_COARSE = {"S1": 64, "S2": 31}
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The accuracy statement of one run (module docstring); every field is archived."""
+
+    method: str
+    method_reason: str
+    method_history: list = field(default_factory=list)
+    time_error: float | None = None
+    time_control: str = ""
+    resolution: int | None = None
+    coarse_resolution: int | None = None
+    coarse_atoms: int | None = None
+    atom_mass_error: float | None = None
+    atom_position_error: float | None = None
+    max_atom_speed: float | None = None
+    warnings: list = field(default_factory=list)
+
+    @property
+    def trusted(self) -> bool:
+        return not self.warnings
+
+    def lines(self) -> list[str]:
+        """The verdict as ``meanfield info`` prints it."""
+        head = "accuracy: trusted" if self.trusted else \
+            f"accuracy: NOT TRUSTED ({len(self.warnings)} warning{'s' * (len(self.warnings) > 1)})"
+        out = [head, f"  method: {self.method} ({self.method_reason})"]
+        for t, method, why in self.method_history[1:]:
+            out.append(f"    from t = {t:.6g}: {method} ({why})")
+        out.append(f"  time error: {self.time_control}")
+        if self.atom_mass_error is not None:
+            out.append(f"  resolution: atoms at {self.resolution} against {self.coarse_resolution}: "
+                       f"masses within {self.atom_mass_error:.2g}, positions within "
+                       f"{self.atom_position_error:.2g} rad")
+        elif self.coarse_resolution is None:
+            out.append("  resolution: not checked")
+        if self.max_atom_speed is not None:
+            out.append(f"  stationarity: atoms move at most {self.max_atom_speed:.2g} rad per unit "
+                       "time under the exact velocity of the final measure")
+        out += [f"  warning: {w}" for w in self.warnings]
+        return out
+
+    def attributes(self) -> dict[str, Any]:
+        """Global archive attributes (NetCDF-safe: strings and numbers)."""
+        nan = float("nan")
+        return {
+            "verdict": "\n".join(self.lines()),
+            "verdict_trusted": int(self.trusted),
+            "verdict_warnings": "\n".join(self.warnings),
+            "method": self.method, "method_reason": self.method_reason,
+            "method_history": json.dumps(self.method_history),
+            "time_error_estimate": nan if self.time_error is None else float(self.time_error),
+            "resolution_check_resolution": -1 if self.coarse_resolution is None else int(self.coarse_resolution),
+            "resolution_check_atom_mass": nan if self.atom_mass_error is None else float(self.atom_mass_error),
+            "resolution_check_atom_position": nan if self.atom_position_error is None
+            else float(self.atom_position_error),
+            "max_atom_speed": nan if self.max_atom_speed is None else float(self.max_atom_speed),
+        }
+
+
+def _atoms_of(diag: Any) -> tuple[np.ndarray, np.ndarray]:
+    mass = np.asarray(diag.atom_mass, float).ravel()
+    pos = np.asarray(diag.atom_position, float)
+    keep = np.isfinite(mass) & (mass > 0)
+    return mass[keep], pos[keep] if pos.ndim == 1 else pos.reshape(-1, 3)[keep]
+
+
+def _distance(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Geodesic distances (n, m) between angles (S^1) or unit vectors (S^2)."""
+    if a.ndim == 1:
+        d = np.abs(np.mod(a[:, None] - b[None, :] + np.pi, 2 * np.pi) - np.pi)
+        return d
+    return np.arccos(np.clip(a @ b.T, -1.0, 1.0))
+
+
+def compare_atoms(fine: Any, coarse: Any) -> tuple[int, float | None, float | None]:
+    """``(coarse count, max mass difference, max position difference)`` of the atoms of two
+    diagnostics, each fine atom matched with the nearest coarse one (None when counts differ)."""
+    mf, xf = _atoms_of(fine)
+    mc, xc = _atoms_of(coarse)
+    if mf.size != mc.size or mf.size == 0:
+        return int(mc.size), None, None
+    d = _distance(xf, xc)
+    match = np.argmin(d, axis=1)
+    if np.unique(match).size != match.size:
+        return int(mc.size), None, None
+    return int(mc.size), float(np.max(np.abs(mf - mc[match]))), float(np.max(d[np.arange(mf.size), match]))
+
+
+def coarse_config(config: RunConfig) -> RunConfig | None:
+    """The run at half the resolution (None where that grid would be too coarse)."""
+    res = config.domain.resolution // 2 if config.domain.manifold == "S1" else \
+        (config.domain.resolution + 1) // 2 - 1
+    if res < MIN_COARSE[config.domain.manifold]:
+        return None
+    return replace(config, domain=replace(config.domain, resolution=res),
+                   output=replace(config.output, progress=False))
+
+
+def _time_line(config: RunConfig, time_error: float | None) -> tuple[str, list[str]]:
+    tp = config.time
+    if time_error is not None:
+        return (f"estimated {time_error:.2g} (error-controlled steps, rtol = "
+                f"{getattr(tp, 'rtol', float('nan')):g}, atol = {getattr(tp, 'atol', float('nan')):g})"), []
+    if tp.dt is not None:
+        return f"not estimated (fixed steps, time.dt = {tp.dt:g})", []
+    return "not estimated (steps limited by CFL and stability bounds only)", []
+
+
+def judge(config: RunConfig, final: Any, reason: str, *, history: list | None = None,
+          time_error: float | None = None, coarse: Callable[[RunConfig, float], Any] | None = None,
+          atom_speed: float | None = None) -> Verdict:
+    """The :class:`Verdict` of a finished run.
+
+    Parameters
+    ----------
+    final : Snapshot
+        The run's last snapshot.
+    reason : str
+        Why the run ended (``"stationary"``, ``"t_end"``, ...).
+    history : list of (t, method, reason), optional
+        The method changes during the run (the default method's hand-over).
+    coarse : callable, optional
+        ``coarse(config_half, t) -> Snapshot``: the same run at half the resolution, to ``t``.
+    atom_speed : float, optional
+        Largest speed of an atom under the exact velocity of the final measure.
+    """
+    choice = choose_method(config)
+    control, warnings = _time_line(config, time_error)
+    diag = final.diagnostics
+    n_atoms = _atoms_of(diag)[0].size
+    checked = {}
+    half = coarse_config(config) if coarse is not None and n_atoms else None
+    if half is not None:
+        count, dm, dx = compare_atoms(diag, coarse(half, float(final.t)).diagnostics)
+        checked = dict(coarse_resolution=half.domain.resolution, coarse_atoms=count,
+                       atom_mass_error=dm, atom_position_error=dx)
+        if dm is None:
+            warnings.append(f"the atom count depends on the resolution ({n_atoms} at "
+                            f"{config.domain.resolution}, {count} at {half.domain.resolution}): "
+                            "raise domain.resolution before trusting it")
+        elif dm > MASS_TOL or dx > POSITION_TOL:
+            warnings.append(f"under-resolved: the atoms move by {dm:.2g} in mass and {dx:.2g} rad "
+                            f"between resolution {half.domain.resolution} and "
+                            f"{config.domain.resolution}; raise domain.resolution")
+    if reason != "stationary" and n_atoms:
+        warnings.append(f"the run ended ({reason}) at t = {final.t:.6g} before a stationary state: "
+                        "the atoms may still change")
+    if atom_speed is not None and reason == "stationary" and atom_speed > MOVING:
+        warnings.append(f"stopped as stationary, but an atom still moves at {atom_speed:.2g} rad "
+                        "per unit time under the exact velocity")
+    diffuse = float(getattr(diag, "diffuse_mass", math.nan))
+    if n_atoms and math.isfinite(diffuse) and diffuse > DIFFUSE_WARN * abs(diag.mass):
+        warnings.append(f"{diffuse:.3g} of the mass is in no atom (diffuse)")
+    return Verdict(method=choice.scheme, method_reason=choice.reason,
+                   method_history=[list(h) for h in (history or [])], time_error=time_error,
+                   time_control=control, resolution=config.domain.resolution,
+                   max_atom_speed=atom_speed, warnings=warnings, **checked)
+
+
+def as_dict(verdict: Verdict) -> dict[str, Any]:
+    return asdict(verdict)
+
+
+def exact_atom_speed(config: RunConfig, final: Any) -> float | None:
+    """Largest speed of an atom of ``final`` under the exact velocity of its measure (S^1: the
+    closed-form field of the cells and Dirac atoms, :func:`solvers.circle.lagrangian.velocity`;
+    None on S^2 and without atoms)."""
+    if config.domain.manifold != "S1":
+        return None
+    from solvers.circle import lagrangian as lg
+    from solvers.model.params import ModelParams  # noqa: F401  (the model of the field)
+
+    diag = final.diagnostics
+    _, where = _atoms_of(diag)
+    if where.size == 0:
+        return None
+    dm = np.asarray(diag.dirac_mass, float)
+    state = lg.from_grid(np.asarray(final.rho, float), dm, np.asarray(diag.dirac_position, float),
+                         np.asarray(diag.dirac_id, int) if dm.size else np.zeros(0, int))
+    u = lg.velocity(state, config.model, lg.gradient_weights(config.model), np.asarray(where, float))
+    return float(np.max(np.abs(u)))
+
+
+def run_verdict(config: RunConfig, result: Any, check_resolution: bool = True) -> Verdict:
+    """:func:`judge` of a finished :func:`~solvers.timestepping.simulation.simulate` result, with
+    the half-resolution companion run (``check_resolution``) and the exact atom speed."""
+    from solvers.io.state import initial_state
+    from solvers.timestepping.simulation import simulate
+
+    def coarse(half: RunConfig, t: float) -> Any:
+        half = replace(half, time=replace(half.time, t_end=max(t, 1e-12), stop_when_stationary=False))
+        rho0, atoms0 = initial_state(half)
+        return simulate(half, rho0, atoms0=atoms0).final
+
+    run_coarse = coarse if check_resolution and float(result.final.t) > 0 else None
+    return judge(config, result.final, result.reason, history=list(result.method_history),
+                 time_error=getattr(result, "time_error", None), coarse=run_coarse,
+                 atom_speed=exact_atom_speed(config, result.final))
