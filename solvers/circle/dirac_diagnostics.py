@@ -2,7 +2,10 @@
 
 Mass, energy (paper eq. 2.7), dissipation and transport rate include the atoms; the atoms of a
 snapshot are the basin atoms of the density with the Dirac masses deposited in their cells, a
-basin holding Dirac atoms placed at their mass-weighted exact position.
+basin holding Dirac atoms placed at their mass-weighted exact position. With softmax attention
+(paper eq. 2.9; the state of ``time.scheme = "lagrangian"``) the velocity is ``f'/(beta f) + v'/2``
+with ``f = K*mu`` of the whole measure (:func:`softmax_fields`), and the dissipation
+``int grad U . V dmu`` (docs/math.md §1); those snapshots take the numpy path.
 
 :func:`measure_diagnostics` is the numpy reference, one state at a time (a dozen array passes
 and transforms, 0.3 ms at N = 512). :func:`compiled_diagnostics` gives the same values to
@@ -15,6 +18,8 @@ per state one compiled call for the fields and reductions
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
+
 import numpy as np
 
 from solvers.circle.atoms import Atoms, detect_atoms, relabel, ring_atoms
@@ -29,7 +34,8 @@ from solvers.circle.fv import transport
 from solvers.core.measure import DiracAtoms
 from solvers.core.point_atoms import AtomSystem
 from solvers.core.snapshot import Diagnostics
-from solvers.model.params import AtomParams
+from solvers.model import perceptron
+from solvers.model.params import AtomParams, ModelParams
 
 # ``disc`` below is a solvers.circle.dirac_discretization.DiracCircleDiscretization (which imports
 # this module): its problem, compiled fields, limiter and flat-state access are what is used
@@ -51,7 +57,14 @@ def atom_energy(disc: CircleDiscretization, rho_hat: np.ndarray, x: np.ndarray, 
         return 0.0
     p = disc.problem
     cross = float(m @ disc.fields.density_potential_at(rho_hat, x)) / p.model.beta
-    return cross + AtomSystem(p.model, m).energy(np.stack([np.cos(x), np.sin(x)], axis=1))
+    return cross + AtomSystem(energy_model(p.model), m).energy(np.stack([np.cos(x), np.sin(x)], axis=1))
+
+
+def energy_model(model: ModelParams) -> ModelParams:
+    """``model`` with unnormalized attention: the energy ``E_beta + (1/2) int v dmu`` is the same
+    formula for softmax (paper eqs. 2.7, 2.9), and :class:`AtomSystem` (whose velocities are the
+    unnormalized ones) refuses softmax models."""
+    return model if model.attention == "unnormalized" else replace(model, attention="unnormalized")
 
 
 def measure_atoms(disc: CircleDiscretization, rho: np.ndarray, dirac: DiracAtoms,
@@ -101,25 +114,65 @@ def _with_dirac_compiled(found: Atoms, dirac: DiracAtoms, cells: np.ndarray) -> 
     return Atoms(mass, pos, core, max(found.diffuse_mass - alone, 0.0), labels)
 
 
+def measure_fields(disc: CircleDiscretization, rho_hat: np.ndarray, x: np.ndarray, m: np.ndarray
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``(u (N,), grad U (N,), V (N,), grad U (n,), V (n,))``: the signed face velocity, and
+    ``grad U = d/dtheta ((1/beta) K*mu + v/2)`` and the unsigned velocity ``V`` at the cell
+    centres and at the atoms (each atom's own mass exerts no force). Unnormalized attention: ``V
+    = grad U``. Softmax (paper eq. 2.9): ``V = f'/(beta f) + v'/2``, ``f = K*mu`` of the whole
+    measure, its own mass in an atom's ``f`` (numpy, :func:`softmax_fields`)."""
+    f = disc.fields
+    if disc.problem.softmax:
+        return softmax_fields(disc, rho_hat, x, m)
+    grad, g_atoms = f.center_gradient(rho_hat, x, m), f.atom_gradient(rho_hat, x, m)
+    return f.face_velocity(rho_hat, x, m), grad, grad, g_atoms, g_atoms
+
+
+def softmax_fields(disc: CircleDiscretization, rho_hat: np.ndarray, x: np.ndarray, m: np.ndarray
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`measure_fields` for softmax attention, by the numpy reference field
+    (:class:`~solvers.circle.dirac.CircleMeasureField`): ``f`` and ``(1/beta) f'`` are the
+    density's (spectral, as :meth:`CircleProblem.attention_field`) plus the atoms' closed forms."""
+    p, field = disc.problem, disc.field
+    b, beta = p.basis, p.model.beta
+    both = b.backward(np.stack([rho_hat * p.multipliers("d_face"), rho_hat * p.multipliers("f_face")]))
+    if p.moved_faces.size:
+        both[:, p.moved_faces] = [p.moved_attention(rho_hat), p.moved_attention(rho_hat, "kernel")]
+    faces = p.faces
+    ratio = (both[0] / beta + field.atom_attention(faces, x, m)) / (both[1] + field.atom_potential(faces, x, m))
+    u = p.sign * (ratio + p.multipliers("w_face"))
+    w_c = p.multipliers("w_center")
+    grad = field.center_gradient(rho_hat, x, m)
+    f_c = b.backward(rho_hat * p.multipliers("kernel")) + field.atom_potential(b.theta, x, m)
+    g_atoms = field.atom_gradient(rho_hat, x, m)
+    if not m.size:
+        return u, grad, (grad - w_c) / f_c + w_c, g_atoms, g_atoms
+    w_a = perceptron.circle_velocity(p.model.perceptron, x)
+    f_a = field.density_potential_at(rho_hat, x) + field.atom_potential(x, x, m)
+    return u, grad, (grad - w_c) / f_c + w_c, g_atoms, (g_atoms - w_a) / f_a + w_a
+
+
 def measure_diagnostics(disc: CircleDiscretization, state: np.ndarray, params: AtomParams) -> Diagnostics:
-    """Snapshot diagnostics of the measure (mass, energy and dissipation include the atoms)."""
-    b, f = disc.problem.basis, disc.fields
+    """Snapshot diagnostics of the measure (mass, energy and dissipation include the atoms).
+
+    ``dissipation = int grad U . V dmu`` (``dE/dt = s`` times it; unnormalized: ``int |grad U|^2
+    dmu``; softmax, pure attention: ``int |f'|^2 / (beta^2 f) dmu``, docs/math.md §1); the
+    transport rate and the largest speed are those of the velocity ``V`` that moves the measure."""
+    b = disc.problem.basis
     rho, dirac = disc.density(state), disc.atoms(state)
     x, m = dirac.position, dirac.mass
     rho_hat = b.forward(rho)
     mass = float(rho.sum() * b.h + m.sum())
-    u = f.face_velocity(rho_hat, x, m)
-    grad = f.center_gradient(rho_hat, x, m)  # dU/dtheta: the perceptron term is in it
-    g_atoms = f.atom_gradient(rho_hat, x, m)
+    u, grad, vel, g_atoms, v_atoms = measure_fields(disc, rho_hat, x, m)
     drho, _ = transport(rho, u, b.h, disc.limiter, scale=disc.problem.cell_scale, kinks=disc.problem.kinks)
     support = rho > SUPPORT_FLOOR * abs(mass) / (2.0 * np.pi)
-    speeds = np.concatenate([np.abs(grad[support]), np.abs(g_atoms)])
+    speeds = np.concatenate([np.abs(vel[support]), np.abs(v_atoms)])
     found = measure_atoms(disc, rho, dirac, u, params)
     return Diagnostics(
         mass=mass, min_rho=float(rho.min()), max_rho=float(rho.max()),
         energy=measure_energy(disc, rho, dirac, rho_hat),
-        dissipation=float(np.sum(rho * grad**2) * b.h + m @ g_atoms**2),
-        transport_rate=float(np.sum(np.abs(drho)) * b.h + 2.0 * (m @ np.abs(g_atoms)) / b.h),
+        dissipation=float(np.sum(rho * grad * vel) * b.h + m @ (g_atoms * v_atoms)),
+        transport_rate=float(np.sum(np.abs(drho)) * b.h + 2.0 * (m @ np.abs(v_atoms)) / b.h),
         max_support_velocity=float(speeds.max()) if speeds.size else 0.0,
         tail_energy=tail_energy(rho_hat, disc.k_max),
         n_atoms=found.count, atom_mass=found.mass, atom_position=found.position,
@@ -132,7 +185,7 @@ def measure_diagnostics(disc: CircleDiscretization, state: np.ndarray, params: A
 def compiled_diagnostics(disc: CircleDiscretization, states: Sequence[np.ndarray],
                          params: AtomParams) -> list[Diagnostics]:
     """:func:`measure_diagnostics` of each flat state in ``states``, compiled (``disc.compiled``
-    set): the same values to round-off."""
+    set; unnormalized attention): the same values to round-off."""
     b, p = disc.problem.basis, disc.problem
     rho = np.stack([disc.density(s) for s in states])
     rho_hat = b.forward(rho)

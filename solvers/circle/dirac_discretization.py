@@ -41,7 +41,8 @@ CAPTURE_EVERY = 10  # steps between two capture checks (the basin detector is th
 
 
 class DiracCircleDiscretization(MeasureStateAccess, CircleDiscretization):
-    """Grid density plus Dirac atoms on S^1 (fv scheme, unnormalized attention)."""
+    """Grid density plus Dirac atoms on S^1 (fv scheme, unnormalized attention; the diagnostics
+    also for softmax, the snapshots of :class:`~solvers.circle.lagrangian_discretization.LagrangianCircleDiscretization`)."""
 
     representation = "dirac"
 
@@ -169,7 +170,8 @@ class DiracCircleDiscretization(MeasureStateAccess, CircleDiscretization):
                           ) -> list[Diagnostics]:
         """:meth:`diagnostics` of each measure state (not the grid path of the base class):
         compiled when the fields are (:func:`~solvers.circle.dirac_diagnostics.compiled_diagnostics`),
-        else the numpy reference :func:`~solvers.circle.dirac_diagnostics.measure_diagnostics`."""
-        if self.compiled is not None:
+        else (and for softmax attention, the Lagrangian state's) the numpy reference
+        :func:`~solvers.circle.dirac_diagnostics.measure_diagnostics`."""
+        if self.compiled is not None and not self.problem.softmax:
             return compiled_diagnostics(self, states, atoms)
         return [measure_diagnostics(self, state, atoms) for state in states]

@@ -16,17 +16,11 @@ mass crosses a cell boundary, so the sub-cell position of mass is never smeared:
 the layer of mass beside a ReLU corner, whose share decides where a watershed falls
 (docs/schemes.md), is carried exactly.
 
-The velocity is that of the whole measure. Its attention part uses the measure's Fourier
-coefficients ``mu_j = int e^{-i j y} dmu`` in closed form (a uniform cell gives
-``m e^{-i j c} sinc(j L / 2)``, ``c`` its midpoint and ``L`` its length; an atom ``A e^{-i j x}``)
-and the Funk-Hecke multipliers (paper Lemma 5.1, docs/math.md §2):
-``dU_att/dx (p) = (1/beta) sum_{j != 0} i j lambda_j / (2 pi) mu_j e^{i j p}``, truncated where
-``lambda_j / lambda_0 < 1e-18`` (the kernel is smooth, so this is exact to round-off). The
-function :func:`attention_gradient_reference` sums the closed forms directly,
-``(1/beta) (m_k / L_k) (K(p, X_k) - K(p, X_{k+1}))`` per cell and ``-A_i sin(p - x_i) K(p, x_i)``
-per atom (``K(p, y) = c_K e^{beta cos(p - y)}``): an independent computation the tests compare
-against. The coefficients and the field are compiled (numba) or numpy
-(``MEANFIELD_NUMPY=1``, :mod:`solvers.core.backend`); the two agree to round-off.
+The velocity is that of the whole measure (:mod:`solvers.circle.lagrangian_fields`, re-exported
+here): its attention part from the measure's Fourier coefficients in closed form and the
+Funk-Hecke multipliers (paper Lemma 5.1), ``(1/beta) f'`` for unnormalized attention and
+``f' / (beta f)`` for softmax (paper eq. 2.9), ``f = K*mu``; the closed-form direct sums
+(:func:`attention_gradient_reference`, :func:`potential_reference`) are the tests' reference.
 """
 
 from __future__ import annotations
@@ -36,19 +30,20 @@ from dataclasses import dataclass
 
 import numpy as np
 
-try:
-    import numba
-except ImportError:  # pragma: no cover - numba is a dependency; the numpy path is the reference
-    numba = None
-
 from solvers.circle.kink_faces import holds_together
-from solvers.core.kernel import kernel_log_shift
-from solvers.model import perceptron
-from solvers.model.params import ModelParams
-from spectral import kernel_bandwidth, kernel_eigenvalues
+from solvers.circle.lagrangian_fields import (  # noqa: F401 (the state's fields, re-exported)
+    BANDWIDTH_TOL,
+    attention_fields,
+    attention_gradient,
+    attention_gradient_reference,
+    gradient_weights,
+    potential,
+    potential_reference,
+    softmax_attention,
+    velocity,
+)
 
 TWO_PI = 2.0 * np.pi
-BANDWIDTH_TOL = 1e-18  # multipliers below this (relative to lambda_0) are left out
 
 
 @dataclass(frozen=True)
@@ -89,137 +84,6 @@ def following(a: np.ndarray) -> np.ndarray:
 def preceding(a: np.ndarray) -> np.ndarray:
     """``a[k - 1]`` at ``k``, cyclic (``np.roll(a, 1)``)."""
     return np.concatenate((a[-1:], a[:-1]))
-
-
-def gradient_weights(model: ModelParams) -> np.ndarray:
-    """``lambda_j / (2 pi beta)`` for ``j = 0 .. J`` (shifted kernel included), ``J`` the first degree
-    with ``lambda_J / lambda_0 < BANDWIDTH_TOL``: ``dU_att/dx = sum_{j != 0} i j w_j mu_j e^{ijp}``."""
-    J = kernel_bandwidth(model.beta, 2, BANDWIDTH_TOL)
-    log_lam = kernel_eigenvalues(model.beta, np.arange(J + 1), 2, log=True) + kernel_log_shift(model)
-    return np.exp(log_lam) / (TWO_PI * model.beta)
-
-
-def _coefficients_numpy(X: np.ndarray, m: np.ndarray, A: np.ndarray, J: int) -> np.ndarray:
-    """``mu_j``, ``j = 0 .. J`` (J + 1,) complex, of the cells and atoms of the state."""
-    L = np.diff(np.append(X, X[0] + TWO_PI))
-    mid = X + 0.5 * L
-    j = np.arange(J + 1)[:, None]
-    half = 0.5 * j * L[None, :]
-    sinc = np.where(half == 0.0, 1.0, np.sin(half) / np.where(half == 0.0, 1.0, half))
-    return (np.exp(-1j * j * mid) * sinc) @ m + np.exp(-1j * j * X) @ A
-
-
-def _field_numpy(mu: np.ndarray, w: np.ndarray, points: np.ndarray) -> np.ndarray:
-    """``sum_{j != 0} i j w_j mu_j e^{i j p}`` at ``points`` (P,), real."""
-    j = np.arange(1, w.size)
-    terms = (1j * j * w[1:] * mu[1:])[None, :] * np.exp(1j * np.outer(points, j))
-    return 2.0 * terms.sum(axis=1).real
-
-
-if numba is not None:
-    # reassociation lets the sums over cells run in SIMD lanes (the order of a floating-point
-    # sum, nothing else: agrees with the numpy path to round-off)
-    @numba.njit(cache=True, fastmath={"reassoc", "nsz", "contract"})
-    def _coefficients_numba(X, m, A, J):  # pragma: no cover - compiled; compared with numpy in tests
-        """``mu_j`` as :func:`_coefficients_numpy`: for each ``j`` one pass over the cells,
-        ``e^{-i j c}`` and ``e^{i j L/2}`` (whose imaginary part is ``sin(j L/2)``) advanced by
-        one rotation per cell (split real and imaginary arrays); the atoms after, only where
-        ``A > 0``."""
-        n = X.shape[0]
-        mu = np.zeros(J + 1, np.complex128)
-        em_re, em_im, eh_re, eh_im, scale = np.empty(n), np.empty(n), np.empty(n), np.empty(n), np.empty(n)
-        total = 0.0
-        for k in range(n):
-            L = (X[k + 1] if k + 1 < n else X[0] + 2.0 * np.pi) - X[k]
-            mid = X[k] + 0.5 * L
-            em_re[k], em_im[k] = np.cos(mid), -np.sin(mid)
-            eh_re[k], eh_im[k] = np.cos(0.5 * L), np.sin(0.5 * L)
-            scale[k] = m[k] / (0.5 * L) if L > 0.0 else 0.0
-            total += m[k] + A[k]
-        mu[0] = total
-        pm_re, pm_im, ph_re, ph_im = em_re.copy(), em_im.copy(), eh_re.copy(), eh_im.copy()
-        for j in range(1, J + 1):
-            acc_re = acc_im = 0.0
-            for k in range(n):
-                w = scale[k] * ph_im[k]
-                acc_re += w * pm_re[k]
-                acc_im += w * pm_im[k]
-                r = pm_re[k] * em_re[k] - pm_im[k] * em_im[k]
-                pm_im[k] = pm_re[k] * em_im[k] + pm_im[k] * em_re[k]
-                pm_re[k] = r
-                r = ph_re[k] * eh_re[k] - ph_im[k] * eh_im[k]
-                ph_im[k] = ph_re[k] * eh_im[k] + ph_im[k] * eh_re[k]
-                ph_re[k] = r
-            mu[j] = complex(acc_re / j, acc_im / j)
-        for k in range(n):
-            if A[k] != 0.0:
-                e_x = np.exp(-1j * X[k])
-                p = e_x
-                for j in range(1, J + 1):
-                    mu[j] += A[k] * p
-                    p *= e_x
-        return mu
-
-    @numba.njit(cache=True)
-    def _field_numba(mu, w, points):  # pragma: no cover - compiled
-        """:func:`_field_numpy`: for each ``j`` one pass over the points (each its own sum, so
-        the pass runs in SIMD lanes), ``e^{i j p}`` advanced by one rotation."""
-        J = w.shape[0] - 1
-        e_re, e_im = np.cos(points), np.sin(points)
-        p_re, p_im = e_re.copy(), e_im.copy()
-        acc = np.zeros(points.shape[0])
-        for j in range(1, J + 1):
-            a, b = j * w[j] * mu[j].real, j * w[j] * mu[j].imag
-            for q in range(points.shape[0]):
-                acc[q] -= a * p_im[q] + b * p_re[q]  # Im(mu_j e^{ijp}) j w_j
-                r = p_re[q] * e_re[q] - p_im[q] * e_im[q]
-                p_im[q] = p_re[q] * e_im[q] + p_im[q] * e_re[q]
-                p_re[q] = r
-        return 2.0 * acc
-
-
-def attention_gradient(state: LagrangianState, w: np.ndarray, points: np.ndarray,
-                       compiled: bool = True) -> np.ndarray:
-    """``(1/beta) d/dp (K*mu)(p)`` at ``points`` (P,) for the measure of ``state`` (spectral, exact
-    to round-off past the kernel's bandwidth); ``compiled``: numba when it imports."""
-    J = w.size - 1
-    if compiled and numba is not None:
-        mu = _coefficients_numba(state.X, state.m, state.A, J)
-        return _field_numba(mu, w, np.ascontiguousarray(points, dtype=float))
-    return _field_numpy(_coefficients_numpy(state.X, state.m, state.A, J), w, np.asarray(points, float))
-
-
-def attention_gradient_reference(state: LagrangianState, model: ModelParams,
-                                 points: np.ndarray) -> np.ndarray:
-    """The same field by the closed forms (direct sums, numpy; the tests' independent value).
-
-    A uniform cell ``[a, b]`` of density ``c``: ``(1/beta) d/dp int_a^b c K(p, y) dy =
-    (c/beta) (K(p, a) - K(p, b))`` (``d_p K = -d_y K``); an atom: ``-A sin(p - x) K(p, x)``,
-    ``K(p, y) = c_K e^{beta cos(p - y)}``.
-    """
-    beta, shift = model.beta, kernel_log_shift(model)
-    p = np.asarray(points, float)[:, None]
-    X, L = state.X, state.lengths()
-    c = np.divide(state.m, L, out=np.zeros_like(L), where=L > 0)
-    ka = np.exp(beta * np.cos(p - X[None, :]) + shift)
-    kb = np.exp(beta * np.cos(p - (X + L)[None, :]) + shift)
-    cells = ((ka - kb) @ c) / beta
-    atoms = -(np.sin(p - X[None, :]) * ka) @ state.A
-    return cells + atoms
-
-
-def velocity(state: LagrangianState, model: ModelParams, w: np.ndarray, points: np.ndarray,
-             compiled: bool = True,
-             perceptron_velocity: Callable[[np.ndarray], np.ndarray] | None = None) -> np.ndarray:
-    """Transport velocity ``s dU/dx`` of the whole measure at ``points`` (P,): attention plus the
-    perceptron's ``v'/2`` (paper eq. 2.7), ``s = +1`` ascent, ``-1`` descent.
-    ``perceptron_velocity(angles)``: the perceptron's part (default
-    :func:`solvers.model.perceptron.circle_velocity`; the compiled
-    :meth:`solvers.circle.dirac.CompiledCircleField.perceptron_velocity` does the same operations)."""
-    angles = np.mod(points, TWO_PI)
-    v = perceptron.circle_velocity(model.perceptron, angles) if perceptron_velocity is None \
-        else perceptron_velocity(angles)
-    return model.sign * (attention_gradient(state, w, points, compiled) + v)
 
 
 # -- between steps: atoms from meeting points, refinement of stretched cells -------------------
