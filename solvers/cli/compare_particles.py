@@ -70,8 +70,12 @@ def run_command(args: argparse.Namespace) -> int:
     try:
         sizes = parse_list(args.n, int, "--n")
         times = parse_list(args.times, float, "--times") if args.times else None
-        if args.output and not str(args.output).endswith(".nc"):
-            raise ValueError(f"--output: must end in .nc (got {args.output})")
+        if args.output is not None and not str(args.output).endswith(".nc"):
+            raise ValueError(f"--output: must end in .nc (got {args.output!r})")
+        if args.output:
+            from solvers.io.safe_paths import check_target
+
+            check_target(args.output, True, "--output")  # before the runs
         if not CFL_RANGE[0] <= args.cfl <= CFL_RANGE[1]:
             raise ValueError(f"--cfl: must be in [{CFL_RANGE[0]:g}, {CFL_RANGE[1]:g}] "
                              f"(got {args.cfl:g})")
@@ -97,6 +101,8 @@ def run_command(args: argparse.Namespace) -> int:
     print(format_table(ds))
     print(f"total {wallclock.perf_counter() - start:.1f} s")
     if args.output:
-        ds.to_netcdf(args.output)
+        from solvers.io.safe_paths import write_netcdf
+
+        write_netcdf(ds, args.output, option="--output")
         print(f"wrote {args.output}")
     return 0

@@ -39,6 +39,12 @@ def run_command(args: argparse.Namespace) -> int:
 
     if not Path(args.config).is_file():  # one-line error, as the other commands
         raise ConfigError("config", f"file not found: {args.config}")
+    from solvers.io.safe_paths import check_target, write_netcdf, write_via_private
+
+    prefix = Path(args.output or f"output/converge_{Path(args.config).stem}")
+    nc, png = prefix.with_name(prefix.name + ".nc"), prefix.with_name(prefix.name + ".png")
+    check_target(nc, True, "-o")  # nothing there, or files of ours: refused before the runs
+    check_target(png, True, "-o", kind="figure")
     with Counter(0, "runs", enabled=not getattr(args, "quiet", False)) as bar:
         def progress(done: int, total: int, label: str, seconds: float) -> None:
             log.info("converge: [%d/%d] %s done in %.1f s", done, total, label, seconds)
@@ -48,11 +54,10 @@ def run_command(args: argparse.Namespace) -> int:
                            args.t_end, args.set, progress=progress)
     tables = [lad.table() for lad in ladders]
     print("\n\n".join(format_table(lad, data) for lad, data in zip(ladders, tables)))
-    prefix = Path(args.output or f"output/converge_{Path(args.config).stem}")
-    prefix.parent.mkdir(parents=True, exist_ok=True)
-    nc, png = prefix.with_name(prefix.name + ".nc"), prefix.with_name(prefix.name + ".png")
-    to_dataset(ladders, tables).to_netcdf(nc)
+    write_netcdf(to_dataset(ladders, tables), nc, option="-o")
     with style_context(args.style) as spec:
-        plot_ladders(ladders, tables, style=args.style).savefig(png, dpi=spec["dpi"])
+        figure = plot_ladders(ladders, tables, style=args.style)
+        write_via_private(png, lambda tmp: figure.savefig(tmp, dpi=spec["dpi"]), option="-o",
+                          kind="figure")
     print(f"wrote {nc} and {png}")
     return 0

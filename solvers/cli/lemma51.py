@@ -96,6 +96,11 @@ def _output_path(args: argparse.Namespace, measure: Measure) -> Path:
         raise ValueError(f"--output: must end in .nc (got {out}); the PNG takes the same stem")
     if args.archive and out.resolve() == Path(args.archive).resolve():
         raise ValueError("--output: would overwrite the input archive; choose another path")
+    from solvers.io.safe_paths import check_target
+
+    check_target(out, True, "--output")  # nothing there, or a file of ours: before computing
+    if not args.no_plot:
+        check_target(out.with_suffix(".png"), True, "--output", kind="figure")
     return out
 
 
@@ -122,11 +127,16 @@ def run_command(args: argparse.Namespace) -> int:
         print(f"error: {err}", file=sys.stderr)
         return 2
     print(format_report(ds, args.table))
-    ds.to_netcdf(out)
+    from solvers.io.safe_paths import write_netcdf, write_via_private
+
+    write_netcdf(ds, out, option="--output")
     print(f"wrote {out}")
     if not args.no_plot:
         from solvers.plots.lemma51 import plot_lemma51
 
-        png = plot_lemma51(ds, out.with_suffix(".png"), style=getattr(args, "style", "paper"))
+        style = getattr(args, "style", "paper")
+        png = write_via_private(out.with_suffix(".png"),
+                                lambda tmp: plot_lemma51(ds, tmp, style=style),
+                                option="--output", kind="figure")
         print(f"wrote {png}")
     return 0

@@ -16,6 +16,7 @@ DEFAULT_MASS_TOL = 0.02  # solvers.studies.resolution.DEFAULT_MASS_TOL
 MAX_REFINEMENTS = 3  # solvers.studies.resolution.MAX_REFINEMENTS
 MAX_RESOLUTION = {"S1": 4096, "S2": 255}  # solvers.studies.resolution.MAX_RESOLUTION
 DEFAULT_PERTURBATION = 0.05  # solvers.studies.sweep.DEFAULT_PERTURBATION
+MAX_SWEEP_RUNS = 10_000  # solvers.studies.sweep.MAX_RUNS
 
 
 def add_style(parser: argparse.ArgumentParser) -> None:

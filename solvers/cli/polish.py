@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import Any
 
 from solvers.cli.options import MERGE_TOL
@@ -25,13 +26,35 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     return p
 
 
+def polish_to(run: str | Path, output: str | Path | None = None, merge_tol: float = MERGE_TOL,
+              tol: float = 1e-13) -> tuple[Any, Path]:
+    """:func:`solvers.studies.polish.polish_archive` through the safe writer: the target
+    (default ``RUN.polished.nc``) must be free or a file of ours
+    (:func:`solvers.io.safe_paths.check_target`, checked before Newton), the file is built in
+    a private folder beside it and renamed into place. Returns ``(result, target)``."""
+    from solvers.io.safe_paths import check_target, write_via_private
+    from solvers.studies.polish import polish_archive
+
+    run = Path(run)
+    if output is not None and not str(output):
+        raise ValueError("-o/--output: empty path; give a file name, e.g. -o RUN.polished.nc")
+    target = Path(output) if output is not None else run.with_name(run.stem + ".polished.nc")
+    if target.resolve() == run.resolve():
+        raise ValueError("-o: would overwrite the input archive; choose another path")
+    check_target(target, True, "-o")
+    found: list[Any] = []
+    write_via_private(target, lambda tmp: found.append(polish_archive(run, tmp, merge_tol, tol)[0]),
+                      option="-o")
+    return found[0], target
+
+
 def run_command(args: argparse.Namespace) -> int:
     """Polish, print the report, write the archive; 1 when Newton did not converge."""
     if not (args.merge_tol >= 0.0) or not (0.0 < args.tol < 1.0):
         raise ValueError("--merge-tol must be >= 0 and --tol in (0, 1)")
-    from solvers.studies.polish import format_report, polish_archive
+    from solvers.studies.polish import format_report
 
-    result, out = polish_archive(args.run, args.output, args.merge_tol, args.tol)
+    result, out = polish_to(args.run, args.output, args.merge_tol, args.tol)
     print(format_report(result))
     print(f"wrote {out}")
     return 0 if result.converged else 1

@@ -16,6 +16,7 @@ from solvers.cli.options import (
     DEFAULT_PERTURBATION,
     MAX_REFINEMENTS,
     MAX_RESOLUTION,
+    MAX_SWEEP_RUNS,
 )
 from solvers.cli.progress import Counter
 
@@ -27,10 +28,13 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     """Add ``meanfield sweep`` to the CLI's subparsers (sets ``func=run_command``)."""
     p = subparsers.add_parser("sweep", help="run a parameter sweep in parallel (dask)",
                               description="Run the cartesian product of --param values, one "
-                              "archive per run, and write DIR/summary.nc.")
+                              "archive per run, and write DIR/summary.nc. At most "
+                              f"{MAX_SWEEP_RUNS:,} runs in one sweep (the product is counted "
+                              "first; a larger one is refused with its count, exit 2).")
     p.add_argument("config", metavar="CONFIG.toml")
     p.add_argument("--param", action="append", default=[], metavar="SECTION.KEY=V1,V2,...",
-                   help="values to sweep (repeatable: the cartesian product); initial.seed=0..9 "
+                   help="values to sweep (repeatable: the cartesian product, at most "
+                        f"{MAX_SWEEP_RUNS:,} runs); a..b is an integer range; initial.seed=0..9 "
                         "perturbs a uniform start")
     p.add_argument("-o", "--output", metavar="DIR",
                    help="output folder (default output/sweeps/<config name>)")
@@ -106,6 +110,7 @@ def run_command(args: argparse.Namespace) -> int:
         EXIT_USAGE,
         ConfigError,
         SweepError,
+        check_run_count,
         parse_param,
         run_sweep,
     )
@@ -117,6 +122,7 @@ def run_command(args: argparse.Namespace) -> int:
             raise SweepError(f"--workers must be >= 1 (got {args.workers})")
         if not Path(args.config).is_file():
             raise SweepError(f"config not found: {args.config}")
+        check_run_count(args.param)  # counted before any value is expanded
         scheduler = check_scheduler(args.scheduler) if args.scheduler else None
         params = [parse_param(item) for item in args.param]
         try:

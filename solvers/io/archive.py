@@ -180,11 +180,11 @@ class ArchiveWriter:
     def __init__(self, path: str | os.PathLike, config: RunConfig, theta: np.ndarray,
                  cell_weight: np.ndarray, append: bool = False, overwrite: bool = False,
                  phi: np.ndarray | None = None) -> None:
+        overwrite = check_bool(overwrite)  # "no" is not False
         self.path = Path(path)
         self.grid = _make_grid(config, theta, cell_weight, phi)
         self.theta, self.phi = self.grid.theta, self.grid.phi
         self.cell_weight = self.grid.cell_weight
-        overwrite = check_bool(overwrite)
         if not append:
             _check_target(self.path)
         self._lock = ArchiveLock(self.path).acquire()

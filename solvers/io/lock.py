@@ -4,9 +4,11 @@ A writer of ``dir/run.nc`` holds an exclusive :func:`fcntl.flock` on the sidecar
 ``dir/.run.nc.lock`` for as long as it writes; a second writer of the same path (a second
 ``meanfield run -o``, a ``--resume``, an ``--overwrite``) is refused at once with
 :class:`ArchiveBusyError` naming the holder's process id. New archives are built under a
-temporary name in the same folder and renamed into place (:func:`temporary_sibling`,
-``os.replace``), so a reader never sees a truncated file and an old archive is replaced only
-by the rename.
+temporary name in the same folder and renamed into place
+(:func:`solvers.io.safe_paths.private_folder`, ``os.replace``), so a reader never sees a truncated file and an old archive is replaced only
+by the rename. Neither side file follows a link planted at its name: the lock file is opened
+with ``O_NOFOLLOW`` and must be a plain file with one link, and the temporary archive lives
+in a private folder of a random name (:mod:`solvers.io.safe_paths`).
 
 The lock file holds the writer's pid (for the message); it is removed on release. A locker
 checks after ``flock`` that the lock file it holds is still the one at the path (another
@@ -19,8 +21,9 @@ import errno
 import fcntl
 import logging
 import os
-import shutil
 from pathlib import Path
+
+from solvers.io.safe_paths import open_side_file, sync_folder  # noqa: F401  (re-exported)
 
 log = logging.getLogger(__name__)
 
@@ -35,42 +38,10 @@ def lock_path(path: str | os.PathLike) -> Path:
     return path.with_name(f".{path.name}.lock")
 
 
-def temporary_sibling(path: str | os.PathLike) -> Path:
-    """A temporary name in the archive's folder (same filesystem, so ``os.replace`` is atomic)."""
-    path = Path(path)
-    return path.with_name(f".{path.name}.{os.getpid()}.tmp")
-
-
-def sync_folder(folder: Path) -> None:
-    """fsync a folder so that a rename in it survives a crash (best effort)."""
+def _holder(fd: int) -> str:
+    """`` (pid N)`` of the lock's holder, read from the open lock file ``fd``."""
     try:
-        fd = os.open(folder, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
-def replace_folder(tmp: Path, path: Path) -> None:
-    """Move the folder ``tmp`` (a zarr store) to ``path``, replacing an old one there: the
-    old store is renamed aside first and removed after, so a reader opens the old or the new
-    store, never a mixture (between the two renames the path is briefly absent)."""
-    old = path.with_name(f".{path.name}.{os.getpid()}.old") if path.exists() else None
-    if old is not None:
-        os.replace(path, old)
-    os.replace(tmp, path)
-    sync_folder(path.parent)
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
-
-
-def _holder(lock: Path) -> str:
-    try:
-        pid = lock.read_text(encoding="ascii", errors="replace").strip()
+        pid = os.pread(fd, 32, 0).decode("ascii", errors="replace").strip()
     except OSError:
         pid = ""
     return f" (pid {pid})" if pid.isdigit() else ""
@@ -85,6 +56,8 @@ class ArchiveLock:
         When another process holds the lock.
     OSError
         When the lock file cannot be created (e.g. a read-only folder).
+    UnsafePathError
+        When a link, or anything but a plain file with one link, sits at the lock's name.
     """
 
     def __init__(self, path: str | os.PathLike) -> None:
@@ -94,14 +67,15 @@ class ArchiveLock:
 
     def acquire(self) -> ArchiveLock:
         for _ in range(20):
-            fd = os.open(self.lock, os.O_RDWR | os.O_CREAT, 0o644)
+            fd = open_side_file(self.lock, "archive's lock file")
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except OSError as err:
+                holder = _holder(fd)
                 os.close(fd)
                 if err.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
                     raise ArchiveBusyError(f"{self.path} is being written by another process"
-                                           f"{_holder(self.lock)}; wait for it to finish or "
+                                           f"{holder}; wait for it to finish or "
                                            "write elsewhere with -o") from None
                 raise
             if self._same_file(fd):
@@ -114,7 +88,7 @@ class ArchiveLock:
 
     def _same_file(self, fd: int) -> bool:
         try:
-            return os.path.samestat(os.fstat(fd), os.stat(self.lock))
+            return os.path.samestat(os.fstat(fd), os.lstat(self.lock))
         except FileNotFoundError:
             return False
 

@@ -38,7 +38,7 @@ from solvers.io.layout import (
     spectrum_prefix,
     track_specs,
 )
-from solvers.io.lock import replace_folder, temporary_sibling
+from solvers.io.safe_paths import private_folder, replace_folder
 from solvers.io.restart import restart_attributes, restart_state
 from solvers.model.params import RunConfig
 
@@ -86,21 +86,18 @@ class ZarrStore:
     @classmethod
     def create(cls, path: Path, config: RunConfig, grid: _Grid, spectral: bool,
                records: int) -> ZarrStore:
-        """Define a new store (``records`` per time chunk) under a temporary name and move
-        it into place."""
-        tmp = temporary_sibling(path)
-        shutil.rmtree(tmp, ignore_errors=True)
-        try:
+        """Define a new store (``records`` per time chunk) in a private folder beside ``path``
+        and move it into place (an old store there, checked by the caller, goes with the
+        folder)."""
+        with private_folder(path) as scratch:  # nothing at a guessable name is followed
+            tmp = scratch / path.name
             group = zarr.open_group(str(tmp), mode="w", zarr_format=3)
             group.attrs.update(_global_attributes(config))
             sizes = dimension_sizes(grid, spectral)
             for spec in axis_specs(grid, spectral) + record_specs(grid, spectral):
                 _create_array(group, spec, sizes, records)
             _consolidate(tmp)
-            replace_folder(tmp, path)
-        except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise
+            replace_folder(tmp, path, scratch)
         return cls(path, grid)
 
     @classmethod

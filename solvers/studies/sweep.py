@@ -7,7 +7,9 @@ combination in its own archive ``DIR/<name>.nc`` (``name`` from the values, e.g.
 existing scheduler (``--scheduler ADDRESS``; its workers must import ``solvers`` and see DIR).
 
 - Values: ``--param key=v1,v2,...`` (TOML values, bare words as strings; commas inside
-  ``[...]`` or quotes do not split; ``a..b`` is the integer range a, a+1, ..., b).
+  ``[...]`` or quotes do not split; ``a..b`` is the integer range a, a+1, ..., b). A sweep
+  runs at most :data:`MAX_RUNS` (10,000) combinations: the product is counted before any
+  value is expanded, and a larger one is refused with its count.
 - ``initial.seed=S`` (sweep only, not a config key): the uniform initial density becomes
   ``(1 - eps) / |S| + eps * (8 von Mises (S^2: von Mises-Fisher) bumps, kappa = 20, random
   centres and weights from numpy's ``default_rng(S)``)``, ``eps = --perturbation`` (default
@@ -58,8 +60,6 @@ from solvers.io.summary import (
     failure,
     finished_record,
     result_record,
-    write_dataset,
-    write_done,
 )
 from solvers.model.config import (
     ConfigError,
@@ -80,6 +80,9 @@ SEED_KEY = "initial.seed"
 DEFAULT_PERTURBATION = 0.05
 PERTURBATION_BUMPS, PERTURBATION_KAPPA = 8, 20.0
 EXIT_USAGE, EXIT_FAILED, EXIT_INTERRUPTED = 2, 1, 130
+MAX_RUNS = 10_000  # runs in one sweep (the product of the --param values): counted before any is built
+SEED_MAX = 2**63  # initial.seed values: below it (the summary stores them as int64)
+_RANGE = re.compile(r"(-?\d{1,4000})\.\.(-?\d{1,4000})")
 
 
 class SweepError(ValueError):
@@ -104,8 +107,8 @@ class SweepPoint:
     items: tuple[str, ...]
 
 
-def split_values(text: str) -> list[str]:
-    """Split at commas outside brackets and quotes; expand integer ranges ``a..b``."""
+def _parts(text: str) -> list[str]:
+    """Split at commas outside brackets and quotes (ranges ``a..b`` not expanded)."""
     parts, depth, quote, start = [], 0, "", 0
     for i, ch in enumerate(text + ","):
         if quote:
@@ -117,24 +120,72 @@ def split_values(text: str) -> list[str]:
         elif ch == "," and depth == 0:
             parts.append(text[start:i].strip())
             start = i + 1
+    return parts
+
+
+def _span(part: str) -> range | None:
+    """The integer range of ``a..b`` (a lazy :class:`range`), or None for a plain value."""
+    match = _RANGE.fullmatch(part)
+    return None if match is None else range(int(match[1]), int(match[2]) + 1)
+
+
+def count_values(text: str) -> int:
+    """How many values :func:`split_values` gives for ``text``, counted without expanding a
+    range (``0..1000000000000`` counts in no time)."""
+    return sum(len(span) if (span := _span(part)) is not None else 1 for part in _parts(text))
+
+
+def split_values(text: str, limit: int | None = MAX_RUNS) -> list[str]:
+    """Split at commas outside brackets and quotes; expand integer ranges ``a..b``.
+
+    SweepError when there are more than ``limit`` values (counted first, nothing expanded).
+    """
+    parts = _parts(text)
+    if limit is not None and (n := count_values(text)) > limit:
+        raise SweepError(f"{n:,} values in {text[:60]!r}, more than one sweep may run "
+                         f"({limit:,} runs); split it, or sweep fewer values")
     out: list[str] = []
     for part in parts:
-        span = re.fullmatch(r"(-?\d+)\.\.(-?\d+)", part)
-        out += [str(v) for v in range(int(span[1]), int(span[2]) + 1)] if span else [part]
+        span = _span(part)
+        out += [str(v) for v in span] if span is not None else [part]
     return out
+
+
+def count_runs(items: Sequence[str]) -> int:
+    """The number of runs of the ``--param`` items ``section.key=v1,v2,...``: the product of
+    their value counts, nothing expanded."""
+    total = 1
+    for item in items:
+        total *= count_values(item.partition("=")[2])
+    return total
+
+
+def check_run_count(items: Sequence[str]) -> int:
+    """:func:`count_runs`, or SweepError (with the count) above :data:`MAX_RUNS`."""
+    total = count_runs(items)
+    if total > MAX_RUNS:
+        sizes = " x ".join(f"{count_values(i.partition('=')[2]):,}" for i in items)
+        raise SweepError(f"--param: the sweep would have {total:,} runs ({sizes}); at most "
+                         f"{MAX_RUNS:,} runs in one sweep: split it, or sweep fewer values")
+    return total
 
 
 def parse_param(item: str) -> SweepParam:
     """Parse ``section.key=v1,v2,...`` (the ``--param`` syntax) into a :class:`SweepParam`."""
     key, sep, text = item.partition("=")
-    raw = tuple(split_values(text)) if sep else ()
+    try:
+        raw = tuple(split_values(text)) if sep else ()
+    except SweepError as err:
+        raise SweepError(f"--param {key.strip()}: {err}") from None
     if not raw or "" in raw:
         raise SweepError(f"--param {item!r}: expected section.key=v1,v2,... (no empty values)")
     values = tuple(parse_override(f"{key.strip()}={r}")[2] for r in raw)
     if len({json.dumps(v) for v in values}) != len(values):
         raise SweepError(f"--param {key.strip()}: repeated value in {text}")
-    if key.strip() == SEED_KEY and not all(isinstance(v, int) and v >= 0 for v in values):
-        raise SweepError(f"--param {SEED_KEY}: seeds must be integers >= 0 (got {text})")
+    if key.strip() == SEED_KEY and not all(isinstance(v, int) and 0 <= v < SEED_MAX
+                                           for v in values):
+        raise SweepError(f"--param {SEED_KEY}: seeds must be integers in [0, 2**63) "
+                         f"(got {text[:200]})")
     return SweepParam(key.strip(), raw, values)
 
 
@@ -153,7 +204,12 @@ def _safe(value: Any, raw: str) -> str:
 
 
 def sweep_points(params: Sequence[SweepParam]) -> list[SweepPoint]:
-    """The cartesian product of the parameters, with filesystem-safe unique names."""
+    """The cartesian product of the parameters, with filesystem-safe unique names
+    (SweepError above :data:`MAX_RUNS` runs, counted first)."""
+    total = int(np.prod([len(p.raw) for p in params], dtype=object)) if params else 1
+    if total > MAX_RUNS:
+        raise SweepError(f"the sweep would have {total:,} runs; at most {MAX_RUNS:,} in one "
+                         "sweep: split it, or sweep fewer values")
     dims = dim_names(params)
     grids = [range(len(p.raw)) for p in params]
     points = [SweepPoint("_".join(f"{d}-{_safe(p.values[i], p.raw[i])}"
@@ -267,6 +323,23 @@ def run_point(config: RunConfig, archive: str, name: str, digest: str) -> dict[s
     return record
 
 
+def write_done(archive: Path, record: dict[str, Any]) -> None:
+    """The finished run's sidecar ``NAME.done.json``, built in a private folder and renamed
+    into place (:func:`solvers.io.safe_paths.write_text`: no link followed)."""
+    from solvers.io.safe_paths import write_text
+
+    write_text(done_path(archive), json.dumps(record, indent=1))
+
+
+def write_summary(summary: Any, path: Path) -> None:
+    """``summary.nc`` through the safe writer (:func:`solvers.io.safe_paths.write_netcdf`):
+    a file there is replaced only when this project wrote it."""
+    from solvers.io.safe_paths import write_netcdf
+
+    encoding = {k: {"dtype": str} for k, v in summary.variables.items() if v.dtype == object}
+    write_netcdf(summary, path, option="the sweep", engine="netcdf4", encoding=encoding)
+
+
 def run_level(config: RunConfig, archive: str, name: str) -> dict[str, Any]:
     """One level of a resolution check: its finished sidecar record, else :func:`run_point`."""
     digest = config_digest(config)
@@ -307,7 +380,7 @@ def run_sweep(config: str | Path, params: Sequence[SweepParam], outdir: str | Pa
     finally:
         summary = build_summary(params, dim_names(params), points, records,
                                 base_text=Path(config).read_text(encoding="utf-8"))
-        write_dataset(summary, outdir / "summary.nc")
+        write_summary(summary, outdir / "summary.nc")
     return summary
 
 
