@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -45,10 +46,13 @@ def run_command(args: argparse.Namespace) -> int:
         sys.stdout.write(source.read_text(encoding="utf-8"))
         return 0
     out = Path(args.output or source.name)
-    if out.exists() and not args.overwrite:
+    if os.path.lexists(out) and not args.overwrite:
         print(f"error: {out} exists: pass --overwrite or choose another -o FILE", file=sys.stderr)
         return 2
-    out.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(source, out)
+    from solvers.io.safe_paths import write_via_private
+
+    # a plain file only (never through a link, never a device): built beside it, renamed
+    write_via_private(out, lambda tmp: shutil.copyfile(source, tmp), option="--overwrite",
+                      kind="text")
     print(f"wrote {out}; run it with: meanfield run {out}")
     return 0

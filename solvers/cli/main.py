@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from importlib import import_module
 from typing import Any
 
-from solvers.cli.guard import OneLineParser, run_guarded
+from solvers.cli.guard import EXIT_USAGE, OneLineParser, run_guarded
 from solvers.cli.logs import NORMAL, QUIET, VERBOSE, configure, one_line_warnings
 from solvers.cli.options import add_style
 COMPANIONS = ("lemma51", "converge", "compare_particles", "sweep", "sweep_figures", "example",
@@ -122,6 +122,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     args.quiet, args.debug = args.verbosity == QUIET, args.verbosity == VERBOSE
     configure(args.verbosity)
+    output = getattr(args, "output", None)
+    if isinstance(output, str) and not output.strip():  # not the default path: an error
+        print(f"error: -o/--output: empty path {output!r}; give a file name, or leave -o out "
+              "for the default", file=sys.stderr)
+        return EXIT_USAGE
     with one_line_warnings():
         return run_guarded(args.func, args, debug=args.debug)
 

@@ -223,3 +223,32 @@ def test_sweep_cap_is_documented_and_consistent(capsys) -> None:
     with pytest.raises(sweep.SweepError, match="10,100 runs"):
         sweep.sweep_points(many)
     assert len(sweep.sweep_points([sweep.parse_param("initial.seed=0..9999")])) == 10_000
+
+
+def test_example_never_writes_through_a_link(tmp_path, capsys, victim) -> None:
+    link, dangling = tmp_path / "link.toml", tmp_path / "dangling.toml"
+    link.symlink_to(victim)
+    dangling.symlink_to(tmp_path / "elsewhere.toml")
+    refused(*cli(capsys, "example", "demo", "-o", str(link), "--overwrite")[::2], "symbolic link")
+    refused(*cli(capsys, "example", "demo", "-o", str(dangling))[::2], "exists")
+    assert victim.read_bytes() == VICTIM and not (tmp_path / "elsewhere.toml").exists()
+    rc, _, err = cli(capsys, "example", "demo", "-o", str(tmp_path / "demo.toml"))
+    assert rc == 0, err
+    rc, _, err = cli(capsys, "example", "demo", "-o", str(tmp_path / "demo.toml"), "--overwrite")
+    assert rc == 0, err
+
+
+# ------------------------------------------------------------------ item 7: -o ""
+
+
+@pytest.mark.parametrize("argv", [["run", "CONFIG"], ["sweep", "CONFIG", "--param",
+                                  "model.beta=1"], ["lemma51"], ["polish", "run.nc"],
+                                  ["converge", "CONFIG"], ["compare-particles", "CONFIG"],
+                                  ["example", "demo"], ["plot", "run.nc"]])
+def test_empty_output_is_an_error_naming_the_option(tmp_path, capsys, monkeypatch, config,
+                                                    argv) -> None:
+    monkeypatch.chdir(tmp_path)  # the default paths would land here
+    argv = [config if a == "CONFIG" else a for a in argv]
+    before = sorted(p.name for p in tmp_path.iterdir())
+    refused(*cli(capsys, *argv, "-o", "")[::2], "-o", "empty path")
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
