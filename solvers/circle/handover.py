@@ -32,6 +32,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from solvers.circle import cell_energy
 from solvers.circle import lagrangian as lg
 from solvers.circle.discretization import CircleDiscretization
 from solvers.circle.lagrangian_discretization import LagrangianCircleDiscretization
@@ -72,6 +73,7 @@ class SpectralToCells:
         self._top = (self._k > 2 * dealias_cutoff(n) / 3) & (self._k <= dealias_cutoff(n))
         self._sinc = np.sinc(np.arange(n // 2 + 1) / n)
         self.history: list[tuple[float, str, str]] = []
+        self._w = lg.gradient_weights(config.model)
         self.t = 0.0  # the time of the last accepted step (set by the solver through after_step)
 
     # -- phases -----------------------------------------------------------------------------
@@ -164,8 +166,18 @@ class SpectralToCells:
         return self.diagnostics_batch([state], atoms)[0]
 
     def diagnostics_batch(self, states: Sequence[np.ndarray], atoms: AtomParams) -> list[Diagnostics]:
-        """Both phases through the grid Dirac state's diagnostics (one energy, one atom detector)."""
-        return self.cells.eulerian.diagnostics_batch([self.dirac_state(s) for s in states], atoms)
+        """Both phases through the grid Dirac state's diagnostics (one atom detector), with the
+        energy of the cells' measure itself (:mod:`solvers.circle.cell_energy`; in the spectral
+        phase, of the cells it would hand over to): monotone along the flow, where the energy of
+        the grid projection was not."""
+        diags = self.cells.eulerian.diagnostics_batch([self.dirac_state(s) for s in states], atoms)
+        return [replace(d, energy=cell_energy.energy(self._cells_of(s), self.config.model, self._w))
+                for d, s in zip(diags, states)]
+
+    def _cells_of(self, state: np.ndarray) -> lg.LagrangianState:
+        if self.phase(state) == CELLS:
+            return lg.LagrangianState.unpack(state[:-1])
+        return lg.from_grid(self.averages(state[:-1]), np.zeros(0), np.zeros(0), np.zeros(0, int))
 
     def method_at(self, t: float) -> str:
         """The method that ran at time ``t`` (from :attr:`history`)."""
