@@ -163,6 +163,15 @@ class LagrangianCircleDiscretization:
         du = np.abs(lg.following(u) - u) / L
         return float(np.max(du[full]))
 
+    def error_scale(self, state: np.ndarray) -> tuple[np.ndarray, float]:
+        """What an embedded pair's error test counts of ``[X, m, A, ids]``: the points that carry
+        mass (atoms, and the ends of cells above the mass floor; nothing but ``X`` changes in a
+        step, and an empty cell's ends move no mass), against the unit 1 rad (the tolerance
+        ``atol + rtol`` rad wherever a point is on the circle)."""
+        n = state.size // 4
+        full = state[n:2 * n] > self.mass_floor  # cell k spans [X_k, X_k+1]
+        return np.nonzero(full | np.roll(full, 1) | (state[2 * n:3 * n] > 0))[0], 1.0
+
     def accept(self, state: np.ndarray) -> bool:
         """A step is accepted when its points are still in order (no cell turned inside out)."""
         return bool(np.all(lg.LagrangianState.unpack(state).lengths() > 0))

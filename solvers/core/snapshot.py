@@ -118,6 +118,12 @@ class Snapshot:
         The step state a resume continues from, when ``rho`` is not one: a snapshot
         interpolated between two steps (``output.snapshot_mode = "interpolate"``) carries the
         state at the start of the step that crossed ``t``. None: ``rho`` is a step state.
+    n_rejected : int
+        Steps the solver refused and retried shorter so far (the error test of an embedded
+        pair, the CFL condition, Lagrangian points out of order), counted from the solver's start.
+    time_error : float
+        Sum over the accepted steps so far of the local time error estimate ``max_i |err_i|``
+        of an embedded pair (the state's units; 0 with other integrators).
     """
 
     t: float
@@ -127,6 +133,8 @@ class Snapshot:
     diagnostics: Diagnostics
     stationarity: Stationarity | None = None
     restart: Restart | None = None
+    n_rejected: int = 0
+    time_error: float = 0.0
 
 
 @dataclass(frozen=True)

@@ -136,6 +136,12 @@ class LagrangianSphereDiscretization:
         v = lg.velocity(x, p.mass, self.config.model, self.log_c)
         return np.concatenate([v.ravel(), np.zeros(2 * p.count)]), 0.0
 
+    def error_scale(self, state: np.ndarray) -> tuple[slice, float]:
+        """What an embedded pair's error test counts of ``[x (n, 3), w, ids]``: the positions
+        (nothing else changes in a step), against the unit 1 (unit vectors: the tolerance
+        ``atol + rtol`` in every coordinate)."""
+        return slice(0, 3 * (state.size // 5)), 1.0
+
     def after_step(self, state: np.ndarray, step: int) -> np.ndarray:
         """Positions back to unit length; particles closer than ``MERGE`` widths merge."""
         p = self.particles(state)

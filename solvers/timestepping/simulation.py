@@ -48,7 +48,7 @@ from solvers.core.discretization import Discretization, bound_mass
 from solvers.core.snapshot import Diagnostics, Restart, Snapshot
 from solvers.model.config import DT_MIN_FRACTION, check_run
 from solvers.model.params import RunConfig
-from solvers.timestepping.integrators import get_integrator, rk_step
+from solvers.timestepping.integrators import EmbeddedPair, embedded_step, get_integrator, rk_step
 from solvers.timestepping.snapshot_queue import (
     BATCH_SNAPSHOTS,
     Delivery,
@@ -61,6 +61,10 @@ from solvers.timestepping.stop_rule import StopRule, _is_stationary, _link_radiu
 
 BLOWUP_FACTOR = 10.0  # a density above 10 * mass / (smallest cell) cannot be a probability's
 SNAP_FRACTION = 1e-6  # a step within this fraction of dt of an output time lands on it
+# the step-size controller of the embedded pairs (Hairer, Norsett & Wanner, Solving ODEs I,
+# 2nd ed., II.4, eq. 4.13): dt_new = dt min(GROW, max(SHRINK, SAFETY err^(-1/(p_hat + 1)))),
+# no growth right after a rejection
+SAFETY, SHRINK, GROW = 0.9, 0.2, 5.0
 # fv densities below this fraction of the largest are set to 0 after each step: vacuum cells
 # decay towards subnormal numbers, whose arithmetic is 2-3x slower on x86 (measured: the S^1
 # grid step at N = 640, beta = 25, 140 -> 350 us once 250 cells are subnormal); the mass
@@ -121,6 +125,8 @@ class RunResult:
     wall_time: float
     # (t, method, reason) of each method that ran (the default method's hand-over)
     method_history: tuple = ()
+    n_rejected: int = 0  # steps refused and retried shorter (error test, CFL, points out of order)
+    time_error: float = 0.0  # sum of the accepted steps' local error estimates (embedded pairs)
 
     def __repr__(self) -> str:
         d = self.final.diagnostics
@@ -141,6 +147,23 @@ class Solver:
       ``C min(cfl / max(|u|/width), rate_factor / L)``, C the integrator's SSP coefficient,
       docs/math.md §6), never steps past ``t_stop``,
       calls ``_step_impl(dt)``, and on rejection halves ``dt`` and retries.
+    - Error control (``time.integrator`` an embedded pair, :class:`EmbeddedPair`, and ``time.dt``
+      not fixed): the step is the controller's, at most the CFL bound ``C cfl / max_rate`` (the
+      rate bound ``rate_factor / L`` is dropped: the controller keeps the step stable, an
+      unstable one fails its error test); a step whose error ratio
+      ``max_i |err_i| / (atol + rtol max(|y_i|, |y_new_i|))`` exceeds 1 (or is not finite) is
+      rejected and retried at ``dt max(0.2, 0.9 err^(-1/(p_hat+1)))``; an accepted one proposes
+      ``dt min(5, max(0.2, 0.9 err^(-1/(p_hat+1))))`` (no growth right after a rejection;
+      Hairer, Norsett & Wanner I, II.4). A discretisation may name the components that count
+      and their unit, ``error_scale(state) -> (index, unit)``, which then replaces
+      ``max(|y_i|, |y_new_i|)``: a Lagrangian state's positions, against 1 rad. No stage is
+      reused across steps (``after_step`` may change the state).
+    - Bookkeeping: ``n_accepted`` (steps accepted by this solver), ``n_rejected`` (steps refused,
+      for any reason), ``time_error`` (with a pair: the sum over accepted steps of the estimate's
+      max-norm ``max_i |err_i|`` over the counted components, in the state's units: to first
+      order a bound of the global time error while the flow does not amplify errors),
+      ``error_ratio`` (the last accepted step's). Every snapshot carries ``n_rejected`` and
+      ``time_error``.
     - ``_step_impl(dt) -> (rho_new, ok)`` does the numerics only and must not change state.
     - Mass is conserved to round-off by every scheme; ``fv`` keeps ``rho >= 0``.
     - A discretisation with ``accept(state)`` may refuse a step (the Lagrangian cells: points out
@@ -151,9 +174,14 @@ class Solver:
 
     def __init__(self, config: RunConfig, rho0: np.ndarray, t0: float = 0.0, step0: int = 0,
                  dt0: float | None = None, atoms0: object | None = None,
-                 fresh: bool | None = None) -> None:
+                 fresh: bool | None = None, rejected0: int = 0, time_error0: float = 0.0) -> None:
         tp = config.time
         self.config = config
+        # bookkeeping (a resume may pass the archived counts on: rejected0, time_error0)
+        self.n_accepted, self.n_rejected = 0, int(rejected0)
+        self.rejections = {"error": 0, "refused": 0}  # by this solver: error test; CFL or accept()
+        self.time_error, self.error_ratio = float(time_error0), 0.0
+        self._dt_next: float | None = None  # the controller's next step (None: not yet chosen)
         # time.lagrangian_until: Lagrangian cells until then, the fv Dirac state after (_hand_over)
         until = tp.lagrangian_until
         self.handover = until if until is not None and float(t0) < until else None
@@ -196,6 +224,9 @@ class Solver:
         """The integrator's SSP coefficient, the rate bound and the current rate of ``self.disc``."""
         # an SSP table's stages are Euler steps of dt / C: the Euler bounds scale by C
         self.ssp = self.table.ssp_coefficient
+        self.pair = self.table if isinstance(self.table, EmbeddedPair) else None
+        self.controlled = self.pair is not None and self.config.time.dt is None
+        self._dt_next = None  # (a hand-over: a new state, a new first step)
         bound = max(self.disc.lipschitz_bound(abs(mass)), 1e-300)
         self.rate_dt = self.ssp * self.config.time.rate_factor / bound
         self._rate = self.rhs(self.rho)[1]
@@ -223,7 +254,64 @@ class Solver:
             return dt
         if self.config.time.dt is not None:
             return float(self.config.time.dt)
-        return min(self.ssp * self.config.time.cfl / max(self._rate, 1e-300), self.rate_dt)
+        cfl = self.ssp * self.config.time.cfl / max(self._rate, 1e-300)
+        if self.controlled:
+            if self._dt_next is None:
+                self._dt_next = self._initial_step()
+            return min(self._dt_next, cfl)
+        return min(cfl, self.rate_dt)
+
+    def _initial_step(self) -> float:
+        """The first step of an error-controlled run: Hairer, Norsett & Wanner I, II.4
+        ("Starting step size"), in the max-norm scaled by the tolerances: ``h0 = 0.01 |y| / |f|``,
+        then ``h1 = (0.01 / max(|f|, |f(y + h0 f) - f| / h0))^(1/(p_hat + 1))``, the step
+        ``min(100 h0, h1, t_end)``; two right-hand sides."""
+        tp, y0 = self.config.time, self.rho
+        f0 = self.rhs(y0)[0]
+        mask, unit = self._error_scale(y0)
+        y, f = y0.reshape(-1)[mask], f0.reshape(-1)[mask]
+        scale = tp.atol + tp.rtol * (np.abs(y) if unit is None else unit)
+        d0 = float(np.max(np.abs(y) / scale, initial=0.0))
+        d1 = float(np.max(np.abs(f) / scale, initial=0.0))
+        h0 = min(0.01 * d0 / d1 if d0 >= 1e-5 and d1 >= 1e-5 else 1e-6 * tp.t_end, tp.t_end)
+        f1 = self.rhs(y0 + h0 * f0)[0].reshape(-1)[mask]
+        d2 = float(np.max(np.abs(f1 - f) / scale, initial=0.0)) / h0
+        top = max(d1, d2)
+        h1 = (0.01 / top) ** (1.0 / (self.pair.order_hat + 1)) if top > 1e-15 else max(1e-6, 1e-3 * h0)
+        h = min(100.0 * h0, h1, tp.t_end)
+        return h if math.isfinite(h) and h > 0.0 else 1e-6 * tp.t_end
+
+    def _error_scale(self, state: np.ndarray) -> tuple[slice | np.ndarray, float | np.ndarray | None]:
+        """The components of the flattened state that the error test counts and their unit:
+        the discretisation's ``error_scale(state)``, else all of them, each against its size
+        (unit None)."""
+        scale = getattr(self.disc, "error_scale", None)
+        return (slice(None), None) if scale is None else scale(state)
+
+    def _error_norm(self, old: np.ndarray, new: np.ndarray, err: np.ndarray) -> tuple[float, float]:
+        """``(max_i |err_i| / (atol + rtol max(|old_i|, |new_i|)), max_i |err_i|)`` over the
+        counted components (the discretisation's unit in place of the max, where it gives
+        one; ``(inf, inf)`` when not finite)."""
+        tp = self.config.time
+        mask, unit = self._error_scale(old)
+        e = np.abs(err.reshape(-1)[mask])
+        if not e.size:
+            return 0.0, 0.0
+        size = unit if unit is not None else \
+            np.maximum(np.abs(old.reshape(-1)[mask]), np.abs(new.reshape(-1)[mask]))
+        ratio = float(np.max(e / (tp.atol + tp.rtol * size)))
+        size = float(np.max(e))
+        if not (math.isfinite(ratio) and math.isfinite(size)):
+            return math.inf, math.inf
+        return ratio, size
+
+    def _factor(self, ratio: float) -> float:
+        """The controller's step factor ``min(5, max(0.2, 0.9 ratio^(-1/(p_hat + 1))))``."""
+        if ratio <= 0.0:
+            return GROW
+        if not math.isfinite(ratio):
+            return SHRINK
+        return min(GROW, max(SHRINK, SAFETY * ratio ** (-1.0 / (self.pair.order_hat + 1))))
 
     def step(self, t_stop: float) -> float:
         """Advance one accepted step, not past ``t_stop``; return the step taken.
@@ -235,13 +323,25 @@ class Solver:
         dt = self._propose()
         if self.handover is not None:  # land on the hand-over time
             t_stop = min(t_stop, self.handover)
+        rejected = False
         for _ in range(60):
             remaining = t_stop - self.t
             h = remaining if remaining <= dt * (1 + SNAP_FRACTION) else dt
             if h < self.dt_min and h < remaining:
                 self._underflow(h)
+            self._refused = "step"
             rho_new, ok = self._step_impl(h)
             if ok:
+                if self.pair is not None:
+                    ratio, size = self._error
+                    self.time_error += size
+                    self.error_ratio = ratio
+                    if self.controlled:
+                        # no growth right after a rejection (HNW II.4); a step shortened to land
+                        # on t_stop keeps at least the step proposed before it
+                        grow = min(1.0, self._factor(ratio)) if rejected else self._factor(ratio)
+                        self._dt_next = max(h * grow, dt) if h < dt and grow >= 1.0 else h * grow
+                self.n_accepted += 1
                 if self.measure:
                     if getattr(self.disc, "tracks_time", False):  # the hand-over's record
                         self.disc.t = t_stop if h == remaining else self.t + h
@@ -252,16 +352,25 @@ class Solver:
                     self._hand_over()
                 self.dt = self._propose(peek=True)  # archived: a resume continues with it
                 return h
-            dt = 0.5 * h
+            self.n_rejected += 1
+            self.rejections["error" if self._refused == "error" else "refused"] += 1
+            rejected = True
+            if self._refused == "error":  # the controller's shorter step
+                dt = h * min(1.0, self._factor(self._error[0]))
+            else:  # points out of order, CFL: half the step
+                dt = 0.5 * h
         self._underflow(dt)
 
     def _underflow(self, h: float) -> NoReturn:
         fixed = self.config.time.dt is not None
+        why = ("the tolerances time.rtol, time.atol cannot be met (below round-off, or the solution "
+               "is not smooth in time here) or the CFL condition" if self.controlled
+               else "the CFL or rate condition cannot be met")
         raise StepUnderflowError(
             f"step size underflow at t={self.t:.6g}: dt = {h:.3g} < {DT_MIN_FRACTION:g} * "
             f"t_end; " + ("time.dt is too small" if fixed and h == self.config.time.dt else
-                          "the CFL or rate condition cannot be met (is domain.resolution too "
-                          "coarse for model.beta, or initial.mass too large?)"))
+                          f"{why} (is domain.resolution too coarse for model.beta, or "
+                          "initial.mass too large?)"))
 
     def check_state(self, snap: Snapshot) -> None:
         """Raise :class:`BlowUpError` unless the snapshot is finite and bounded."""
@@ -278,7 +387,17 @@ class Solver:
                               f"{self.density_cap:.3g}); the step is unstable: lower {knob}")
 
     def _step_impl(self, dt: float) -> tuple[np.ndarray, bool]:
-        rho_new, rate = rk_step(self.table, self.rhs, self.rho, dt, self.backend)
+        """One step of size ``dt`` from the current state: ``(new state, accepted)``. With an
+        embedded pair it also leaves ``self._error = (ratio, max |err|)``; a step refused by the
+        error test sets ``self._refused = "error"`` (the controller picks the retry)."""
+        if self.pair is not None:
+            rho_new, err, rate = embedded_step(self.pair, self.rhs, self.rho, dt, self.backend)
+            self._error = self._error_norm(self.rho, rho_new, err)
+            if self.controlled and not self._error[0] <= 1.0:  # (too large, or not finite)
+                self._refused = "error"
+                return rho_new, False
+        else:
+            rho_new, rate = rk_step(self.table, self.rhs, self.rho, dt, self.backend)
         accept = getattr(self.disc, "accept", None)  # the Lagrangian scheme: points in order
         if accept is not None and not accept(rho_new):
             return rho_new, False
@@ -346,7 +465,8 @@ class Solver:
         """Diagnostics of the current state, or of ``at = (t, rho)`` (an interpolated state
         whose step state is ``restart``); warns once if the density goes negative."""
         t, state = (self.t, self.rho) if at is None else at
-        return self._snapshot(Pending(t, self.n_steps, self.dt, state, restart),
+        return self._snapshot(Pending(t, self.n_steps, self.dt, state, restart, self.n_rejected,
+                                      self.time_error),
                               self.disc.diagnostics(state, self.config.atoms))
 
     def snapshots(self, pending: Sequence[Pending]) -> list[Snapshot]:
@@ -370,7 +490,8 @@ class Solver:
         rho = self.disc.density(p.state) if self.measure else p.state
         if self.measure or rho is self.rho:  # the live state: the snapshot keeps a copy
             rho = rho.copy()
-        return Snapshot(p.t, p.step, p.dt, rho, diag, restart=p.restart)
+        return Snapshot(p.t, p.step, p.dt, rho, diag, restart=p.restart, n_rejected=p.n_rejected,
+                        time_error=p.time_error)
 
     def restart_state(self) -> Restart:
         """The current step state, for a resume that must take the same steps (a measure-valued
@@ -471,10 +592,11 @@ def simulate(config: RunConfig, rho0: np.ndarray, *, t0: float = 0.0, step0: int
         while not done and solver.t >= target:
             if free:
                 queue.add(Pending(target, solver.n_steps, solver.dt, solver.between(before, target),
-                                  before if target < solver.t else None), solver.n_steps)
+                                  before if target < solver.t else None, solver.n_rejected,
+                                  solver.time_error), solver.n_steps)
             else:
-                queue.add(Pending(solver.t, solver.n_steps, solver.dt, solver.rho, None),
-                          solver.n_steps)
+                queue.add(Pending(solver.t, solver.n_steps, solver.dt, solver.rho, None,
+                                  solver.n_rejected, solver.time_error), solver.n_steps)
             done = target >= t_end
             target = following(target)
             if (done or queue.due(solver.n_steps)) and make_queued():
@@ -488,4 +610,5 @@ def simulate(config: RunConfig, rho0: np.ndarray, *, t0: float = 0.0, step0: int
         snap = deliver([solver.snapshot()])[0]
     steps = snap.step if reason == "stationary" else solver.n_steps
     return RunResult(snap, reason, steps, wallclock.perf_counter() - start,
-                     method_history=tuple(getattr(solver.disc, "history", ())))
+                     method_history=tuple(getattr(solver.disc, "history", ())),
+                     n_rejected=solver.n_rejected, time_error=solver.time_error)

@@ -34,14 +34,17 @@ BATCH_BYTES = 64 * 2**20  # states kept at most (S^2 lmax 511: 16 states of 4 Mi
 
 class Pending(NamedTuple):
     """A snapshot to make: time, step count and proposed step at that time, the state
-    (grid or flat measure state, not copied: step states are never written to again) and
-    the step state behind it when the state is interpolated."""
+    (grid or flat measure state, not copied: step states are never written to again), the
+    step state behind it when the state is interpolated, and the solver's bookkeeping then
+    (steps rejected, the time error estimate: :class:`~solvers.core.snapshot.Snapshot`)."""
 
     t: float
     step: int
     dt: float
     state: np.ndarray
     restart: Restart | None
+    n_rejected: int = 0
+    time_error: float = 0.0
 
 
 class SnapshotQueue:
@@ -109,7 +112,8 @@ class Delivery:
             for snap in snapshots:
                 self.check(snap)
                 snap = Snapshot(snap.t, snap.step, snap.dt, snap.rho, snap.diagnostics,
-                                self.rule(snap), snap.restart)  # (cheaper than replace())
+                                self.rule(snap), snap.restart, snap.n_rejected,
+                                snap.time_error)  # (cheaper than replace())
                 ready.append(snap)
                 if self.stop_when_stationary and snap.stationarity.held:
                     stationary = True
