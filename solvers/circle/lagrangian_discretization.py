@@ -64,7 +64,7 @@ def eulerian_config(config: RunConfig) -> RunConfig:
     """The same run on the grid (``time.scheme = "fv"``): the Dirac state that a Lagrangian run's
     archive holds (grid cell averages plus Dirac atoms), for its diagnostics and for the
     commands that read an archive (``meanfield polish``)."""
-    if config.time.scheme != "lagrangian":
+    if config.time.scheme not in ("lagrangian", "auto"):  # auto: the cells of the default method
         return config
     return replace(config, time=replace(config.time, scheme="fv"))
 

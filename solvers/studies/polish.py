@@ -192,7 +192,7 @@ def _with_dirac(ds: Any, r: Polished, config: RunConfig) -> Any:
     from solvers.io.cf import describe
 
     n, d = r.x.shape
-    out = ds.copy()
+    out = _polished_atoms(ds, r)
     out["dirac_mass"] = ("dirac", r.m, {"units": "1", "long_name": "mass of the polished Dirac atom"})
     if d == 2:
         out["dirac_position"] = ("dirac", np.mod(np.arctan2(r.x[:, 1], r.x[:, 0]), 2 * np.pi),
@@ -218,6 +218,31 @@ def _with_dirac(ds: Any, r: Polished, config: RunConfig) -> Any:
         polish_energy_after=r.energy_after, polish_stable=int(r.stable),
         polish_direction=config.model.direction)
     return describe(out, str(ds.attrs.get("title", "meanfield-spectral run")) + " (polished)")
+
+
+def _polished_atoms(ds: Any, r: Polished) -> Any:
+    """The record ``ds`` whose atom table (``atom_mass``, positions, ``n_atoms``,
+    ``max_atom_mass``) is the polished atoms', so that every reader (``meanfield info``,
+    ``plot``) shows them; the other per-atom variables of the run's detector are dropped."""
+    n, d = r.x.shape
+    keep = {v: dict(ds[v].attrs) for v in ("atom_mass", "atom_position", "atom_colatitude",
+                                           "atom_longitude") if v in ds}
+    out = ds.drop_vars([v for v in ds.variables if "atom" in ds[v].dims])
+    out = out.drop_dims([dim for dim in ("atom",) if dim in out.dims])
+    note = " (polished)"
+    out["atom_mass"] = (("time", "atom"), r.m[None, :], {**keep.get("atom_mass", {}), "note": note.strip()})
+    if d == 2:
+        angle = np.mod(np.arctan2(r.x[:, 1], r.x[:, 0]), 2 * np.pi)
+        out["atom_position"] = (("time", "atom"), angle[None, :], keep.get("atom_position", {}))
+    else:
+        colat = np.arccos(np.clip(r.x[:, 2], -1.0, 1.0))
+        lon = np.mod(np.arctan2(r.x[:, 1], r.x[:, 0]), 2 * np.pi)
+        out["atom_colatitude"] = (("time", "atom"), colat[None, :], keep.get("atom_colatitude", {}))
+        out["atom_longitude"] = (("time", "atom"), lon[None, :], keep.get("atom_longitude", {}))
+    for name, value in (("n_atoms", n), ("max_atom_mass", float(r.m.max()))):
+        if name in out:
+            out[name] = out[name].copy(data=np.array([value], dtype=out[name].dtype))
+    return out
 
 
 def format_report(r: Polished) -> str:
