@@ -18,12 +18,15 @@ mass. A Dirac atom has no self-interaction, so no face next to it is held back b
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from solvers.core.discretization import bound_mass
 from solvers.core.measure import DiracAtoms, MeasureLayout, MeasureStateAccess, starting_atoms
 from solvers.core.point_atoms import AtomSystem
 from solvers.core.snapshot import Diagnostics
+from solvers.model import perceptron
 from solvers.model.params import AtomParams, RunConfig
 from solvers.sphere.atoms import SphereAtoms, detect_atoms
 from solvers.sphere.dirac import (
@@ -46,7 +49,8 @@ FOUR_PI = 4.0 * np.pi
 
 
 class DiracSphereDiscretization(MeasureStateAccess, SphereDiscretization):
-    """Grid density plus Dirac atoms on S^2 (fv scheme, unnormalized attention)."""
+    """Grid density plus Dirac atoms on S^2 (fv scheme, unnormalized attention; the diagnostics
+    also for softmax, the snapshots of :class:`~solvers.sphere.lagrangian_discretization.LagrangianSphereDiscretization`)."""
 
     representation = "dirac"
 
@@ -140,7 +144,9 @@ def measure_energy(disc: DiracSphereDiscretization, rho: np.ndarray, dirac: Dira
     e = p.energy(rho, fields)
     if dirac.count:
         e += float(dirac.mass @ disc.field.density_potential_at(rho, x)) / p.model.beta
-        e += AtomSystem(p.model, dirac.mass).energy(x)
+        # the same formula for softmax (paper eq. 2.9); AtomSystem refuses softmax models
+        model = p.model if p.model.attention == "unnormalized" else replace(p.model, attention="unnormalized")
+        e += AtomSystem(model, dirac.mass).energy(x)
     return e
 
 
@@ -172,28 +178,85 @@ def measure_atoms(disc: DiracSphereDiscretization, rho: np.ndarray, dirac: Dirac
     return SphereAtoms(mass[order], pos[order], core[order], max(diffuse, 0.0), labels)
 
 
+def measure_fields(disc: DiracSphereDiscretization, rho: np.ndarray, x: np.ndarray, m: np.ndarray,
+                   fields: dict) -> dict[str, tuple | np.ndarray]:
+    """The velocities of the measure for its snapshot diagnostics: ``u`` (the signed face
+    velocities ``(u_theta, u_phi)``), ``grad`` and ``vel`` (``grad U`` and the unsigned velocity
+    ``V`` at the cell centres, (theta, phi) components each (nlat, nphi)), ``g_atoms`` and
+    ``v_atoms`` (the same at the atoms, (n, 3), each atom's own mass exerting no force) and
+    ``potential`` (nlat, nphi), whose gradient is the flow ``s V`` (the basins).
+
+    Unnormalized attention: ``V = grad U``, potential ``s U``. Softmax (paper eq. 2.9): ``V =
+    grad f / (beta f) + grad v / 2`` with ``f = K*mu`` of the whole measure (an atom's own mass in
+    its ``f``), potential ``s (log f / beta + v / 2)``. ``fields``: ``problem.centre_fields(rho)``.
+    """
+    p, f = disc.problem, disc.field
+    a_t, a_p = f.centre_attention(x, m)
+    grad = (fields["grad_theta"] + a_t, fields["grad_phi"] + a_p)
+    g_atoms = f.atom_gradient(rho, x, m)
+    if p.model.attention != "softmax":
+        u = f.face_velocities(p.kernel_coefficients(rho), x, m)
+        return {"u": u, "grad": grad, "vel": grad, "g_atoms": g_atoms, "v_atoms": g_atoms,
+                "potential": f.flow_potential(rho, x, m, fields["f"])}
+    c, beta = p._c, p.model.beta
+    f_c = fields["f"] + f.atom_potential(f.centres, x, m).reshape(p.grid.shape)
+    vel = tuple((gr - w) / f_c + w for gr, w in zip(grad, (c["w_theta_c"], c["w_phi_c"])))
+    v_atoms = g_atoms
+    if m.size:
+        hw = perceptron.half_gradient(p.model.perceptron, x)
+        f_a = f.density_potential_at(rho, x) + f.atom_potential(x, x, m)
+        v_atoms = (g_atoms - hw) / f_a[:, None] + hw
+    potential = p.sign * (np.log(np.maximum(f_c, np.finfo(float).tiny)) / beta + 0.5 * c["v_c"])
+    return {"u": softmax_face_velocities(disc, rho, x, m), "grad": grad, "vel": vel,
+            "g_atoms": g_atoms, "v_atoms": v_atoms, "potential": potential}
+
+
+def softmax_face_velocities(disc: DiracSphereDiscretization, rho: np.ndarray, x: np.ndarray,
+                            m: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The signed softmax velocities ``(u_theta (nlat+1, nphi), u_phi (nlat, nphi))`` of density
+    plus atoms at the faces (paper eq. 2.9): ``s ((1/beta) grad f / f + grad v / 2)`` with the
+    density's ``f`` and ``grad f`` synthesised there (as :meth:`SphereProblem.velocity`) and the
+    atoms' in closed form (numpy; snapshots only)."""
+    p, field, g = disc.problem, disc.field, disc.grid
+    c, beta = p._c, p.model.beta
+    f_lm = p.kernel_coefficients(rho)
+    shift = 0.5 * g.dphi
+    grad_t = c["faces"](f_lm, "dp") / beta
+    grad_p = c["centres"](f_lm, "p", d_phi=True, shift=shift) / (beta * np.sin(g.theta)[:, None])
+    f_t, f_p = c["faces"](f_lm, "p"), c["centres"](f_lm, "p", shift=shift)
+    if m.size:
+        a_t, a_p = field.face_attention(x, m)
+        grad_t, grad_p = grad_t + a_t, grad_p + a_p
+        f_t = f_t + field.atom_potential(field._c["theta_faces"][0], x, m).reshape(f_t.shape)
+        f_p = f_p + field.atom_potential(field._c["phi_faces"][0], x, m).reshape(f_p.shape)
+    return p.sign * (grad_t / f_t + c["w_theta_f"]), p.sign * (grad_p / f_p + c["w_phi_z"])
+
+
 def measure_diagnostics(disc: DiracSphereDiscretization, state: np.ndarray, params: AtomParams) -> Diagnostics:
-    """Snapshot diagnostics of the measure (mass, energy and dissipation include the atoms)."""
-    g, p, f = disc.grid, disc.problem, disc.field
+    """Snapshot diagnostics of the measure (mass, energy and dissipation include the atoms).
+
+    ``dissipation = int grad U . V dmu`` (``dE/dt = s`` times it; docs/math.md §1), the transport
+    rate and the largest speed those of the velocity ``V`` that moves the measure
+    (:func:`measure_fields`)."""
+    g, p = disc.grid, disc.problem
     rho, dirac = disc.density(state), disc.atoms(state)
     x, m = dirac.position, dirac.mass
     mass = float(np.sum(rho * g.area) + m.sum())
     fields = p.centre_fields(rho)
-    a_t, a_p = f.centre_attention(x, m)
-    grad_t, grad_p = fields["grad_theta"] + a_t, fields["grad_phi"] + a_p
-    g_atoms = f.atom_gradient(rho, x, m)
-    speed_atoms = np.linalg.norm(g_atoms, axis=1)
-    u_t, u_p = f.face_velocities(p.kernel_coefficients(rho), x, m)
-    drho, _ = disc.fv.transport(rho, u_t, u_p)
+    mf = measure_fields(disc, rho, x, m, fields)
+    (grad_t, grad_p), (vel_t, vel_p) = mf["grad"], mf["vel"]
+    speed_atoms = np.linalg.norm(mf["v_atoms"], axis=1)
+    drho, _ = disc.fv.transport(rho, *mf["u"])
     _, cells = locate(disc.fv, x)
     support = rho > SUPPORT_FLOOR * abs(mass) / FOUR_PI
-    speeds = np.concatenate([np.hypot(grad_t, grad_p)[support], speed_atoms])
-    found = measure_atoms(disc, rho, dirac, f.flow_potential(rho, x, m, fields["f"]), params)
+    speeds = np.concatenate([np.hypot(vel_t, vel_p)[support], speed_atoms])
+    found = measure_atoms(disc, rho, dirac, mf["potential"], params)
     b = g.basis
     return Diagnostics(
         mass=mass, min_rho=float(rho.min()), max_rho=float(rho.max()),
         energy=measure_energy(disc, rho, dirac, fields),
-        dissipation=float(np.sum(rho * (grad_t**2 + grad_p**2) * g.area) + m @ speed_atoms**2),
+        dissipation=float(np.sum(rho * (grad_t * vel_t + grad_p * vel_p) * g.area)
+                          + m @ np.sum(mf["g_atoms"] * mf["v_atoms"], axis=1)),
         transport_rate=float(np.sum(np.abs(drho) * g.area)
                              + 2.0 * (m @ (speed_atoms / cell_width(disc.fv, cells)))),
         max_support_velocity=float(speeds.max()) if speeds.size else 0.0,

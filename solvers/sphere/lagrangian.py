@@ -7,7 +7,10 @@ measure solves the continuity equation (paper eq. 2.6) exactly when every point 
 
     dx_k/dt = s grad U(x_k),   grad U(x) = c_K P_x sum_j w_j e^{beta x.x_j} x_j + grad v(x) / 2,
 
-(docs/math.md §1; ``P_x = I - x x^T``; the term ``j = k`` vanishes since ``P_x x = 0``), so the
+(docs/math.md §1; ``P_x = I - x x^T``; the term ``j = k`` vanishes since ``P_x x = 0``), or with
+softmax-normalised attention (paper eq. 2.9) ``dx_k/dt = s (c_K P_x sum_j w_j e^{beta x.x_j} x_j /
+f(x_k) + grad v / 2)``, ``f(x) = c_K sum_j w_j e^{beta x.x_j}`` (the term ``j = k`` included: the
+normaliser counts the particle's own mass, so ``f(x_k) >= c_K w_k e^beta > 0``), so the
 scheme's only errors are the time step and the initial quadrature. That quadrature is exact for
 the attention field: the cell centres and areas of the Gauss grid integrate the kernel's
 spherical harmonics exactly up to the grid's degree (docs/schemes.md §4), and the kernel has no
@@ -62,11 +65,13 @@ def attention_sums(x: np.ndarray, w: np.ndarray, beta: float, log_c: float,
 
 def velocity(x: np.ndarray, w: np.ndarray, model: ModelParams, log_c: float,
              method: str = "auto", compiled: bool = True) -> np.ndarray:
-    """``s grad U`` at the particles (unit vectors ``x`` (n, 3)), tangent vectors (n, 3);
-    unnormalized attention: ``(1/beta) grad (K * mu) = P_x F`` (docs/math.md §1)."""
+    """``s V`` at the particles (unit vectors ``x`` (n, 3)), tangent vectors (n, 3): unnormalized
+    attention ``(1/beta) grad (K * mu) = P_x F`` (docs/math.md §1); softmax (paper eq. 2.9)
+    ``grad f / (beta f) = P_x F / f``, ``f = K * mu`` with the particle's own mass in it."""
     if x.shape[0] == 0:
         return np.zeros((0, 3))
-    return model.sign * _gradient(x, attention_sums(x, w, model.beta, log_c, method, compiled)[1], model)
+    f, F = attention_sums(x, w, model.beta, log_c, method, compiled)
+    return model.sign * _velocity(x, f, F, model)
 
 
 def _gradient(x: np.ndarray, F: np.ndarray, model: ModelParams) -> np.ndarray:
@@ -74,16 +79,34 @@ def _gradient(x: np.ndarray, F: np.ndarray, model: ModelParams) -> np.ndarray:
     return F - np.sum(F * x, axis=1, keepdims=True) * x + perceptron.half_gradient(model.perceptron, x)
 
 
+def _velocity(x: np.ndarray, f: np.ndarray, F: np.ndarray, model: ModelParams) -> np.ndarray:
+    """The unsigned velocity ``V`` (n, 3) from the attention sums ``f`` (n,), ``F`` (n, 3): ``grad
+    U`` (unnormalized attention) or ``P_x F / f + grad v / 2`` (softmax, paper eq. 2.9)."""
+    if model.attention != "softmax":
+        return _gradient(x, F, model)
+    att = F - np.sum(F * x, axis=1, keepdims=True) * x
+    return att / f[:, None] + perceptron.half_gradient(model.perceptron, x)
+
+
+def particle_fields(x: np.ndarray, w: np.ndarray, model: ModelParams, log_c: float,
+                    method: str = "auto") -> tuple[float, np.ndarray, np.ndarray]:
+    """``(E, grad U (n, 3), V (n, 3))`` of the particles: the energy ``E = (1/(2 beta)) sum_jk w_j
+    w_k K(x_j, x_k) + (1/2) sum_k w_k v(x_k)`` (paper eq. 2.7; the same formula for softmax), the
+    gradient of the first variation and the unsigned velocity (:func:`_velocity`)."""
+    if x.shape[0] == 0:
+        return 0.0, np.zeros((0, 3)), np.zeros((0, 3))
+    f, F = attention_sums(x, w, model.beta, log_c, method)
+    e = float(w @ f) / (2.0 * model.beta) + 0.5 * float(w @ perceptron.potential(model.perceptron, x))
+    return e, _gradient(x, F, model), _velocity(x, f, F, model)
+
+
 def energy_and_dissipation(x: np.ndarray, w: np.ndarray, model: ModelParams, log_c: float,
                            method: str = "auto") -> tuple[float, float]:
-    """``E = (1/(2 beta)) sum_jk w_j w_k K(x_j, x_k) + (1/2) sum_k w_k v(x_k)`` (paper eq. 2.7)
-    and ``sum_k w_k |grad U(x_k)|^2`` (its rate, ``dE/dt = s`` times it) of the particles."""
-    if x.shape[0] == 0:
-        return 0.0, 0.0
-    f, F = attention_sums(x, w, model.beta, log_c, method)
-    g = _gradient(x, F, model)
-    e = float(w @ f) / (2.0 * model.beta) + 0.5 * float(w @ perceptron.potential(model.perceptron, x))
-    return e, float(w @ np.sum(g * g, axis=1))
+    """``E`` (:func:`particle_fields`) and ``sum_k w_k grad U(x_k) . V(x_k)`` (its rate, ``dE/dt =
+    s`` times it): ``sum_k w_k |grad U|^2`` for unnormalized attention, ``sum_k w_k |grad f|^2 /
+    (beta^2 f)`` for pure softmax attention (docs/math.md §1)."""
+    e, g, v = particle_fields(x, w, model, log_c, method)
+    return e, float(w @ np.sum(g * v, axis=1))
 
 
 def from_grid(rho: np.ndarray, centres: np.ndarray, area: np.ndarray, atoms: DiracAtoms) -> DiracAtoms:
