@@ -45,6 +45,7 @@ from solvers.model.params import AtomParams, RunConfig
 TAIL_TOL = 1e-9  # largest |rho_hat_k| / rho_hat_0 in the top third of the kept modes
 VACUUM_FRACTION = 1e-2  # least point value over the mean density
 SPECTRAL, CELLS = 0.0, 1.0
+ROUNDOFF = 1e-12  # the spectral phase's error unit is at least this fraction of the mean
 
 
 class SpectralToCells:
@@ -64,7 +65,8 @@ class SpectralToCells:
         self.cells = LagrangianCircleDiscretization(replace(config, time=cells_time))
         self.problem, self.layout = self.cells.problem, self.cells.layout
         self.shape, self.cell_weight = self.cells.shape, self.cells.cell_weight
-        self.default_integrator = self.cells.default_integrator
+        # error-controlled steps (time.rtol, time.atol): Dormand-Prince 5(4) in both phases
+        self.default_integrator = "dopri5"
         self.citation = (f"{self.smooth.citation} while the density is smooth and resolved, then "
                          f"{self.cells.citation}")
         n = self.shape[0]
@@ -128,6 +130,18 @@ class SpectralToCells:
         part = self.cells.rhs if self.phase(state) == CELLS else self.smooth.rhs
         d, rate = part(state[:-1], dt)
         return np.append(d, 0.0), rate
+
+    def error_scale(self, state: np.ndarray) -> tuple:
+        """What the error test counts: the cells' positions (their own rule), or in the spectral
+        phase every point value against the fluctuation ``max |rho - mean|`` with no absolute
+        tolerance (floor ``ROUNDOFF`` times the mean): the fluctuation is what grows into the
+        atoms, so its relative error is what the atoms inherit (a perturbation of 1e-6 of the
+        mean would pass any absolute tolerance in one step)."""
+        if self.phase(state) == CELLS:
+            return self.cells.error_scale(state[:-1])
+        values = state[:-1]
+        mean = float(np.mean(values))
+        return np.arange(values.size), max(float(np.max(np.abs(values - mean))), ROUNDOFF * abs(mean)), 0.0
 
     def accept(self, state: np.ndarray) -> bool:
         return self.phase(state) != CELLS or self.cells.accept(state[:-1])

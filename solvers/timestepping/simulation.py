@@ -268,9 +268,9 @@ class Solver:
         ``min(100 h0, h1, t_end)``; two right-hand sides."""
         tp, y0 = self.config.time, self.rho
         f0 = self.rhs(y0)[0]
-        mask, unit = self._error_scale(y0)
+        mask, unit, atol = self._error_scale(y0)
         y, f = y0.reshape(-1)[mask], f0.reshape(-1)[mask]
-        scale = tp.atol + tp.rtol * (np.abs(y) if unit is None else unit)
+        scale = atol + tp.rtol * (np.abs(y) if unit is None else unit)
         d0 = float(np.max(np.abs(y) / scale, initial=0.0))
         d1 = float(np.max(np.abs(f) / scale, initial=0.0))
         h0 = min(0.01 * d0 / d1 if d0 >= 1e-5 and d1 >= 1e-5 else 1e-6 * tp.t_end, tp.t_end)
@@ -281,25 +281,28 @@ class Solver:
         h = min(100.0 * h0, h1, tp.t_end)
         return h if math.isfinite(h) and h > 0.0 else 1e-6 * tp.t_end
 
-    def _error_scale(self, state: np.ndarray) -> tuple[slice | np.ndarray, float | np.ndarray | None]:
-        """The components of the flattened state that the error test counts and their unit:
-        the discretisation's ``error_scale(state)``, else all of them, each against its size
-        (unit None)."""
+    def _error_scale(self, state: np.ndarray) -> tuple[slice | np.ndarray, float | np.ndarray | None, float]:
+        """The components of the flattened state that the error test counts, their unit and the
+        absolute tolerance: the discretisation's ``error_scale(state)`` (``(index, unit)``, or
+        ``(index, unit, atol)`` where an absolute tolerance in the state's units would be
+        meaningless, e.g. a small fluctuation about a uniform density), else all of them, each
+        against its size (unit None), with ``time.atol``."""
         scale = getattr(self.disc, "error_scale", None)
-        return (slice(None), None) if scale is None else scale(state)
+        found = (slice(None), None) if scale is None else scale(state)
+        return found if len(found) == 3 else (*found, self.config.time.atol)
 
     def _error_norm(self, old: np.ndarray, new: np.ndarray, err: np.ndarray) -> tuple[float, float]:
         """``(max_i |err_i| / (atol + rtol max(|old_i|, |new_i|)), max_i |err_i|)`` over the
         counted components (the discretisation's unit in place of the max, where it gives
         one; ``(inf, inf)`` when not finite)."""
         tp = self.config.time
-        mask, unit = self._error_scale(old)
+        mask, unit, atol = self._error_scale(old)
         e = np.abs(err.reshape(-1)[mask])
         if not e.size:
             return 0.0, 0.0
         size = unit if unit is not None else \
             np.maximum(np.abs(old.reshape(-1)[mask]), np.abs(new.reshape(-1)[mask]))
-        ratio = float(np.max(e / (tp.atol + tp.rtol * size)))
+        ratio = float(np.max(e / (atol + tp.rtol * size)))
         size = float(np.max(e))
         if not (math.isfinite(ratio) and math.isfinite(size)):
             return math.inf, math.inf
@@ -527,7 +530,7 @@ def simulate(config: RunConfig, rho0: np.ndarray, *, t0: float = 0.0, step0: int
              dt0: float | None = None, trackers: Sequence[Callable[[Snapshot], None]] = (),
              progress: Callable | None = None, stop: Callable[[], bool] | None = None,
              atoms0: object | None = None, after: float | None = None,
-             batch: int = BATCH_SNAPSHOTS) -> RunResult:
+             batch: int = BATCH_SNAPSHOTS, rejected0: int = 0, time_error0: float = 0.0) -> RunResult:
     """Run one configuration to ``time.t_end``, stationarity, ``time.max_steps`` or ``stop()``.
 
     ``atoms0``: the Dirac atoms (:class:`solvers.core.measure.DiracAtoms`) of a resumed
@@ -538,13 +541,16 @@ def simulate(config: RunConfig, rho0: np.ndarray, *, t0: float = 0.0, step0: int
     ``t0 < after``.
     ``batch``: snapshots made together at most (:mod:`solvers.timestepping.snapshot_queue`;
     1: each as the loop passes its time). The trackers see the same snapshots either way.
+    ``rejected0``, ``time_error0``: a resumed run's archived ``steps_rejected`` and
+    ``time_error_estimate``, which the counts continue from (default 0).
 
     Raises ConfigError (config outside the limits), StepUnderflowError, BlowUpError.
     """
     check_run(config)
     start = wallclock.perf_counter()
     fresh = step0 == 0 and after is None  # a new run (else a resume, maybe from step 0)
-    solver = Solver(config, rho0, t0, step0, dt0, atoms0, fresh=fresh)
+    solver = Solver(config, rho0, t0, step0, dt0, atoms0, fresh=fresh, rejected0=rejected0,
+                    time_error0=time_error0)
     interval, t_end = config.output.snapshot_interval, config.time.t_end
     rule = StopRule(config, _link_radius(config))
     interpolated = snapshot_mode(config) == "interpolate"  # (not before a Lagrangian hand-over)
