@@ -239,8 +239,11 @@ def cell_masses(state: LagrangianState, n_cells: int) -> np.ndarray:
     """Mass of the diffuse part in each uniform cell ``[(i - 1/2) h, (i + 1/2) h]`` (N,): the
     cumulative mass is piecewise linear between the points, so this is exact."""
     h = TWO_PI / n_cells
-    X = np.concatenate([state.X - TWO_PI, state.X, state.X + TWO_PI, [state.X[0] + 2 * TWO_PI]])
-    cum = np.concatenate([[0.0], np.cumsum(np.tile(state.m, 3))])
+    # four turns from X_0 - 4 pi: the edges [-h/2, 2 pi - h/2] lie inside for any X_0 in
+    # [0, 2 pi) (three turns from X_0 - 2 pi missed the mass below X_0 - 2 pi when X_0 > 2 pi - h/2)
+    X = np.concatenate([state.X - 2 * TWO_PI, state.X - TWO_PI, state.X, state.X + TWO_PI,
+                        [state.X[0] + 2 * TWO_PI]])
+    cum = np.concatenate([[0.0], np.cumsum(np.tile(state.m, 4))])
     edges = (np.arange(n_cells + 1) - 0.5) * h
     return np.diff(np.interp(edges, X, cum))
 
