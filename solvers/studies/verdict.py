@@ -132,18 +132,28 @@ def coarse_config(config: RunConfig) -> RunConfig | None:
         (config.domain.resolution + 1) // 2 - 1
     if res < MIN_COARSE[config.domain.manifold]:
         return None
-    return replace(config, domain=replace(config.domain, resolution=res),
+    half = replace(config, domain=replace(config.domain, resolution=res),
                    output=replace(config.output, progress=False))
+    from solvers.model.config import ConfigError, check_resolution
+
+    try:
+        check_resolution(half)  # the coarse grid must still resolve the kernel
+    except ConfigError:
+        return None
+    return half
 
 
 def _time_line(config: RunConfig, time_error: float | None) -> tuple[str, list[str]]:
     tp = config.time
     if time_error is not None:
-        return (f"estimated {time_error:.2g} (error-controlled steps, rtol = "
-                f"{getattr(tp, 'rtol', float('nan')):g}, atol = {getattr(tp, 'atol', float('nan')):g})"), []
-    if tp.dt is not None:
-        return f"not estimated (fixed steps, time.dt = {tp.dt:g})", []
-    return "not estimated (steps limited by CFL and stability bounds only)", []
+        return (f"at most {time_error:.2g} (the sum of the local error estimates of the "
+                f"error-controlled steps, rtol = {tp.rtol:g}, atol = {tp.atol:g}; a bound while "
+                "the flow does not amplify errors)"), []
+    why = f"fixed steps, time.dt = {tp.dt:g}" if tp.dt is not None else \
+        "steps limited by the CFL and stability bounds only"
+    return f"not estimated ({why})", [
+        f"the time error is not estimated ({why}): use the default time settings, or "
+        "time.integrator = \"dopri5\" (\"ssprk3_2\" for time.scheme = \"fv\") for error-controlled steps"]
 
 
 def judge(config: RunConfig, final: Any, reason: str, *, history: list | None = None,
@@ -234,5 +244,6 @@ def run_verdict(config: RunConfig, result: Any, check_resolution: bool = True) -
 
     run_coarse = coarse if check_resolution and float(result.final.t) > 0 else None
     return judge(config, result.final, result.reason, history=list(result.method_history),
-                 time_error=getattr(result, "time_error", None), coarse=run_coarse,
+                 time_error=result.time_error if getattr(result, "controlled", False) else None,
+                 coarse=run_coarse,
                  atom_speed=exact_atom_speed(config, result.final))

@@ -127,6 +127,7 @@ class RunResult:
     method_history: tuple = ()
     n_rejected: int = 0  # steps refused and retried shorter (error test, CFL, points out of order)
     time_error: float = 0.0  # sum of the accepted steps' local error estimates (embedded pairs)
+    controlled: bool = False  # error-controlled steps (an embedded pair, no fixed time.dt)
 
     def __repr__(self) -> str:
         d = self.final.diagnostics
@@ -617,4 +618,5 @@ def simulate(config: RunConfig, rho0: np.ndarray, *, t0: float = 0.0, step0: int
     steps = snap.step if reason == "stationary" else solver.n_steps
     return RunResult(snap, reason, steps, wallclock.perf_counter() - start,
                      method_history=tuple(getattr(solver.disc, "history", ())),
-                     n_rejected=solver.n_rejected, time_error=solver.time_error)
+                     n_rejected=solver.n_rejected, time_error=solver.time_error,
+                     controlled=solver.controlled)
