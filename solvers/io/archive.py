@@ -187,6 +187,9 @@ class ArchiveWriter:
         self.cell_weight = self.grid.cell_weight
         if not append:
             _check_target(self.path)
+        elif self.path.is_symlink():  # its lock would sit beside the link, not the archive
+            raise UnsafePathError(f"{self.path} is a symbolic link: resume the archive at its "
+                                  f"real path ({os.path.realpath(self.path)})")
         self._lock = ArchiveLock(self.path).acquire()
         try:
             self._store = self._open_append(config) if append else self._create(config, overwrite)

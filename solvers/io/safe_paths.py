@@ -334,8 +334,9 @@ def write_via_private(path: str | os.PathLike, write: Callable[[Path], Any],
     with private_folder(path) as folder:
         tmp = folder / path.name
         write(tmp)
-        check_target(path, overwrite, option, kind)  # still nothing, or still ours
-        replace_file(tmp, path)
+        if os.path.lexists(tmp):  # (a writer may decide to write nothing)
+            check_target(path, overwrite, option, kind)  # still nothing, or still ours
+            replace_file(tmp, path)
     return path
 
 
@@ -345,8 +346,8 @@ def write_netcdf(ds: Any, path: str | os.PathLike, overwrite: bool = True,
     ``software = "meanfield-spectral <version>"`` (how :func:`is_ours` knows it later)."""
     from solvers.io.layout import package_version
 
-    ds = ds.copy(deep=False)
-    ds.attrs.setdefault("software", f"{SOFTWARE} {package_version()}")
+    if hasattr(ds, "assign_attrs") and "software" not in ds.attrs:  # the caller's ds unchanged
+        ds = ds.assign_attrs(software=f"{SOFTWARE} {package_version()}")
     return write_via_private(path, lambda tmp: ds.to_netcdf(tmp, **kwargs), overwrite, option)
 
 

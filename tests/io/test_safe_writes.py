@@ -244,3 +244,15 @@ def test_overwrite_accepts_only_booleans(tmp_path: Path, value: object) -> None:
     with pytest.raises(ConfigError, match="overwrite"):
         ArchiveWriter(target, cfg, np.zeros(64), np.ones(64), overwrite=value)
     assert target.read_bytes() == before
+
+
+def test_resume_through_a_symlink_is_refused(tmp_path: Path) -> None:
+    """The lock would sit beside the link, not beside the archive: two writers could append."""
+    target, link = tmp_path / "run.nc", tmp_path / "link.nc"
+    run_to(target)
+    link.symlink_to(target)
+    before = target.read_bytes()
+    with pytest.raises(UnsafePathError, match="real path"):
+        solvers.resume(link, t_end=0.008)
+    assert target.read_bytes() == before
+    assert solvers.resume(target, t_end=0.008).sizes["time"] == 5
