@@ -87,7 +87,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--no-check", action="store_true",
                      help="skip the verdict's resolution check (the same run at half the "
                           "resolution, about a third of the run's cost)")
-    run.add_argument("--overwrite", action="store_true", help="replace an existing archive")
+    run.add_argument("--overwrite", action="store_true",
+                     help="replace an existing archive (only one that meanfield wrote: never "
+                          "a link, a device, or another file or folder)")
     run.add_argument("--resume", metavar="RUN.nc", help="continue the run stored in RUN.nc")
     run.add_argument("--polish", action="store_true",
                      help="at the end, polish the last snapshot's atoms (as `meanfield polish`: "

@@ -14,7 +14,9 @@ Every archive and report that ``meanfield`` writes goes through this module:
   root ``zarr.json`` (``.zattrs``) says so and which holds nothing but zarr metadata and chunk
   files. Anything else (a symbolic link, a device, a FIFO, a user's text file, a folder that
   is not our zarr store) is refused with :class:`UnsafePathError` naming the path and what to
-  do (the command line: exit 2).
+  do (the command line: exit 2). Figures (``kind="figure"``) are ours when they are PNG files
+  that matplotlib wrote; a config copied out by ``meanfield example --overwrite``
+  (``kind="text"``) may replace any plain file, never a link or a device.
 
 The write paths that use it: ``meanfield run`` (new, ``--overwrite``; ``--resume`` appends
 under the same lock), :func:`solvers.run` / :func:`solvers.resume`, the sweep's runs and its
