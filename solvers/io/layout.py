@@ -346,6 +346,12 @@ def record_specs(grid: _Grid, spectral: bool, dirac: bool = False) -> list[VarSp
                  fill_attr=False, attrs={"axis": "T"}),
            _spec("step", "i8", ("time",), "1", "accepted steps since t = 0"),
            _spec("dt", "f8", ("time",), "1", "last accepted step size"),
+           _spec("steps_rejected", "i8", ("time",), "1",
+                 "steps refused and retried shorter since the solver started (error test of an "
+                 "embedded Runge-Kutta pair, CFL condition, Lagrangian points out of order)"),
+           _spec("time_error_estimate", "f8", ("time",), "1",
+                 "sum over the accepted steps of the embedded pair's local error estimate "
+                 "max_i |err_i| (in the state's units; 0 with other integrators)"),
            _spec("rho", "f8", ("time", "theta", "phi") if s2 else ("time", "theta"), units,
                  "density (fv: cell averages; spectral: point values)", compress=True,
                  attrs=rho_attrs)]

@@ -2,7 +2,8 @@
 one block (store-neutral: :mod:`solvers.io.netcdf_store` and :mod:`solvers.io.zarr_store`
 write the blocks).
 
-A record holds, for one snapshot: ``time``, ``step``, ``dt``, ``rho``, the spectrum when the
+A record holds, for one snapshot: ``time``, ``step``, ``dt``, the time stepper's bookkeeping
+(``steps_rejected``, ``time_error_estimate``), ``rho``, the spectrum when the
 archive keeps it, every diagnostic, the atoms by identity (one column per identity, NaN where
 an identity is not alive) and the stop criteria. The atom identities are linked snapshot by
 snapshot as the records are made (:class:`~solvers.core.atom_tracks.AtomTracks`), so the
@@ -88,7 +89,9 @@ class RecordBuffer:
         """Make the record of ``snapshot`` (``rho`` checked by the writer) and buffer it."""
         d = snapshot.diagnostics
         row: dict[str, Any] = {"time": float(snapshot.t), "step": int(snapshot.step),
-                               "dt": float(snapshot.dt), "rho": np.array(rho, dtype=float)}
+                               "dt": float(snapshot.dt), "rho": np.array(rho, dtype=float),
+                               "steps_rejected": int(snapshot.n_rejected),
+                               "time_error_estimate": float(snapshot.time_error)}
         if self.spectral:
             c = rho_hat(rho) if self.grid.phi is None else self.grid.basis.forward(rho)
             prefix = spectrum_prefix(self.grid)

@@ -185,3 +185,22 @@ def test_tolerance_ranges():
     with pytest.raises(ConfigError, match="time.atol"):
         load_config(TWO_ATOMS, [f"time.atol={ATOL_RANGE[0] / 2}"])
     assert load_config(TWO_ATOMS, ['time.integrator="dopri5"']).time.integrator == "dopri5"
+
+
+def test_archive_records_the_bookkeeping():
+    """Every record holds ``steps_rejected`` and ``time_error_estimate`` (with units and
+    long_name): non-decreasing, the last equal to the run's; 0 without a pair."""
+    from solvers.api import run
+
+    text = RELAX.format(scheme="fv")
+    ds = run(text, time__integrator="bs32", time__rtol=1e-3, time__atol=1e-6)
+    for name in ("steps_rejected", "time_error_estimate"):
+        var = ds[name]
+        assert var.dims == ("time",) and var.attrs["units"] == "1" and var.attrs["long_name"]
+        assert np.all(np.diff(var.values) >= 0) and var.values[-1] > 0 and var.values[0] == 0
+    cfg = load_config(text, ['time.integrator="bs32"', "time.rtol=1e-3", "time.atol=1e-6"])
+    res = simulate(cfg, initial_density(cfg))
+    assert ds["steps_rejected"].values[-1] == res.n_rejected
+    assert ds["time_error_estimate"].values[-1] == res.time_error
+    plain = run(text, time__t_end=1.0)
+    assert np.all(plain["steps_rejected"].values == 0) and np.all(plain["time_error_estimate"].values == 0)
