@@ -33,7 +33,6 @@ numpy (``MEANFIELD_NUMPY=1``, :mod:`solvers.core.backend`); the two agree to rou
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -47,8 +46,8 @@ from solvers.model import perceptron
 from solvers.model.params import ModelParams
 from spectral import kernel_bandwidth, kernel_eigenvalues
 
-if TYPE_CHECKING:  # pragma: no cover
-    from solvers.circle.lagrangian import LagrangianState
+# "LagrangianState" in the annotations is solvers.circle.lagrangian.LagrangianState (that module
+# imports this one: not imported here, so that the layering has no cycle)
 
 TWO_PI = 2.0 * np.pi
 BANDWIDTH_TOL = 1e-18  # multipliers below this (relative to lambda_0) are left out

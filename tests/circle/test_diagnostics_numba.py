@@ -21,7 +21,7 @@ def _config(direction: str, kernel: str, resolution: int, activation: str):
            "perceptron": {"activation": activation, "a": [[-0.9967, 0.0806], [-0.6199, -0.7847]],
                           "omega": [0.6325, -0.4697]},
            "initial": {"kind": "uniform", "modes": [[3, 0.2], [5, 0.1]]},
-           "time": {"t_end": 40.0}, "output": {"progress": False}}
+           "time": {"t_end": 40.0, "scheme": "fv"}, "output": {"progress": False}}
     return load_config(doc)
 
 
