@@ -163,7 +163,7 @@ class LagrangianCircleDiscretization:
         du = np.abs(lg.following(u) - u) / L
         return float(np.max(du[full]))
 
-    def error_scale(self, state: np.ndarray) -> tuple[np.ndarray, float]:
+    def error_scale(self, state: np.ndarray, new: np.ndarray | None = None) -> tuple[np.ndarray, float]:
         """What an embedded pair's error test counts of ``[X, m, A, ids]``: the points that carry
         mass (atoms, and the ends of cells above the mass floor; nothing but ``X`` changes in a
         step, and an empty cell's ends move no mass), against the unit 1 rad (the tolerance

@@ -136,7 +136,7 @@ class LagrangianSphereDiscretization:
         v = lg.velocity(x, p.mass, self.config.model, self.log_c)
         return np.concatenate([v.ravel(), np.zeros(2 * p.count)]), 0.0
 
-    def error_scale(self, state: np.ndarray) -> tuple[slice, float]:
+    def error_scale(self, state: np.ndarray, new: np.ndarray | None = None) -> tuple[slice, float]:
         """What an embedded pair's error test counts of ``[x (n, 3), w, ids]``: the positions
         (nothing else changes in a step), against the unit 1 (unit vectors: the tolerance
         ``atol + rtol`` in every coordinate)."""

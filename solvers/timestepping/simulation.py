@@ -282,14 +282,16 @@ class Solver:
         h = min(100.0 * h0, h1, tp.t_end)
         return h if math.isfinite(h) and h > 0.0 else 1e-6 * tp.t_end
 
-    def _error_scale(self, state: np.ndarray) -> tuple[slice | np.ndarray, float | np.ndarray | None, float]:
+    def _error_scale(self, state: np.ndarray, new: np.ndarray | None = None
+                     ) -> tuple[slice | np.ndarray, float | np.ndarray | None, float]:
         """The components of the flattened state that the error test counts, their unit and the
         absolute tolerance: the discretisation's ``error_scale(state)`` (``(index, unit)``, or
         ``(index, unit, atol)`` where an absolute tolerance in the state's units would be
         meaningless, e.g. a small fluctuation about a uniform density), else all of them, each
         against its size (unit None), with ``time.atol``."""
         scale = getattr(self.disc, "error_scale", None)
-        found = (slice(None), None) if scale is None else scale(state)
+        found = (slice(None), None) if scale is None else scale(state) if new is None \
+            else scale(state, new)
         return found if len(found) == 3 else (*found, self.config.time.atol)
 
     def _error_norm(self, old: np.ndarray, new: np.ndarray, err: np.ndarray) -> tuple[float, float]:
@@ -297,7 +299,7 @@ class Solver:
         counted components (the discretisation's unit in place of the max, where it gives
         one; ``(inf, inf)`` when not finite)."""
         tp = self.config.time
-        mask, unit, atol = self._error_scale(old)
+        mask, unit, atol = self._error_scale(old, new)
         e = np.abs(err.reshape(-1)[mask])
         if not e.size:
             return 0.0, 0.0
