@@ -39,6 +39,9 @@ from scipy import special
 from solvers.model.params import ModelParams
 
 # sigma' of every activation (the Jacobian needs it); tests check them against finite differences
+# sigma' on each side of a corner (s = 0) of the non-smooth activations: (left, right)
+CORNER_SLOPES = {"relu": (0.0, 1.0), "leaky_relu": (0.01, 1.0)}
+CORNER_TOL = 1e-9  # an atom with |a_j.x + b_j| below this sits on unit j's corner
 DSIGMA = {
     "relu": lambda s: (s > 0).astype(float),
     "leaky_relu": lambda s: np.where(s > 0, 1.0, 0.01),
@@ -72,6 +75,9 @@ class AtomSystem:
     m: np.ndarray
     y: np.ndarray | None = None
     w: np.ndarray | None = None
+    # at an atom on a corner of a ReLU-type unit (|a_j.x + b_j| < CORNER_TOL) sigma' is one-sided:
+    # None: the activation's own value there; 0: the left side's; 1: the right side's
+    corner_side: int | None = None
 
     def __post_init__(self) -> None:
         if self.model.attention != "unnormalized":
@@ -104,7 +110,10 @@ class AtomSystem:
 
         act, s = get_activation(p.activation), x @ p.a.T + p.b
         grad = (act.sigma(s) * p.omega) @ p.a
-        hess = np.einsum("nk,kd,ke->nde", DSIGMA[p.activation](s) * p.omega, p.a, p.a)
+        slope = DSIGMA[p.activation](s)
+        if self.corner_side is not None and p.activation in CORNER_SLOPES:
+            slope = np.where(np.abs(s) < CORNER_TOL, CORNER_SLOPES[p.activation][self.corner_side], slope)
+        hess = np.einsum("nk,kd,ke->nde", slope * p.omega, p.a, p.a)
         return grad, hess, act.phi(s) @ p.omega
 
     def ambient(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -176,6 +185,13 @@ class AtomSystem:
         from solvers.model.activations import get_activation
 
         return get_activation(p.activation).phi(y @ p.a.T + p.b) @ p.omega
+
+    def on_corners(self, x: np.ndarray) -> np.ndarray:
+        """Which atoms (n,) sit on a corner of a ReLU-type unit (its Hessian is one-sided there)."""
+        p = self.model.perceptron
+        if p.n_units == 0 or p.activation not in CORNER_SLOPES:
+            return np.zeros(x.shape[0], bool)
+        return np.any(np.abs(x @ p.a.T + p.b) < CORNER_TOL, axis=1)
 
     def hess_u_full(self, x: np.ndarray, bases: np.ndarray) -> np.ndarray:
         """Tangential Hessian of ``U`` at each atom including its own mass, shape (n, d-1, d-1)."""

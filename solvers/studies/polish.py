@@ -58,6 +58,12 @@ class Polished:
     direction: str
     sensitivity: np.ndarray  # (n, n) |d x_i / d m_j|, radians per unit mass
     diffuse: np.ndarray | None = None  # (cells,) bool: the cells of the remainder (in no atom)
+    # atoms on a ReLU corner (n,) bool, and the one-sided Hessians' eigenvalues there (left,
+    # right: (n, d - 1) each, NaN elsewhere): U is only C^1 at a corner, and the atom is a
+    # strict local extremum of U iff it is one on both sides
+    corner: np.ndarray | None = None
+    hess_u_sides: tuple | None = None
+    stability: str = ""
 
 
 def grid_atoms(config: RunConfig, rho: np.ndarray) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray]:
@@ -147,17 +153,39 @@ def _report(system: AtomSystem, x0: np.ndarray, result: Any, merged: bool, remai
             direction: str) -> Polished:
     x = result.x
     bases = tangent_bases(x)
+    corner = system.on_corners(x)
+    sides = [replace(system, corner_side=k) for k in (0, 1)] if corner.any() else [system]
+    hess, eigs, oks = [], [], []
+    for side in sides:  # both one-sided Hessians at atoms on a ReLU corner (U is C^1 there)
+        hess_u, eig, ok = _hessians(side, x, bases, direction)
+        hess.append(hess_u), eigs.append(eig), oks.append(ok)
+    stable = all(oks)
+    if corner.any() and oks[0] != oks[1]:
+        stability = (f"NOT stable: the one-sided Hessians at the {int(corner.sum())} atom(s) on a "
+                     f"ReLU corner disagree ({'left' if oks[1] else 'right'} side unstable)")
+    elif corner.any():
+        stability = f"{'stable' if stable else 'NOT stable'} on both sides of the ReLU corner(s)"
+    else:
+        stability = "stable" if stable else "NOT stable"
+    nan = np.full_like(hess[0], np.nan)
+    one_sided = tuple(np.where(corner[:, None], h, nan) for h in hess) if corner.any() else None
+    return Polished(x, system.m, x0, result.residuals, result.converged, merged, remainder,
+                    system.energy(x0), system.energy(x), hess[-1], eigs[-1], stable, direction,
+                    system.mass_sensitivity(x, bases), corner=corner, hess_u_sides=one_sided,
+                    stability=stability)
+
+
+def _hessians(system: AtomSystem, x: np.ndarray, bases: np.ndarray, direction: str
+              ) -> tuple[np.ndarray, np.ndarray, bool]:
+    """``(hess_u (n, d-1), energy Hessian eigenvalues, stable)``: descent needs a local minimum
+    of U at every atom and of E in the positions, ascent maxima."""
     hess_u = np.stack([np.linalg.eigvalsh(0.5 * (h + h.T)) for h in system.hess_u_full(x, bases)])
     q = x.shape[1] - 1
     energy_h = np.repeat(system.m, q)[:, None] * system.jacobian(x, bases)
     eig = np.linalg.eigvalsh(0.5 * (energy_h + energy_h.T))
     scale = max(float(np.abs(eig).max()), 1e-300)
-    # descent: a local minimum of U at every atom and of E in the positions; ascent: maxima
     sign = 1.0 if direction == "ascent" else -1.0
-    stable = bool(np.all(-sign * hess_u >= -1e-9 * scale) and np.all(-sign * eig >= -1e-9 * scale))
-    return Polished(x, system.m, x0, result.residuals, result.converged, merged, remainder,
-                    system.energy(x0), system.energy(x), hess_u, eig, stable, direction,
-                    system.mass_sensitivity(x, bases))
+    return hess_u, eig, bool(np.all(-sign * hess_u >= -1e-9 * scale) and np.all(-sign * eig >= -1e-9 * scale))
 
 
 def polish_archive(path: str | Path, out: str | Path | None = None,
@@ -203,6 +231,11 @@ def _with_dirac(ds: Any, r: Polished, config: RunConfig) -> Any:
                                  "long_name": f"{c} of the polished atom's unit vector"})
     out["dirac_hess_u"] = (("dirac", "tangent"), r.hess_u, {"units": "1", "long_name":
                            "eigenvalues of the tangential Hessian of U at the atom (own mass included)"})
+    if r.hess_u_sides is not None:
+        for side, values in zip(("left", "right"), r.hess_u_sides):
+            out[f"dirac_hess_u_{side}"] = (("dirac", "tangent"), values, {"units": "1", "long_name":
+                                           f"eigenvalues of the {side}-sided tangential Hessian of U "
+                                           "at an atom on a ReLU corner (NaN elsewhere)"})
     out["energy_hessian"] = ("mode", r.energy_hessian, {"units": "1", "long_name":
                              "eigenvalues of the Hessian of the energy in the atom positions"})
     out["newton_residual"] = ("iteration", np.asarray(r.residuals), {"units": "1", "long_name":
@@ -216,6 +249,7 @@ def _with_dirac(ds: Any, r: Polished, config: RunConfig) -> Any:
         polish_remainder_mass=r.remainder, polish_converged=int(r.converged),
         polish_max_grad_u=r.residuals[-1], polish_energy_before=r.energy_before,
         polish_energy_after=r.energy_after, polish_stable=int(r.stable),
+        polish_stability=r.stability,
         polish_direction=config.model.direction)
     return describe(out, str(ds.attrs.get("title", "meanfield-spectral run")) + " (polished)")
 
@@ -262,5 +296,11 @@ def format_report(r: Polished) -> str:
                 "error dm moves the positions by up to this times dm)")
     low, high = float(r.energy_hessian.min()), float(r.energy_hessian.max())
     rows.append(f"energy Hessian in the positions ({d - 1} per atom): eigenvalues in [{low:.3e}, {high:.3e}]")
-    rows.append(f"{r.direction}: {'stable' if r.stable else 'NOT stable'} stationary point")
+    if r.hess_u_sides is not None:
+        for i in np.flatnonzero(r.corner):
+            left, right = (" ".join(f"{e:10.3e}" for e in side[i]) for side in r.hess_u_sides)
+            rows.append(f"atom {i} sits on a ReLU corner: Hess U eigenvalues {left} (left), "
+                        f"{right} (right)")
+    rows.append(f"{r.direction}: {r.stability or ('stable' if r.stable else 'NOT stable')} "
+                "stationary point")
     return "\n".join(rows)
