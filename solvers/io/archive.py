@@ -241,12 +241,9 @@ class ArchiveWriter:
         records = time_chunk(self.grid) if config.output.sync_interval else 1
         dirac = config.atoms.representation == "dirac"
         if is_zarr(self.path):
-            if dirac:
-                raise ValueError("output.path: a measure-valued run (atoms.representation = "
-                                 "\"dirac\") is archived in NetCDF only; use a .nc path")
             from solvers.io.zarr_store import ZarrStore
 
-            return ZarrStore.create(self.path, config, self.grid, spectral, records)
+            return ZarrStore.create(self.path, config, self.grid, spectral, records, dirac)
         with private_folder(self.path) as scratch:  # no link at a guessable name followed
             tmp = scratch / self.path.name
             nc = netCDF4.Dataset(tmp, "w", format="NETCDF4", clobber=False)

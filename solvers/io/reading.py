@@ -165,8 +165,10 @@ def read_restart_atoms(path: str | os.PathLike) -> Any:
     """The Dirac atoms of the step state behind an interpolated last record of a measure-valued
     run (:func:`solvers.io.restart.restart_atoms`); None otherwise (then the last record's own
     atoms, :func:`read_last_dirac`, are the resume's)."""
-    if is_zarr(path):  # measure-valued runs are archived in NetCDF only
-        return None
+    if is_zarr(path):
+        from solvers.io.zarr_store import restart_atoms_of
+
+        return restart_atoms_of(_existing(path))
     with _reading(path) as nc:
         i = _valid_records(nc) - 1
         if i < 0 or RESTART not in nc.variables or "dirac_mass" not in nc.variables:
@@ -191,11 +193,13 @@ def read_last_dirac(path: str | os.PathLike) -> Any:
 def read_dirac(path: str | os.PathLike, time: float | None = None) -> Any:
     """The Dirac atoms (:class:`solvers.core.measure.DiracAtoms`) of the record nearest to
     ``time`` (the last complete one if None), the record :func:`read_snapshot` reads; None
-    for a grid run (no ``dirac_mass`` variable) and for zarr stores (grid runs only)."""
+    for a grid run (no ``dirac_mass`` variable). NetCDF files and zarr stores alike."""
     from solvers.core.measure import DiracAtoms
 
-    if is_zarr(path):  # measure-valued runs are archived in NetCDF only
-        return None
+    if is_zarr(path):
+        from solvers.io.zarr_store import dirac_near
+
+        return dirac_near(_existing(path), time)
     with _reading(path) as nc:
         if "dirac_mass" not in nc.variables:
             return None
@@ -255,6 +259,10 @@ POLISHED = "polish_representation"  # the global attribute of a `meanfield polis
 def check_resumable(path: str | os.PathLike) -> None:
     """Raise ValueError when ``path`` is a polished measure (``meanfield polish``), not a run."""
     if is_zarr(path):
+        from solvers.io.zarr_store import open_zarr_run
+
+        if POLISHED in open_zarr_run(_existing(path)).attrs:
+            raise ValueError(polished_message(path))
         return
     with _reading(path) as nc:
         if POLISHED in nc.ncattrs():

@@ -7,6 +7,12 @@ into place, so a killed writer leaves whole files. A block resizes the arrays, w
 records (``time`` last), then counts them in ``records_complete`` and consolidates the
 metadata; :func:`open_zarr_run` (and a plain ``xarray.open_zarr``, which reads the consolidated
 metadata) see only counted records.
+
+A measure-valued run (``[atoms] representation = "dirac"``) has the Dirac variables of the
+NetCDF file: ``dirac_mass`` and ``dirac_position`` (S^1) or ``dirac_x/y/z`` (S^2) on
+``(time, dirac)``, the ``dirac`` dimension ragged like ``atom`` (resized to the widest block,
+NaN padded), and the Dirac atoms of the step state behind an interpolated last record in the
+attributes of ``restart_rho`` (:func:`solvers.io.restart.restart_attributes`, as JSON lists).
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ from solvers.core.snapshot import Restart
 from solvers.io.layout import (
     _ATOM_CHUNK,
     ATOM_CELL,
+    RAGGED_DIMS,
     RECORDS_COMPLETE,
     REQUIRED_VARIABLES,
     RESTART,
@@ -39,7 +46,7 @@ from solvers.io.layout import (
     track_specs,
 )
 from solvers.io.safe_paths import private_folder, replace_folder
-from solvers.io.restart import restart_attributes, restart_state
+from solvers.io.restart import restart_atoms, restart_attributes, restart_state
 from solvers.model.params import RunConfig
 
 _COMPRESSOR = BloscCodec(cname="zstd", clevel=5, shuffle="shuffle")
@@ -51,7 +58,8 @@ def _create_array(group: zarr.Group, spec: VarSpec, sizes: dict[str, int | None]
     if "time" in spec.dims:
         chunks = chunk_shape(spec, sizes, records)
     else:
-        chunks = tuple(_ATOM_CHUNK if d == "atom" else max(1, s) for d, s in zip(spec.dims, shape))
+        chunks = tuple(_ATOM_CHUNK if d in RAGGED_DIMS else max(1, s)
+                       for d, s in zip(spec.dims, shape))
     fill = spec.fill if spec.fill is not None else 0
     extra = {"compressors": _COMPRESSOR} if spec.compress else {}
     attrs = dict(spec.attrs)
@@ -85,16 +93,16 @@ class ZarrStore:
 
     @classmethod
     def create(cls, path: Path, config: RunConfig, grid: _Grid, spectral: bool,
-               records: int) -> ZarrStore:
-        """Define a new store (``records`` per time chunk) in a private folder beside ``path``
-        and move it into place (an old store there, checked by the caller, goes with the
-        folder)."""
+               records: int, dirac: bool = False) -> ZarrStore:
+        """Define a new store (``records`` per time chunk; ``dirac``: the Dirac atoms of a
+        measure-valued run) in a private folder beside ``path`` and move it into place (an old
+        store there, checked by the caller, goes with the folder)."""
         with private_folder(path) as scratch:  # nothing at a guessable name is followed
             tmp = scratch / path.name
             group = zarr.open_group(str(tmp), mode="w", zarr_format=3)
             group.attrs.update(_global_attributes(config))
-            sizes = dimension_sizes(grid, spectral)
-            for spec in axis_specs(grid, spectral) + record_specs(grid, spectral):
+            sizes = dimension_sizes(grid, spectral, dirac)
+            for spec in axis_specs(grid, spectral) + record_specs(grid, spectral, dirac):
                 _create_array(group, spec, sizes, records)
             _consolidate(tmp)
             replace_folder(tmp, path, scratch)
@@ -110,6 +118,11 @@ class ZarrStore:
     @property
     def atom_width(self) -> int:
         return int(self.group["atom_mass"].shape[1])
+
+    @property
+    def dirac_width(self) -> int:
+        """Columns of the ``dirac`` dimension (0 without Dirac variables)."""
+        return int(self.group["dirac_mass"].shape[1]) if "dirac_mass" in self.group else 0
 
     def has(self, name: str) -> bool:
         return name in self.group
@@ -143,22 +156,27 @@ class ZarrStore:
 
     def write_block(self, block: dict[str, np.ndarray], width: int,
                     tracks: dict[str, np.ndarray], restart: Restart | None = None) -> None:
-        """Resize, write records ``n ..`` (``time`` last) and the per-identity records, then
-        count them complete and consolidate the metadata."""
+        """Resize, write records ``n ..`` (``time`` last), the per-identity records and the step
+        state behind an interpolated last record (``restart``), then count them complete and
+        consolidate the metadata."""
         i, count = self.n, len(block["time"])
         k = len(tracks.get("atom_birth_time", ()))
         width = max(width, k, self.atom_width)
+        dirac = self.dirac_width
+        if "dirac_mass" in block:  # Dirac identities only grow: the widest column so far
+            dirac = max(dirac, int(block["dirac_mass"].shape[1]))
+        new = {"time": i + count, "atom": width, "dirac": dirac}
         for _, arr in self.group.arrays():
             dims = arr.metadata.dimension_names
-            if "time" in dims or "atom" in dims:
-                arr.resize(tuple(i + count if d == "time" else width if d == "atom" else s
-                                 for d, s in zip(dims, arr.shape)))
+            if any(d in new for d in dims):
+                arr.resize(tuple(new.get(d, s) for d, s in zip(dims, arr.shape)))
         for name, values in block.items():
             if name == "time" or name not in self.group:
                 continue
             arr = self.group[name]
-            if arr.ndim == 2 and arr.metadata.dimension_names[1] == "atom":
-                arr[i:i + count, :values.shape[1]] = values
+            if arr.ndim == 2 and arr.metadata.dimension_names[1] in RAGGED_DIMS:
+                if values.shape[1]:  # NaN padded to the block's width (<= the store's)
+                    arr[i:i + count, :values.shape[1]] = values
             else:
                 arr[i:i + count] = values
         for name, values in tracks.items():
@@ -169,7 +187,9 @@ class ZarrStore:
                 self.group[name][0:k] = values
         if restart is not None and RESTART in self.group:
             self.group[RESTART][...] = restart.rho.reshape(self.group[RESTART].shape)
-            self.group[RESTART].attrs.update(restart_attributes(restart, float(block["time"][-1])))
+            attrs = restart_attributes(restart, float(block["time"][-1]))
+            self.group[RESTART].attrs.update(
+                {name: v.tolist() if isinstance(v, np.ndarray) else v for name, v in attrs.items()})
         self.group["time"][i:i + count] = block["time"]
         self.n += count
         self.group.attrs[RECORDS_COMPLETE] = self.n
@@ -217,6 +237,42 @@ def restart_of(path: Path) -> tuple[float, int, float, np.ndarray] | None:
     return restart_state(ds[RESTART].attrs, ds[RESTART].values, float(ds["time"][-1]))
 
 
+def restart_atoms_of(path: Path) -> Any:
+    """The Dirac atoms of the step state behind an interpolated last record of a
+    measure-valued run, or None (see :func:`solvers.io.reading.read_restart_atoms`)."""
+    ds = open_zarr_run(path)
+    if ds.sizes["time"] == 0 or RESTART not in ds or "dirac_mass" not in ds:
+        return None
+    return restart_atoms(ds[RESTART].attrs, float(ds["time"][-1]), 3 if "dirac_x" in ds else 1)
+
+
+def dirac_near(path: Path, time: float | None) -> Any:
+    """The Dirac atoms of the record nearest ``time`` (the last one if None), or None without
+    Dirac variables (see :func:`solvers.io.reading.read_dirac`)."""
+    from solvers.core.measure import DiracAtoms
+
+    ds = open_zarr_run(path)
+    if "dirac_mass" not in ds:
+        return None
+    n, s2 = ds.sizes["time"], "dirac_x" in ds
+    i = n - 1 if time is None or n == 0 else _nearest(ds["time"].values, time)
+    if i < 0 or ds.sizes.get("dirac", 0) == 0:
+        return DiracAtoms.empty(3 if s2 else 1)
+
+    def row(name: str) -> np.ndarray:  # (time, dirac) in a run; (dirac,) in a polished record
+        var = ds[name]
+        return np.asarray((var[i] if "time" in var.dims else var).values, dtype=float)
+
+    mass = row("dirac_mass")
+    pos = np.stack([row(f"dirac_{c}") for c in "xyz"], axis=1) if s2 else row("dirac_position")
+    ids = np.flatnonzero(np.isfinite(mass))
+    return DiracAtoms(mass[ids], pos[ids], ids)
+
+
+def _nearest(times: np.ndarray, time: float) -> int:
+    return int(np.argmin(np.abs(np.asarray(times, dtype=float) - time)))
+
+
 def snapshot_near(path: Path, time: float | None) -> tuple[float, Any, np.ndarray]:
     """``(t, grid, rho)`` of the record nearest ``time`` (the last one if None)."""
     ds = open_zarr_run(path)
@@ -224,7 +280,7 @@ def snapshot_near(path: Path, time: float | None) -> tuple[float, Any, np.ndarra
     if n == 0:
         raise ValueError(f"archive {path} holds no snapshots")
     times = ds["time"].values
-    i = n - 1 if time is None else int(np.argmin(np.abs(times - time)))
+    i = n - 1 if time is None else _nearest(times, time)
     theta = np.asarray(ds["theta"].values, dtype=float)
     if "phi" in ds.variables:
         theta = (theta, np.asarray(ds["phi"].values, dtype=float))

@@ -26,7 +26,7 @@ from solvers.model.params import OutputParams
 
 
 def buffered(sync: float = 1000.0, spectral: bool | None = None):
-    cfg = make_config()
+    cfg = make_config(scheme="fv")  # the grid's archive (the default method's: test_zarr_dirac)
     return replace(cfg, output=OutputParams(sync_interval=sync, spectral=spectral))
 
 
@@ -105,7 +105,7 @@ from dataclasses import replace
 from test_archive import THETA, WEIGHT, make_config, make_snapshot
 from solvers.io.archive import ArchiveWriter
 from solvers.model.params import OutputParams
-cfg = replace(make_config(), output=OutputParams(sync_interval={sync}))
+cfg = replace(make_config(scheme="fv"), output=OutputParams(sync_interval={sync}))
 writer = ArchiveWriter({path!r}, cfg, THETA, WEIGHT)
 for i in range({k}):
     writer.write_snapshot(make_snapshot(0.5 * i, i % 4))
@@ -138,8 +138,8 @@ def test_kill_9_keeps_the_synced_blocks_and_resumes(tmp_path: Path, name, sync, 
 
 def test_cli_zarr_run_killed_and_resumed(tmp_path: Path) -> None:
     cfg = tmp_path / "run.toml"
-    cfg.write_text("[domain]\nresolution = 64\n[model]\nbeta = 2.0\n[time]\nt_end = 3.0\n"
-                   "dt = 0.001\n[output]\nsnapshot_interval = 0.01\nprogress = false\n")
+    cfg.write_text("[domain]\nresolution = 64\n[model]\nbeta = 2.0\n[time]\nscheme = \"fv\"\n"
+                   "t_end = 3.0\ndt = 0.001\n[output]\nsnapshot_interval = 0.01\nprogress = false\n")
     out = tmp_path / "x.zarr"
     env = dict(os.environ, PYTHONPATH=str(REPO))
     cmd = [sys.executable, "-m", "solvers", "run"]
