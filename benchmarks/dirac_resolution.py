@@ -7,7 +7,7 @@ time and the best wall time of ``--repeat`` runs (each setup warmed once, nothin
 
     .venv/bin/python benchmarks/dirac_resolution.py [--beta 10] [--repeat 3] [--t-end 5000]
         [--dirac 128,256,512,1024] [--grid 256,512,1024,2048] [--lagrangian 160,256]
-        [--handover 256] [--alternate]
+        [--default 256] [--alternate]
 
 At beta = 10 (round 8) the Dirac state gives the same two atoms at every N from 128 while the
 grid density needs N = 1024 for them; at beta = 25 (round 13) the Dirac state needs N = 512 and
@@ -31,19 +31,20 @@ from solvers.model.config import load_config  # noqa: E402
 from solvers.timestepping.simulation import simulate  # noqa: E402
 
 CONFIG = ROOT / "runs" / "paper_s1_descent_relu_beta50.toml"
-HANDOVER = 20.0  # time.lagrangian_until of the "handover" runs
 
 
 def run(beta: float, n: int, representation: str, t_end: float = 5000.0) -> tuple[float, object]:
     """Wall seconds and the result of one run (no archive); ``representation`` "lagrangian" is the
-    Dirac state with ``time.scheme = "lagrangian"``, "handover" the fv Dirac state with
-    ``time.lagrangian_until = HANDOVER``."""
+    Dirac state with ``time.scheme = "lagrangian"``, "default" the default method (no scheme:
+    spectral, then Lagrangian cells with error-controlled steps), "dirac" the fv Dirac state."""
     scheme = "lagrangian" if representation == "lagrangian" else "fv"
     rep = "grid" if representation == "grid" else "dirac"
-    extra = [f"time.lagrangian_until={HANDOVER}"] if representation == "handover" else []
-    cfg = load_config(CONFIG, [f"model.beta={beta}", f"domain.resolution={n}", f"time.t_end={t_end}",
-                               f'atoms.representation="{rep}"', f'time.scheme="{scheme}"',
-                               "output.progress=false"] + extra)
+    method = [] if representation == "default" else [f'atoms.representation="{rep}"',
+                                                      f'time.scheme="{scheme}"']
+    text = "\n".join(line for line in CONFIG.read_text().splitlines()
+                     if not line.startswith(("scheme", "cfl")))
+    cfg = load_config(text, [f"model.beta={beta}", f"domain.resolution={n}", f"time.t_end={t_end}",
+                             "output.progress=false"] + method)
     rho0 = initial_density(cfg)
     start = time.perf_counter()
     result = simulate(cfg, rho0)
@@ -74,8 +75,8 @@ def main() -> None:
     parser.add_argument("--dirac", default="128,256,512,1024")
     parser.add_argument("--grid", default="256,512,1024,2048")
     parser.add_argument("--lagrangian", default="", help="N of the Lagrangian Dirac state (none by default)")
-    parser.add_argument("--handover", default="", help="N of the fv Dirac state started by Lagrangian "
-                        f"cells until t = {HANDOVER:g} (none by default)")
+    parser.add_argument("--default", default="", help="N of the default method (spectral, then "
+                        "Lagrangian cells; none by default)")
     parser.add_argument("--t-end", type=float, default=5000.0, help="end time (default 5000)")
     parser.add_argument("--alternate", action="store_true",
                         help="run the setups in turn, once each per round (side by side), best of "
@@ -83,7 +84,7 @@ def main() -> None:
     args = parser.parse_args()
     setups = [(representation, int(s)) for representation, sizes in
               (("dirac", args.dirac), ("grid", args.grid), ("lagrangian", args.lagrangian),
-               ("handover", args.handover)) for s in sizes.split(",") if s]
+               ("default", args.default)) for s in sizes.split(",") if s]
     if not args.alternate:
         for representation, n in setups:
             print(line(args.beta, n, representation, args.repeat, args.t_end), flush=True)

@@ -43,8 +43,7 @@ class CircleDiscretization:
     def __init__(self, config: RunConfig) -> None:
         scheme = config.time.scheme
         kink_faces = scheme == "fv" and config.time.kink_faces is not False  # None: on for fv
-        self.problem = CircleProblem(config.model, CircleBasis(config.domain.resolution), kink_faces,
-                                     one_sided_kinks=config.time.one_sided_kinks)
+        self.problem = CircleProblem(config.model, CircleBasis(config.domain.resolution), kink_faces)
         factory, self.default_integrator, self.citation = SCHEMES[scheme]
         self.rhs = factory(self.problem, config.time.limiter, config.time.cfl_floor) \
             if scheme == "fv" else factory(self.problem)

@@ -45,7 +45,6 @@ import numpy as np
 
 from solvers.circle import lagrangian as lg
 from solvers.circle.dirac_discretization import DiracCircleDiscretization
-from solvers.circle.discretization import SCHEMES
 from solvers.core.backend import default_backend
 from solvers.core.measure import DiracAtoms, starting_atoms
 from solvers.core.snapshot import Diagnostics
@@ -67,16 +66,6 @@ def eulerian_config(config: RunConfig) -> RunConfig:
     if config.time.scheme not in ("lagrangian", "auto"):  # auto: the cells of the default method
         return config
     return replace(config, time=replace(config.time, scheme="fv"))
-
-
-def lagrangian_config(config: RunConfig) -> RunConfig:
-    """The same run with ``time.scheme = "lagrangian"`` (the cells of ``time.lagrangian_until``)."""
-    return replace(config, time=replace(config.time, scheme="lagrangian"))
-
-
-def handover_citation(until: float) -> str:
-    """The citation of a run with ``time.lagrangian_until``: both schemes and the hand-over."""
-    return f"{LagrangianCircleDiscretization.citation} until t = {until:g}, then {SCHEMES['fv'][2]}"
 
 
 class LagrangianCircleDiscretization:

@@ -5,18 +5,17 @@ Each raises :class:`~solvers.model.validators.ConfigError` naming the key to cha
 
 from __future__ import annotations
 
-from solvers.model.params import RunConfig
+from solvers.model.params import RunConfig, auto_grid
 from solvers.model.validators import ConfigError
 
 
 def check_combinations(config: RunConfig) -> None:
     """All the checks below, in order."""
     check_representation(config)
+    check_auto_cfl(config)
     check_lagrangian(config)
-    check_lagrangian_until(config)
     check_basin_refine(config)
     check_kink_faces(config)
-    check_one_sided_kinks(config)
     check_limiter(config)
 
 
@@ -38,19 +37,6 @@ def check_kink_faces(config: RunConfig) -> None:
         raise ConfigError("time.kink_faces", "moves finite-volume faces: it needs "
                                              "time.scheme = \"fv\"")
 
-
-def check_one_sided_kinks(config: RunConfig) -> None:
-    """``time.one_sided_kinks = true`` changes the WENO5 stencils at the S^1 kink faces."""
-    t = config.time
-    if not t.one_sided_kinks:
-        return
-    if config.domain.manifold != "S1" or t.scheme != "fv" or t.kink_faces is False:
-        raise ConfigError("time.one_sided_kinks", "works on the S1 fv scheme's kink faces: it "
-                                                  "needs manifold S1, time.scheme = \"fv\" and "
-                                                  "time.kink_faces not false; remove it")
-    if t.limiter != "weno5":
-        raise ConfigError("time.one_sided_kinks", f"is for time.limiter = \"weno5\" (got "
-                                                  f"\"{t.limiter}\"); set the limiter or remove it")
 
 
 def check_representation(config: RunConfig) -> None:
@@ -99,15 +85,10 @@ def check_basin_refine(config: RunConfig) -> None:
                                                "remove it or set it to 1")
 
 
-def check_lagrangian_until(config: RunConfig) -> None:
-    """``time.lagrangian_until`` starts an S^1 fv Dirac run with Lagrangian cells: it needs
-    manifold S1, ``[atoms] representation = "dirac"`` and ``time.scheme = "fv"`` (snapshots land
-    on their times until the hand-over; ``output.snapshot_mode`` applies after it)."""
-    if config.time.lagrangian_until is None:
-        return
-    if config.domain.manifold != "S1" or config.atoms.representation != "dirac" \
-            or config.time.scheme != "fv":
-        raise ConfigError("time.lagrangian_until", "hands an S1 Dirac run over from Lagrangian "
-                                                   "cells to fv: it needs manifold S1, [atoms] "
-                                                   "representation = \"dirac\" and time.scheme "
-                                                   "= \"fv\"; remove it")
+def check_auto_cfl(config: RunConfig) -> None:
+    """Where the default method runs the fv grid (S2 descent, unnormalized attention), a given
+    ``time.cfl`` must keep it positive (<= 0.5)."""
+    if config.time.scheme == "auto" and auto_grid(config.domain.manifold, config.model) \
+            and config.time.cfl > 0.5:
+        raise ConfigError("time.cfl", f"must be <= 0.5 here: the default method runs finite "
+                                      f"volumes on S2 for descent (positivity; got {config.time.cfl:g})")

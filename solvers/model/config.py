@@ -57,6 +57,7 @@ from solvers.model.params import (
     InitialParams,
     ModelParams,
     OutputParams,
+    RETIRED,
     PerceptronParams,
     RunConfig,
     TimeParams,
@@ -83,10 +84,10 @@ INITIAL_KINDS = ("uniform", "von_mises", "archive", "atoms")
 INTEGRATORS = INTEGRATOR_NAMES
 LIMITERS = LIMITER_NAMES
 S2_MIN_LMAX = 31  # shtns needs a Gauss grid of >= 32 latitudes
-CFL_MAX = {"auto": 0.5, "fv": 0.5, "spectral": 1.0, "lagrangian": 1.0}
+CFL_MAX = {"auto": 1.0, "fv": 0.5, "spectral": 1.0, "lagrangian": 1.0}
 # naming one of these (or [atoms] representation) without time.scheme keeps the finite-volume
 # grid they tune, as before the default method existed
-FV_KNOBS = ("limiter", "cfl_floor", "kink_faces", "one_sided_kinks", "lagrangian_until")
+FV_KNOBS = ("limiter", "cfl_floor", "kink_faces")
 # the S^1 Dirac state's defaults (docs/schemes.md, measure-valued state): weno5, whose diffuse
 # density gives the same demo atoms at N = 128 ... 1024 to 8e-4 ("mc": 2.3e-3); and the CFL
 # condition on the faces whose upwind density exceeds 1% of the mean (the mass is in the atoms:
@@ -130,6 +131,8 @@ def check_keys(doc: dict[str, Any]) -> None:
         if not isinstance(table, dict):
             raise ConfigError(name, f"must be a section [{name}] (got {show(table)})")
         for key in table:
+            if f"{name}.{key}" in RETIRED:
+                raise ConfigError(f"{name}.{key}", f"is retired: {RETIRED[f'{name}.{key}']}")
             if key not in section_keys(name):
                 raise _unknown(name, key)
 
@@ -157,6 +160,8 @@ def apply_overrides(doc: dict[str, Any], overrides: Iterable[str]) -> dict[str, 
     """
     for item in overrides:
         section, key, value = parse_override(item)
+        if f"{section}.{key}" in RETIRED:
+            raise ConfigError(f"{section}.{key}", f"is retired: {RETIRED[f'{section}.{key}']}")
         if section not in SECTIONS or key not in section_keys(section):
             raise _unknown(section, key if section in SECTIONS else None)
         table = doc.setdefault(section, {})  # a table: check_keys ran before
@@ -309,7 +314,7 @@ def _time(t: dict[str, Any]) -> TimeParams:
         "limiter": lambda k, v: choice(k, v, LIMITERS),
         "cfl_floor": lambda k, v: number(k, v, lo=0.0, hi=0.5, lo_open=False,
                                          why="(a fraction of the mean density)"),
-        "kink_faces": boolean, "one_sided_kinks": boolean, "lagrangian_until": _positive,
+        "kink_faces": boolean,
         "basin_refine": lambda k, v: integer(k, v, 1, 16),
         "rtol": lambda k, v: number(k, v, *RTOL_RANGE, lo_open=False,
                                     why="(relative tolerance of the time error)"),
@@ -317,7 +322,9 @@ def _time(t: dict[str, Any]) -> TimeParams:
                                     why="(absolute tolerance of the time error)")}))
     why = "(positivity of the finite-volume scheme needs cfl <= 0.5)" if params.scheme == "fv" \
         else f"for scheme {json.dumps(params.scheme)}"
-    cfl = number("time.cfl", t.get("cfl", params.cfl), lo=0.0, hi=CFL_MAX[params.scheme], why=why)
+    if "cfl" not in t:
+        return params  # None: the method's own (RunConfig.__post_init__)
+    cfl = number("time.cfl", t["cfl"], lo=0.0, hi=CFL_MAX[params.scheme], why=why)
     return replace(params, cfl=cfl)
 
 

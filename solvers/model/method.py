@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from solvers.model.params import RunConfig
+from solvers.model.params import RunConfig, auto_grid
 
 
 @dataclass(frozen=True)
@@ -44,7 +44,7 @@ def choose_method(config: RunConfig) -> MethodChoice:
         return MethodChoice("spectral+lagrangian", "default on S1: pseudo-spectral while the density "
                             "is smooth and resolved, then Lagrangian cells with Dirac atoms (exact "
                             "mass, rho >= 0, no atom trapped in a grid cell)", True)
-    if model.direction == "ascent" or model.attention == "softmax":
+    if not auto_grid(config.domain.manifold, model):
         why = "ascent" if model.direction == "ascent" else "softmax attention"
         return MethodChoice("lagrangian", f"default on S2 for {why}: Lagrangian particles with Dirac "
                             "atoms (no atom trapped in a grid cell)", True)

@@ -143,15 +143,8 @@ class TimeParams:
     leaky ReLU: ``a_j.x + b_j = 0``) on the corner (:mod:`solvers.circle.kink_faces`,
     docs/schemes.md §2). None (default): on for the S^1 fv scheme, off elsewhere; ``false``:
     uniform faces; ``true``: required (an error on S^2 or with the spectral scheme).
-    ``one_sided_kinks`` (S^1, fv, ``weno5``, kink faces): the four cells around each face on a
-    perceptron corner take only the WENO5 stencils on their own side of it (docs/schemes.md
-    §2). Default false: the demo's Dirac atoms come closer to their N -> infinity values (the
-    heaviest within 6e-5 at N = 128 instead of 1.1e-3), at the cost of 8-30% more steps at
-    beta = 25-50, where a thin stream then stays above ``cfl_floor`` longer.
-    ``lagrangian_until`` (S^1, fv, Dirac atoms): until this time the measure moves as
-    Lagrangian cells (``scheme = "lagrangian"``), then the fv Dirac state takes over from the
-    cells' grid masses and atoms (docs/schemes.md, "Lagrangian cells"): the cells carry the
-    sinks born on ReLU corners exactly, the fv steps the long rest cheaply. None: off.
+    (``one_sided_kinks`` and ``lagrangian_until`` are retired: :data:`RETIRED` names what
+    replaces them.)
     ``basin_refine`` (S^2, ``scheme = "lagrangian"``): ``K > 1`` starts the cells on the
     boundaries between atoms' basins, found by a scout run (to ``t_end``, or until no particle
     moves faster than ``stationary_tol`` with ``stop_when_stationary``), as ``K x K`` particles
@@ -161,7 +154,7 @@ class TimeParams:
     t_end: float = 10.0
     scheme: str = "auto"
     integrator: str | None = None  # None: scheme default (ssprk10_2 for fv, rk4 for spectral)
-    cfl: float = 0.4
+    cfl: float | None = None  # None: the method's own (RunConfig: 1.0 for "auto", else 0.4)
     rate_factor: float = 1.0
     dt: float | None = None
     max_steps: int = 10_000_000
@@ -173,12 +166,33 @@ class TimeParams:
     limiter: str = "mc"
     cfl_floor: float = 1e-6
     kink_faces: bool | None = None
-    one_sided_kinks: bool = False
-    lagrangian_until: float | None = None
     basin_refine: int = 1
     rtol: float = 5e-7
     atol: float = 1e-9
 
+
+# CFL numbers when time.cfl is not given: the default method's cells need dt max|du/dx| <= 1 to
+# stay in order (a step that turns one inside out is retried shorter) and its error control
+# sets the accuracy (the demo: 1147 steps instead of 2422 at 0.4, the same atoms to 1e-5); the
+# grid schemes 0.4 (the fv scheme's positivity needs <= 0.5)
+AUTO_CFL = 1.0
+GRID_CFL = 0.4
+
+def auto_grid(manifold: str, model: "ModelParams") -> bool:
+    """Whether the default method (``time.scheme = "auto"``) runs the finite-volume grid with
+    Dirac atoms: on S2 for descent with unnormalized attention (:mod:`solvers.model.method`)."""
+    return manifold == "S2" and model.direction == "descent" and model.attention == "unnormalized"
+
+
+# keys that no longer earn their place: a config naming one gets an error with the replacement
+RETIRED = {
+    "time.lagrangian_until": "the hand-over from Lagrangian cells to the fv Dirac state is retired: "
+                             "a config that names no time.scheme runs Lagrangian cells with Dirac "
+                             "atoms for the whole run (the default method); remove the key",
+    "time.one_sided_kinks": "the fv scheme's one-sided WENO5 stencils at perceptron corners are "
+                            "retired: the default method (no time.scheme) carries the layers at "
+                            "the corners exactly; remove the key",
+}
 
 ATOM_METHODS = ("basin", "paper")
 REPRESENTATIONS = ("grid", "dirac")
@@ -271,6 +285,10 @@ class RunConfig:
         # the default method's state is measure-valued (density plus Dirac atoms)
         if self.time.scheme == "auto" and self.atoms.representation != "dirac":
             object.__setattr__(self, "atoms", replace(self.atoms, representation="dirac"))
+        if self.time.cfl is None:  # the method's CFL number
+            cells = self.time.scheme == "auto" and not auto_grid(self.domain.manifold, self.model)
+            cfl = AUTO_CFL if cells else GRID_CFL
+            object.__setattr__(self, "time", replace(self.time, cfl=cfl))
 
 
 def flatten(obj: Any, prefix: str = "") -> dict[str, Any]:

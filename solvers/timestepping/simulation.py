@@ -169,13 +169,14 @@ class Solver:
     - Mass is conserved to round-off by every scheme; ``fv`` keeps ``rho >= 0``.
     - A discretisation with ``accept(state)`` may refuse a step (the Lagrangian cells: points out
       of order); it is retried at half the size.
-    - ``time.lagrangian_until = T`` (S^1 fv Dirac): Lagrangian cells until a step lands on ``T``,
-      then ``_hand_over`` to the fv Dirac state (the same measure) with its own integrator.
     """
 
     def __init__(self, config: RunConfig, rho0: np.ndarray, t0: float = 0.0, step0: int = 0,
                  dt0: float | None = None, atoms0: object | None = None,
                  fresh: bool | None = None, rejected0: int = 0, time_error0: float = 0.0) -> None:
+        from solvers.model.method import concrete
+
+        config = concrete(config)  # the S2 default's scheme and CFL number (solvers.model.method)
         tp = config.time
         self.config = config
         # bookkeeping (a resume may pass the archived counts on: rejected0, time_error0)
@@ -183,17 +184,8 @@ class Solver:
         self.rejections = {"error": 0, "refused": 0}  # by this solver: error test; CFL or accept()
         self.time_error, self.error_ratio = float(time_error0), 0.0
         self._dt_next: float | None = None  # the controller's next step (None: not yet chosen)
-        # time.lagrangian_until: Lagrangian cells until then, the fv Dirac state after (_hand_over)
-        until = tp.lagrangian_until
-        self.handover = until if until is not None and float(t0) < until else None
-        if until is None:
-            self.disc = make_discretization(config)
-            self.citation = self.disc.citation
-        else:
-            from solvers.circle.lagrangian_discretization import handover_citation, lagrangian_config
-
-            self.disc = make_discretization(lagrangian_config(config) if self.handover else config)
-            self.citation = handover_citation(until)
+        self.disc = make_discretization(config)
+        self.citation = self.disc.citation
         self.rhs = self.disc.rhs
         self.table = get_integrator(tp.integrator or self.disc.default_integrator)
         self.backend = default_backend()  # read once: MEANFIELD_NUMPY is not looked up every step
@@ -231,16 +223,6 @@ class Solver:
         bound = max(self.disc.lipschitz_bound(abs(mass)), 1e-300)
         self.rate_dt = self.ssp * self.config.time.rate_factor / bound
         self._rate = self.rhs(self.rho)[1]
-
-    def _hand_over(self) -> None:
-        """``time.lagrangian_until`` reached: the fv Dirac state continues from the Lagrangian
-        cells' grid masses and atoms (the same measure, docs/schemes.md)."""
-        cells = self.disc
-        self.disc = make_discretization(self.config)
-        self.rho = self.disc.prepare_state(cells.density(self.rho), cells.atoms(self.rho), fresh=False)
-        self.rhs, self.handover = self.disc.rhs, None
-        self.table = get_integrator(self.config.time.integrator or self.disc.default_integrator)
-        self._step_bounds(bound_mass(self.disc.total_mass(self.rho)))
 
     @property
     def problem(self):
@@ -327,8 +309,6 @@ class Solver:
         step falls below ``DT_MIN_FRACTION * t_end``.
         """
         dt = self._propose()
-        if self.handover is not None:  # land on the hand-over time
-            t_stop = min(t_stop, self.handover)
         rejected = False
         for _ in range(60):
             remaining = t_stop - self.t
@@ -354,8 +334,6 @@ class Solver:
                     rho_new = self.disc.after_step(rho_new, self.n_steps + 1)
                 self.rho, self.n_steps = rho_new, self.n_steps + 1
                 self.t = t_stop if h == remaining else self.t + h
-                if self.handover is not None and self.t >= self.handover:
-                    self._hand_over()
                 self.dt = self._propose(peek=True)  # archived: a resume continues with it
                 return h
             self.n_rejected += 1
@@ -584,7 +562,7 @@ def simulate(config: RunConfig, rho0: np.ndarray, *, t0: float = 0.0, step0: int
         if ended is not None:
             reason = "stationary" if make_queued() else ended
             break
-        free = interpolated and solver.handover is None
+        free = interpolated
         marked = solver.mark() if free else None  # landed snapshots are step states
         try:
             solver.step(math.inf if free else target)

@@ -107,13 +107,13 @@ def test_a_spike_carried_by_the_flow_is_not_captured():
     assert forms_atom(np.arange(at_corner - 1, at_corner + 2), u, p)
 
 
-def test_beta50_handover_has_the_fine_grid_atoms():
-    """beta = 50, t = 5000: cells until t = 20, then fv Dirac at N = 256, against the grid
-    density at N = 2048 (`benchmarks/dirac_resolution.py --beta 50 --grid 2048`: corner atom
-    .19254, heavy atom .70464). Capturing the perceptron-free arc's passing concentrations
-    had frozen one at .0516 and left the heavy atom at .6933."""
-    cfg = load_config(BETA50, domain__resolution=256, time__t_end=5000.0, time__lagrangian_until=20.0,
-                      atoms__representation="dirac", output__progress=False)
+def test_beta50_default_method_has_the_fine_grid_atoms():
+    """beta = 50, t = 5000: the default method (spectral, then Lagrangian cells) at N = 256
+    against the grid density at N = 2048 (`benchmarks/dirac_resolution.py --beta 50 --grid
+    2048`: corner atom .19254, heavy atom .70464). Capturing the perceptron-free arc's passing
+    concentrations had frozen one at .0516 and left the heavy atom at .6933."""
+    cfg = load_config(BETA50, domain__resolution=256, time__t_end=5000.0, time__scheme="auto",
+                      output__progress=False)
     result = simulate(cfg, initial_density(cfg))
     d = result.final.diagnostics
     masses = dict(zip(np.round(np.degrees(d.atom_position)), d.atom_mass))

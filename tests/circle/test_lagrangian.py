@@ -168,8 +168,8 @@ def test_demo_atoms_agree_at_n_128_and_256():
 @pytest.mark.parametrize("text, key", [
     ('[domain]\nmanifold = "S2"\nresolution = 31\n[time]\nscheme = "lagrangian"\n', "time.scheme"),
     ('[time]\nscheme = "lagrangian"\n', "time.scheme"),
-    ('[time]\nlagrangian_until = 5.0\n', "time.lagrangian_until"),
-    ('[atoms]\nrepresentation = "dirac"\n[time]\nscheme = "lagrangian"\nlagrangian_until = 5.0\n', "time.lagrangian_until"),
+    ('[time]\nlagrangian_until = 5.0\n', "time.lagrangian_until: is retired"),
+    ('[time]\none_sided_kinks = true\n', "time.one_sided_kinks: is retired"),
     ('[atoms]\nrepresentation = "dirac"\n[time]\nscheme = "lagrangian"\n[output]\nsnapshot_mode = "interpolate"\n',
      "output.snapshot_mode"),
 ])
@@ -245,34 +245,11 @@ def _beta25(*extra: str, base: tuple[str, ...] = tuple(BETA25)):
     return load_with_overrides(ROOT / "runs" / "paper_s1_descent_relu_beta50.toml", list(base) + list(extra))
 
 
-def test_handover_keeps_the_measure():
-    """``time.lagrangian_until``: the Lagrangian cells step (rk4) until a step lands on the hand-over
-    time; from there the fv Dirac state (ssprk10_2) holds exactly the cells' grid masses and atoms,
-    and steps on with the mass kept to round-off."""
-    from solvers.circle.dirac_discretization import DiracCircleDiscretization
-    from solvers.timestepping.simulation import Solver
-
-    cfg = _beta25("time.lagrangian_until=12", "time.t_end=20")
-    handed, cells = Solver(cfg, initial_density(cfg)), Solver(_beta25('time.scheme="lagrangian"', "time.t_end=20"),
-                                                              initial_density(cfg))
-    assert isinstance(handed.disc, LagrangianCircleDiscretization) and handed.table.name == "rk4"
-    while handed.handover is not None:
-        assert handed.step(12.0) == cells.step(12.0)  # the same steps
-    assert handed.t == cells.t == 12.0
-    assert isinstance(handed.disc, DiracCircleDiscretization) and handed.table.name == "ssprk10_2"
-    assert np.array_equal(handed.disc.density(handed.rho), cells.disc.density(cells.rho))
-    a, b = handed.disc.atoms(handed.rho), cells.disc.atoms(cells.rho)
-    assert a.count >= 1 and np.array_equal(a.mass, b.mass) and np.array_equal(a.position, b.position)
-    for _ in range(5):
-        handed.step(20.0)
-    assert handed.disc.total_mass(handed.rho) == pytest.approx(1.0, abs=1e-13)
-
-
-def test_handover_gives_the_corner_atom_of_the_fine_grid():
+def test_default_method_gives_the_corner_atom_of_the_fine_grid():
     """beta = 25, N = 256, t = 60: the fv Dirac state alone puts .1994 in the atom born on the ReLU
     corner at 85.4 degrees (the sub-cell layer of mass beside the corner is smeared before the
-    sink is born, docs/schemes.md); started by Lagrangian cells until t = 20 it puts .2033, the
-    grid density's at N = 1024 (.2031) within 1e-3."""
+    sink is born, docs/schemes.md); the default method (cells throughout) puts there the grid
+    density's mass at N = 1024 (.2031) within 1e-3."""
     def corner(cfg) -> float:
         d = simulate(cfg, initial_density(cfg)).final.diagnostics
         near = np.abs(np.degrees(np.asarray(d.atom_position)) - 85.5) < 1.0
@@ -280,21 +257,11 @@ def test_handover_gives_the_corner_atom_of_the_fine_grid():
 
     fine = corner(_beta25("time.t_end=60", base=("model.beta=25", "domain.resolution=1024",
                                                   "output.progress=false", "output.snapshot_interval=20")))
-    handed = corner(_beta25("time.lagrangian_until=20", "time.t_end=60"))
-    assert abs(handed - fine) < 1e-3
+    default = corner(load_config("\n".join(
+        line for line in (ROOT / "runs" / "paper_s1_descent_relu_beta50.toml").read_text().splitlines()
+        if not line.startswith(("scheme", "cfl"))), **{k.replace(".", "__"): v for k, v in (
+            ("model.beta", 25.0), ("domain.resolution", 256), ("output.progress", False),
+            ("output.snapshot_interval", 20.0), ("time.t_end", 60.0))}))
+    assert abs(default - fine) < 1e-3
 
 
-def test_resume_across_the_handover(tmp_path):
-    """A run with ``time.lagrangian_until`` resumed before the hand-over starts again with cells,
-    passes the hand-over and ends with the mass kept."""
-    import solvers
-    from solvers.cli.main import main
-
-    path = tmp_path / "h.nc"
-    sets = [f"--set={s}" for s in BETA25 + ["time.lagrangian_until=20", "time.t_end=10"]]
-    assert main(["run", str(ROOT / "runs" / "paper_s1_descent_relu_beta50.toml"), "-o", str(path),
-                 "--no-progress", *sets]) == 0
-    assert main(["run", "--resume", str(path), "--set", "time.t_end=40", "--no-progress"]) == 0
-    ds = solvers.open_run(path)
-    assert float(ds["time"][-1]) == 40.0 and ds.attrs["time__lagrangian_until"] == 20.0
-    assert np.abs(ds["mass"].values - 1.0).max() < 1e-13
