@@ -46,10 +46,12 @@ def finished_record(archive: Path, digest: str) -> dict[str, Any] | None:
 
 
 def write_done(archive: Path, record: dict[str, Any]) -> None:
-    """Write the sidecar atomically (a temporary file renamed)."""
-    tmp = done_path(archive).with_suffix(".tmp")
-    tmp.write_text(json.dumps(record, indent=1), encoding="utf-8")
-    tmp.replace(done_path(archive))
+    """Write the sidecar atomically: built in a private folder beside it and renamed into
+    place (:func:`solvers.io.safe_paths.write_text`: a link or anything but a plain file at
+    ``NAME.done.json`` is refused, never written through)."""
+    from solvers.io.safe_paths import write_text
+
+    write_text(done_path(archive), json.dumps(record, indent=1))
 
 
 def result_record(result: Any, name: str, archive: str, digest: str) -> dict[str, Any]:
@@ -150,11 +152,14 @@ def build_summary(params: Sequence[Any], dims: Sequence[str], points: Sequence[A
 
 
 def write_dataset(ds: Any, path: Path) -> None:
-    """Write ``ds`` to ``path`` through a temporary file (readers never see half a file)."""
-    tmp = path.with_name(path.name + ".tmp")
+    """Write ``ds`` to ``path`` through the safe writer
+    (:func:`solvers.io.safe_paths.write_netcdf`): built in a private folder beside it and
+    renamed into place (readers never see half a file, no link is followed), and a file there
+    is replaced only when this project wrote it."""
+    from solvers.io.safe_paths import write_netcdf
+
     encoding = {k: {"dtype": str} for k, v in ds.variables.items() if v.dtype == object}
-    ds.to_netcdf(tmp, engine="netcdf4", encoding=encoding)
-    tmp.replace(path)
+    write_netcdf(ds, path, option="the sweep", engine="netcdf4", encoding=encoding)
 
 
 def open_summary(path: str | Path) -> Any:

@@ -164,5 +164,6 @@ def _plot(ds: xr.Dataset, out: Path, dpi: int, style: str) -> Path:
     _panel_table(axes[1, 2], ds)
     fig.suptitle(f"Lemma 5.1: spectral inversion of f = K*mu on {ds.attrs['sphere']} "
                  f"({ds.attrs['measure_label']})")
-    fig.savefig(out, dpi=dpi)
-    return out
+    from solvers.plots.save import save_figure
+
+    return save_figure(out, lambda tmp: fig.savefig(tmp, dpi=dpi))

@@ -14,6 +14,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from solvers.io.archive import open_run
 from solvers.plots.circle import circle_animation, run_figure
 from solvers.plots.common import VIEWS, movie_writer
+from solvers.plots.save import check_figure_target, save_figure
 from solvers.plots.style import style_context
 
 
@@ -39,6 +40,7 @@ def plot_run(path: str | os.PathLike, out_png: str | os.PathLike | None = None,
     """
     path = Path(path)
     out = Path(out_png) if out_png is not None else path.with_suffix(".png")
+    check_figure_target(out)  # a link or a user's file there: refused before drawing
     ds = open_run(path)
     with style_context(style) as spec:
         if "phi" in ds.dims:
@@ -47,9 +49,8 @@ def plot_run(path: str | os.PathLike, out_png: str | os.PathLike | None = None,
             fig, _ = sphere_run_figure(ds, style)
         else:
             fig, _ = run_figure(ds, style)
-        out.parent.mkdir(parents=True, exist_ok=True)
         FigureCanvasAgg(fig)
-        fig.savefig(out, dpi=dpi or spec["dpi"])
+        save_figure(out, lambda tmp: fig.savefig(tmp, dpi=dpi or spec["dpi"]))
     return out
 
 
@@ -86,6 +87,7 @@ def animate_run(path: str | os.PathLike, out: str | os.PathLike | None = None, f
     if view not in VIEWS:
         raise ValueError(f"view must be one of {', '.join(VIEWS)} (got {view!r})")
     writer = movie_writer(out, fps)
+    check_figure_target(out)  # a link or a user's file there: refused before drawing
     ds = open_run(path)
     n = ds.sizes.get("time", 0)
     if n == 0:
@@ -100,11 +102,14 @@ def animate_run(path: str | os.PathLike, out: str | os.PathLike | None = None, f
     update(0)
     fig.draw_without_rendering()  # lay out once (constrained), then keep the positions:
     fig.set_layout_engine("none")  # re-running the layout per frame doubles the cost
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with writer.saving(fig, str(out), dpi):
-        for i in range(n):
-            update(i)
-            writer.grab_frame()
-            if progress is not None:
-                progress(i + 1, n)
+
+    def frames(tmp: Path) -> None:
+        with writer.saving(fig, str(tmp), dpi):
+            for i in range(n):
+                update(i)
+                writer.grab_frame()
+                if progress is not None:
+                    progress(i + 1, n)
+
+    save_figure(out, frames)  # built beside out, renamed into place
     return out

@@ -31,6 +31,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from solvers.io.summary import THEOREM_3_5, open_summary
+from solvers.plots.save import save_figure
 from solvers.plots.style import (
     COLUMN_WIDTH,
     PAGE_WIDTH,
@@ -248,7 +249,8 @@ def _write_figures(sources: Sequence[str | Path], labels: Sequence[str] | None,
         makers = (figure_atom_counts, figure_atom_masses) if dim == "beta" else \
             (figure_sensitivity,)
         for name, make in zip(names, makers):
-            make(chosen, dim, style).savefig(out / name, dpi=dpi)
+            fig = make(chosen, dim, style)
+            save_figure(out / name, lambda tmp, fig=fig: fig.savefig(tmp, dpi=dpi))
             written.append(out / name)
     if not written:
         raise ValueError("no summary has a 'beta' or 'seed' dimension: nothing to draw")

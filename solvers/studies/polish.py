@@ -211,7 +211,11 @@ def polish_archive(path: str | Path, out: str | Path | None = None,
     target = Path(out) if out else path.with_name(path.stem + ".polished.nc")
     if target.resolve() == path.resolve():
         raise ValueError("-o: would overwrite the input archive; choose another path")
-    _with_dirac(last, result, config).to_netcdf(target)
+    # the safe writer of polish_to: built in a private folder and renamed into place, no link
+    # followed, a file there replaced only when it is ours
+    from solvers.io.safe_paths import write_netcdf
+
+    write_netcdf(_with_dirac(last, result, config), target, option="-o")
     return result, target
 
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -150,11 +151,22 @@ def _bind(run: Callable[..., dict[str, Any]], *args: Any) -> Callable[[], dict[s
 
 
 def _link(source: Path, target: Path) -> None:
-    """``target`` becomes the same file as ``source`` (a hard link, else a copy)."""
-    tmp = target.with_name(target.name + ".link")
-    tmp.unlink(missing_ok=True)
-    try:
-        os.link(source, tmp)
-    except OSError:
-        shutil.copyfile(source, tmp)
-    tmp.replace(target)
+    """``target`` becomes the same file as ``source`` (a hard link, else a copy), made in a
+    private folder beside it and renamed into place (:mod:`solvers.io.safe_paths`): a file at
+    ``target`` is replaced only when it is an archive of ours
+    (:func:`~solvers.io.safe_paths.check_target`), and a link is never followed, at the source
+    (a level's archive) or the target."""
+    from solvers.io.safe_paths import UnsafePathError, check_target, private_folder, replace_file
+
+    if not stat.S_ISREG(os.lstat(source).st_mode):
+        raise UnsafePathError(f"{source} (a resolution level's archive) is not a plain file "
+                              f"(a link?): not copied to {target}")
+    check_target(target, True, "the sweep")
+    with private_folder(target) as folder:
+        tmp = folder / target.name
+        try:
+            os.link(source, tmp, follow_symlinks=False)
+        except OSError:
+            shutil.copyfile(source, tmp, follow_symlinks=False)
+        check_target(target, True, "the sweep")  # still nothing, or still ours
+        replace_file(tmp, target)
