@@ -219,7 +219,8 @@ def _model(t: dict[str, Any], perceptron: PerceptronParams) -> ModelParams:
 
 
 def _modes(value: Any, domain: DomainParams) -> tuple:
-    """S^1: ``[[k, amplitude], ...]``, k >= 1; S^2: ``[[l, m, amplitude], ...]``, 0 <= m <= l."""
+    """S^1: ``[[k, amplitude], ...]``, 1 <= k <= N // 2 (the grid's highest mode, N =
+    ``domain.resolution``); S^2: ``[[l, m, amplitude], ...]``, 0 <= m <= l <= lmax."""
     s2, lmax = domain.manifold == "S2", domain.resolution
     form = "a triple [l, m, amplitude] on S2, e.g. [3, 1, 0.01]" if s2 else \
         "a pair [k, amplitude], e.g. [3, 0.01]"
@@ -234,6 +235,10 @@ def _modes(value: Any, domain: DomainParams) -> tuple:
             need = f"[l, m] must be integers, 0 <= m <= l, 1 <= l <= lmax = {lmax}" if s2 else \
                 "k must be a positive integer"
             raise ConfigError(key, f"{need} (got {show(ints if s2 else ints[0])})")
+        if not s2 and ints[0] > lmax // 2:  # S^1: lmax is N, the grid's highest mode N // 2
+            raise ConfigError(key, f"k = {ints[0]} is above the grid's highest mode N//2 = "
+                              f"{lmax // 2} (domain.resolution = {lmax} cells): lower k, or "
+                              f"raise domain.resolution to at least {2 * ints[0]}")
         number(key, row[-1], lo=-WEIGHT_MAX, hi=WEIGHT_MAX, lo_open=False, why="as amplitude")
     return tuple(tuple(int(x) for x in row[:-1]) + (float(row[-1]),) for row in rows)
 
