@@ -19,9 +19,11 @@ from solvers.model.params import RunConfig
 from solvers.timestepping import simulation
 from solvers.timestepping.simulation import RunResult, Solver, simulate
 
-# steps of about 1.4 time units once clusters form: several snapshots per step
+# the fv grid, with steps of about 1.4 time units once clusters form: several (interpolated)
+# snapshots per step; the default method (time.scheme = "auto") lands its snapshots and takes
+# smaller steps (test_batches_on_other_states runs it)
 BASE = paper_s1_toml(128, 5.0, t_end=400.0, snapshot_interval=0.5,
-                     time_keys="stop_when_stationary = true\nstationary_tol = 1e-2\n"
+                     time_keys='scheme = "fv"\nstop_when_stationary = true\nstationary_tol = 1e-2\n'
                                "stationary_mass_rate = 1e-4\nstationary_window_time = 5.0",
                      extra='progress = false\n[initial]\nkind = "uniform"\nmodes = [[3, 0.1]]\n')
 
@@ -158,10 +160,12 @@ S2 = ('[domain]\nmanifold = "S2"\nresolution = 31\n[model]\nbeta = 1.0\ndirectio
 @pytest.mark.parametrize("config", [
     (BASE, {"atoms__representation": "dirac", "time__t_end": 60.0,
             "time__stop_when_stationary": False}),
+    (BASE, {"time__scheme": "auto", "time__t_end": 60.0,  # spectral, then Lagrangian cells
+            "time__stop_when_stationary": False}),
     (S2, {}),
     (S2, {"domain__resolution": 63, "time__t_end": 1.0}),  # compiled stage combinations
     (S2, {"atoms__representation": "dirac", "time__t_end": 1.0}),
-], ids=["s1-dirac", "s2", "s2-63", "s2-dirac"])
+], ids=["s1-dirac", "s1-default", "s2", "s2-63", "s2-dirac"])
 def test_batches_on_other_states(tmp_path: Path, config) -> None:
     cfg = solvers.load_config(config[0], **config[1])
     _assert_same_runs(_archived(tmp_path, cfg, 1), _archived(tmp_path, cfg, 64))

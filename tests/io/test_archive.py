@@ -30,13 +30,14 @@ REPO = Path(__file__).resolve().parents[2]
 N = 32
 THETA = 2 * np.pi * np.arange(N) / N
 WEIGHT = np.full(N, 2 * np.pi / N)
-TOML = '[model]\nbeta = 4.0\ndirection = "ascent"\n'
+TOML = '[model]\nbeta = 4.0\ndirection = "ascent"\n[time]\nscheme = "fv"\n'  # a grid archive
 
 
 def make_config(**time_kw: object) -> RunConfig:
     """A config with non-default values of every attribute kind (str, float, None, list, bool)."""
     perceptron = PerceptronParams("relu", np.array([[1.0, 0.0]]), np.array([0.5]), np.zeros(1))
     model = ModelParams(beta=4.0, direction="ascent", perceptron=perceptron)
+    time_kw.setdefault("scheme", "fv")  # the grid archive these tests write (the default is "auto")
     return RunConfig(model=model, time=TimeParams(stop_when_stationary=True, **time_kw), text=TOML)
 
 

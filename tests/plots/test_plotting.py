@@ -10,7 +10,7 @@ import pytest
 
 from solvers.core.snapshot import Diagnostics, Snapshot
 from solvers.io.archive import ArchiveWriter, open_run
-from solvers.model.params import ModelParams, RunConfig
+from solvers.model.params import ModelParams, RunConfig, TimeParams
 from solvers.plots.circle import run_figure
 from solvers.plots.common import run_title
 from solvers.plots.run import animate_run, plot_run
@@ -46,7 +46,8 @@ def clustering_snapshot(t: float) -> Snapshot:
 @pytest.fixture
 def archive(tmp_path: Path) -> Path:
     path = tmp_path / "run.nc"
-    config = RunConfig(model=ModelParams(beta=9.0, direction="ascent", attention="softmax"))
+    config = RunConfig(model=ModelParams(beta=9.0, direction="ascent", attention="softmax"),
+                       time=TimeParams(scheme="fv"))  # a grid run (the default is "auto")
     with ArchiveWriter(path, config, THETA, WEIGHT) as writer:
         for t in np.linspace(0.0, 4.0, 9):
             writer.write_snapshot(clustering_snapshot(float(t)))

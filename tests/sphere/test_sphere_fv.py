@@ -32,6 +32,7 @@ PAPER_OMEGA = np.array([-0.422016341580297, -1.1095875272656244, -0.362477254541
 def s2_config(lmax=31, beta=1.0, direction="descent", attention="unnormalized", kernel="exp",
               percep=None, **time_kw):
     time_kw.setdefault("t_end", 1.0)
+    time_kw.setdefault("scheme", "fv")  # the grid these tests test (the default is "auto")
     interval = time_kw.pop("snapshot_interval", time_kw["t_end"])
     model = ModelParams(beta, direction, attention, kernel, percep or PerceptronParams("none", np.zeros((0, 3))))
     return RunConfig(domain=DomainParams("S2", lmax), model=model, time=TimeParams(**time_kw),
