@@ -31,3 +31,5 @@ fi
 "$VENV/bin/python" -m pip install -q --upgrade pip
 "$VENV/bin/python" -m pip install -q -e ".[test]"
 "$VENV/bin/python" -c "import shtns, netCDF4, xarray, dask.distributed" 2>/dev/null && echo "setup: ok"
+# compile the numba kernels now (one to a few minutes), not in the first run (solvers/cli/warmup.py)
+"$VENV/bin/python" -m solvers.cli.warmup > /dev/null && echo "setup: kernels compiled"
