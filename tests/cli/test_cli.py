@@ -65,7 +65,8 @@ BAD_CONFIGS = [
     ("[model]\nbeta = true", "model.beta"),
     ("[model]\nbeta = -1", "model.beta"),
     ("[time]\nt_end = nan", "time.t_end"),
-    ("[time]\ncfl = 0.7", "time.cfl"),
+    ('[time]\nscheme = "fv"\ncfl = 0.7', "time.cfl"),  # fv positivity: cfl <= 0.5
+    ("[time]\ncfl = 1.5", "time.cfl"),  # the default method: cfl <= 1
     ('[time]\nscheme = "spectral"\ncfl = 1.5', "time.cfl"),
     ("[domain]\nresolution = 100.0", "domain.resolution"),
     ("[domain]\nresolution = 32\n[model]\nbeta = 50", "domain.resolution"),
