@@ -10,6 +10,7 @@
   :mod:`~solvers.cli.sweep`, :mod:`~solvers.cli.sweep_figures`: the study commands (each
   ``add_parser(subparsers)`` and ``run_command(args)``), thin layers over :mod:`solvers.studies`
   and :mod:`solvers.plots`.
+- :mod:`~solvers.cli.warmup`: compile the numba kernels ahead of the first run (set-up).
 """
 
 from solvers.cli.main import main

@@ -8,6 +8,7 @@
   of the numerics (``check_run``: what a run checks before it allocates).
 - :mod:`~solvers.model.combinations`: settings valid alone but not together (Dirac state,
   kink faces, ``weno5``).
+- :mod:`~solvers.model.method`: the default method (``time.scheme = "auto"``): what runs, and why.
 - :mod:`~solvers.model.activations`: perceptron activations ``sigma`` and their potentials ``phi``.
 - :mod:`~solvers.model.perceptron`: the perceptron potential ``v`` and its half gradient (paper eq. 2.7).
 """
