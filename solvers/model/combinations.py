@@ -64,6 +64,11 @@ def check_lagrangian(config: RunConfig) -> None:
     """``time.scheme = "lagrangian"`` (S^1: moving cells; S^2: particles; docs/schemes.md) moves
     the measure-valued state: it needs ``[atoms] representation = "dirac"`` and snapshots that
     land on their times (a step's points are not interpolated)."""
+    cells = config.time.scheme == "auto" and not auto_grid(config.domain.manifold, config.model)
+    if cells and config.output.snapshot_mode == "interpolate":
+        raise ConfigError("output.snapshot_mode", "\"interpolate\" is for the fv scheme; the "
+                                                  "default method (no time.scheme) moves cells or "
+                                                  "particles: use \"land\" or \"auto\"")
     if config.time.scheme != "lagrangian":
         return
     if config.atoms.representation != "dirac":
