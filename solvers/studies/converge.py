@@ -70,9 +70,10 @@ from solvers.studies.distances import (  # noqa: F401  (re-exported: cv.s1_cdf, 
 )
 
 TWO_PI = 2.0 * np.pi
-DEFAULT_INTEGRATOR = {"fv": "ssprk10_2", "spectral": "rk4", "lagrangian": "rk4", "auto": "rk4"}  # README: Schemes
+DEFAULT_INTEGRATOR = {"fv": "ssprk10_2", "spectral": "rk4", "lagrangian": "rk4", "auto": "dopri5"}  # docs/methods.md
 DETECTOR_FACTOR = 1.0  # flag D: dm * radius > DETECTOR_FACTOR * W1 (module docstring)
-SPACE_SLOPES = {"fv": (1, 2), "spectral": (2, 4)}  # reference slopes drawn on the space panel
+# reference slopes drawn on the space panel (the cells: second order, as the fv grid)
+SPACE_SLOPES = {"fv": (1, 2), "spectral": (2, 4), "lagrangian": (1, 2), "auto": (1, 2)}
 
 
 def match_atoms(ref_mass: np.ndarray, ref_pos: np.ndarray, mass: np.ndarray, pos: np.ndarray,
