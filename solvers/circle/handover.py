@@ -82,7 +82,9 @@ class SpectralToCells:
         self._sinc = np.sinc(np.arange(n // 2 + 1) / n)
         self.history: list[tuple[float, str, str]] = []
         self._w = lg.gradient_weights(config.model)
-        self._corners = cell_energy.corners(config.model)  # where the velocity has a kink
+        self._corners = np.ascontiguousarray(cell_energy.corners(config.model), dtype=float)  # kinks
+        self._band = CORNER_BAND * self.problem.basis.h
+        self._no_step = np.zeros(0)
         self.t = 0.0  # the time of the last accepted step (set by the solver through after_step)
 
     # -- phases -----------------------------------------------------------------------------
@@ -134,8 +136,9 @@ class SpectralToCells:
         return float(np.sum(state[:-1]) * self.problem.basis.h)
 
     def rhs(self, state: np.ndarray, dt: float | None = None) -> tuple[np.ndarray, float]:
-        part = self.cells.rhs if self.phase(state) == CELLS else self.smooth.rhs
-        d, rate = part(state[:-1], dt)
+        if self.phase(state) == CELLS:  # the tag's derivative 0 written by the cells' own call
+            return self.cells.rhs_flat(state, 1)
+        d, rate = self.smooth.rhs(state[:-1], dt)
         return np.append(d, 0.0), rate
 
     def error_scale(self, state: np.ndarray, new: np.ndarray | None = None) -> tuple:
@@ -155,9 +158,16 @@ class SpectralToCells:
         the CFL condition counts (denser than ``time.cfl_floor`` of the mean: the cells that
         carry the mass; a thin cell's end may move fast through vacuum, and its position error
         moves almost no mass), except those whose step crossed a perceptron corner (``new``:
-        the step's result), against the unit 1 rad."""
+        the step's result), against the unit 1 rad. One compiled call where numba runs
+        (:func:`~solvers.circle.kernels_lagrangian_numba.counted_points`, the same indices)."""
+        c = self.cells
+        if c.kernels is not None:
+            n = cells.size // 4
+            step = new if new is not None and new.size == cells.size else self._no_step
+            return c.kernels.counted_points(cells, n, step, self._corners, self._band, c.mass_floor,
+                                            c.density_floor), 1.0
         st = lg.LagrangianState.unpack(cells)
-        full = (st.m > self.cells.mass_floor) & (st.m > self.cells.density_floor * st.lengths())
+        full = (st.m > c.mass_floor) & (st.m > c.density_floor * st.lengths())
         counted = full | np.roll(full, 1)
         if self._corners.size and new is not None and new.size == cells.size:
             counted &= ~self._crossing(st.X, new[:st.n])
@@ -166,8 +176,7 @@ class SpectralToCells:
     def _crossing(self, x_old: np.ndarray, x_new: np.ndarray) -> np.ndarray:
         """Which points (n,) passed within ``CORNER_BAND`` cells of a corner during the step
         (the corner between their old and new positions, or that close to either)."""
-        band = CORNER_BAND * self.problem.basis.h
-        lo, hi = np.minimum(x_old, x_new) - band, np.maximum(x_old, x_new) + band
+        lo, hi = np.minimum(x_old, x_new) - self._band, np.maximum(x_old, x_new) + self._band
         c = self._corners[None, :]
         turns = np.floor((lo[:, None] - c) / (2 * np.pi)) + 1  # first copy of c above lo
         return np.any(c + 2 * np.pi * turns <= hi[:, None], axis=1)
@@ -176,8 +185,8 @@ class SpectralToCells:
         return self.phase(state) != CELLS or self.cells.accept(state[:-1])
 
     def after_step(self, state: np.ndarray, step: int) -> np.ndarray:
-        if self.phase(state) == CELLS:
-            return np.append(self.cells.after_step(state[:-1], step), CELLS)
+        if self.phase(state) == CELLS:  # the tag carried along (the state itself when nothing happens)
+            return self.cells.events_flat(state, 1)
         reason = self._why_not_smooth(state[:-1])
         if reason is None:
             return state

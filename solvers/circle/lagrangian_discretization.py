@@ -31,6 +31,13 @@ atoms (finite differences): ``dt * max_rate <= cfl`` keeps the points in order, 
 whose points cross is rejected (:meth:`accept`) and retried at half the size. The nonlocal rate
 bound ``C / L(M)`` applies as for the grid schemes (docs/math.md §6).
 
+Where numba runs, a right-hand side is one compiled call, and so are the bookkeeping after a
+step (which hands back the state itself when nothing happens) and the order check
+(:mod:`solvers.circle.kernels_lagrangian_numba`): the operations of the numpy code below, which
+stays the reference (``MEANFIELD_NUMPY=1``) and runs where the kernels cannot (a softmax point
+far from all the mass, every cell met in one point); the two take bitwise the same steps
+(tests/circle/test_lagrangian_kernels.py).
+
 Snapshots, diagnostics and the archive see the measure as the grid scheme's Dirac state does:
 the diffuse part's exact mass in each uniform cell (``rho``) and the Dirac atoms; a resume
 starts from those (the cells become the grid's cells again), so it is not bitwise.
@@ -46,6 +53,7 @@ import numpy as np
 from solvers.circle import lagrangian as lg
 from solvers.circle.dirac_discretization import DiracCircleDiscretization
 from solvers.core.backend import default_backend
+from solvers.core.kernel import kernel_log_shift
 from solvers.core.measure import DiracAtoms, starting_atoms
 from solvers.core.snapshot import Diagnostics
 from solvers.model.params import AtomParams, RunConfig
@@ -92,6 +100,20 @@ class LagrangianCircleDiscretization:
         self.next_id = 0
         self.mass_floor = MASS_FLOOR
         self.density_floor = 0.0
+        # the compiled right-hand side and bookkeeping (kernels_lagrangian_numba), with the
+        # perceptron's units: numba and a compiled activation; else the numpy code below
+        self.kernels = None
+        if self._perceptron is not None:
+            from solvers.circle import kernels_lagrangian_numba as kl
+
+            model = config.model
+            self.kernels = kl
+            self._units, self._sinks = fields.units, np.ascontiguousarray(self.problem.sink_corners, dtype=float)
+            # (beta, s, softmax, K(0) = e^{beta + log c_K}, activation code): kl.BETA, ...
+            self._consts = np.array([model.beta, model.sign, float(model.attention == "softmax"),
+                                     np.exp(model.beta + kernel_log_shift(model)), fields.code], dtype=float)
+            self._lengths = np.array([COLLAPSE * self.h, MET * self.h, ABSORB * self.h, MERGE * self.h,
+                                      REFINE * self.h])
 
     # -- the state ------------------------------------------------------------------------
     def prepare_state(self, rho0: np.ndarray, atoms0: DiracAtoms | None, fresh: bool) -> np.ndarray:
@@ -129,6 +151,24 @@ class LagrangianCircleDiscretization:
     # -- dynamics -------------------------------------------------------------------------
     def rhs(self, state: np.ndarray, dt: float | None = None) -> tuple[np.ndarray, float]:
         """``(d state/dt, max_rate)``: the points' velocities (the rest is constant)."""
+        return self.rhs_flat(state, 0)
+
+    def rhs_flat(self, state: np.ndarray, tail: int) -> tuple[np.ndarray, float]:
+        """:meth:`rhs` of ``[X, m, A, ids]`` followed by ``tail`` values (their derivative 0): one
+        compiled call (:func:`~solvers.circle.kernels_lagrangian_numba.cells_rhs`, bitwise the
+        numpy code's result), or :meth:`rhs_reference` (numpy backend; a softmax point far from
+        the mass, whose ``f'/f`` comes from the direct sums)."""
+        n = (state.size - tail) // 4
+        if self.kernels is not None:
+            d, rate, low = self.kernels.cells_rhs(state, n, self.weights, self._units, self._consts,
+                                                  self.mass_floor, self.density_floor, FD_STEP)
+            if not low:
+                return d, rate
+        d, rate = self.rhs_reference(state[:4 * n] if tail else state)
+        return (np.concatenate([d, np.zeros(tail)]) if tail else d), rate
+
+    def rhs_reference(self, state: np.ndarray) -> tuple[np.ndarray, float]:
+        """:meth:`rhs` by the numpy code (the compiled fields inside it where numba runs)."""
         st = lg.LagrangianState.unpack(state)
         at = np.nonzero(st.A > 0)[0]
         points = np.concatenate([st.X, st.X[at] - FD_STEP, st.X[at] + FD_STEP])
@@ -163,11 +203,27 @@ class LagrangianCircleDiscretization:
 
     def accept(self, state: np.ndarray) -> bool:
         """A step is accepted when its points are still in order (no cell turned inside out)."""
+        if self.kernels is not None:
+            return bool(self.kernels.in_order(state, state.size // 4))
         return bool(np.all(lg.LagrangianState.unpack(state).lengths() > 0))
 
     def after_step(self, state: np.ndarray, step: int) -> np.ndarray:
         """Collapse, absorption, merging and refinement (module docstring), every step."""
-        return self._events(lg.LagrangianState.unpack(state)).pack()
+        return self.events_flat(state, 0)
+
+    def events_flat(self, state: np.ndarray, tail: int) -> np.ndarray:
+        """:meth:`after_step` of ``[X, m, A, ids]`` followed by ``tail`` values (kept as they are):
+        one compiled call (:func:`~solvers.circle.kernels_lagrangian_numba.events`, bitwise the
+        numpy code's result; ``state`` itself when nothing happens), else :meth:`_events`."""
+        n = (state.size - tail) // 4
+        if self.kernels is not None:
+            status, new, next_id = self.kernels.events(state, n, self._lengths, self.mass_floor, self.next_id,
+                                                       self._sinks, self.weights, self._units, self._consts)
+            if status != self.kernels.NUMPY:
+                self.next_id = int(next_id)
+                return new
+        cells = self._events(lg.LagrangianState.unpack(state[:4 * n])).pack()
+        return np.concatenate([cells, state[4 * n:]]) if tail else cells
 
     def _events(self, st: lg.LagrangianState) -> lg.LagrangianState:
         st = lg.normalise(st)

@@ -26,6 +26,11 @@ import numpy as np
 
 from solvers.core.backend import resolve_backend
 
+try:
+    from numba import njit
+except ImportError:  # pragma: no cover - numba is a dependency; numpy runs the stages then
+    njit = None
+
 Rhs = Callable[..., tuple[np.ndarray, float]]
 
 
@@ -303,25 +308,73 @@ def rk_step(table: ButcherTable, rhs: Rhs, u: np.ndarray, dt: float,
     Returns the new state and the largest ``max_rate`` reported by any stage (the caller
     checks its CFL condition against it). ``backend`` (:mod:`solvers.core.backend`; None:
     the default) runs the Shu-Osher stage combinations as one compiled pass each (numba,
-    for states of at least ``FUSE_MIN_SIZE`` values) or as numpy array expressions; the two
-    give bitwise the same result.
+    for states of at least ``FUSE_MIN_SIZE`` values) or as numpy array expressions, and the
+    Butcher stage sums of small flat states (:data:`BUTCHER_FUSE_MAX_SIZE`) as one compiled
+    pass each (:func:`_butcher_stage`); the two give bitwise the same result.
     """
     if table.alpha is not None:
         return _shu_osher_step(table, rhs, u, dt, resolve_backend(backend))
-    ks, speed = _butcher_slopes(table, rhs, u, dt)
+    ks, speed, slopes = _butcher_slopes(table, rhs, u, dt, resolve_backend(backend))
+    if slopes is not None:
+        return _butcher_stage(u, float(dt), table.b, slopes, table.stages, False, True), speed
     return u + dt * sum(bi * k for bi, k in zip(table.b, ks)), speed
 
 
-def _butcher_slopes(table: ButcherTable, rhs: Rhs, u: np.ndarray, dt: float) -> tuple[list[np.ndarray], float]:
-    """The stage slopes ``k_i`` of an explicit Butcher step and the largest ``max_rate``."""
+# Butcher stages of 1-D float64 states up to this size run compiled (one pass per stage instead of
+# two numpy operations per term: the S^1 cells and spectral states, 7-stage dopri5); larger ones
+# (S^2 grids) stay numpy, whose passes are not the cost there
+BUTCHER_FUSE_MAX_SIZE = 65536
+
+
+def _butcher_slopes(table: ButcherTable, rhs: Rhs, u: np.ndarray, dt: float, backend: str = "numpy"
+                    ) -> tuple[list[np.ndarray], float, np.ndarray | None]:
+    """The stage slopes ``k_i`` of an explicit Butcher step, the largest ``max_rate`` and, where
+    the stages ran compiled (``backend`` numba, a small flat float64 state), the slopes as the
+    rows of one array (stages, size), else None. Stage ``i`` is ``u + dt * (0 + a_i0 k_0 + ...)``
+    over the nonzero ``a_ij`` in order (Python's ``sum``), compiled or not."""
     rhs = partial(rhs, dt=dt)
     ks, speed = [], 0.0
+    slopes = None
+    if (backend == "numba" and njit is not None and u.ndim == 1 and u.dtype == np.float64
+            and u.size <= BUTCHER_FUSE_MAX_SIZE):
+        slopes = np.empty((table.stages, u.size))
+        u = np.ascontiguousarray(u)
     for i in range(table.stages):
-        stage = u + dt * sum(table.a[i, j] * ks[j] for j in range(i) if table.a[i, j] != 0.0)
+        if slopes is not None:
+            stage = _butcher_stage(u, float(dt), table.a[i], slopes, i, True, True)
+        else:
+            stage = u + dt * sum(table.a[i, j] * ks[j] for j in range(i) if table.a[i, j] != 0.0)
         k, s = rhs(stage)
+        if slopes is not None:
+            if k.shape != u.shape or k.dtype != np.float64:  # numpy from here on
+                slopes = None
+            else:
+                slopes[i] = k
         ks.append(k)
         speed = max(speed, s)
-    return ks, speed
+    return ks, speed, slopes
+
+
+if njit is not None:
+    @njit(cache=True)
+    def _butcher_stage(u, dt, weights, slopes, count, skip_zero, add):  # pragma: no cover - compiled
+        """``u + dt * (0 + w_0 k_0 + ... + w_{count-1} k_{count-1})`` (``add``; else without
+        ``u +``), the terms with ``w_j == 0`` left out where ``skip_zero``: the operations of the
+        numpy expression (Python's ``sum`` starts from the integer 0), element by element, so
+        bitwise its result. ``slopes``: (stages, size), the ``k_j`` as rows."""
+        size = u.shape[0]
+        acc = np.zeros(size)  # each element's sum, term after term (rows in order: SIMD lanes)
+        for j in range(count):
+            w = weights[j]
+            if w != 0.0 or not skip_zero:
+                for q in range(size):
+                    acc[q] = acc[q] + w * slopes[j, q]
+        out = np.empty(size)
+        for q in range(size):
+            out[q] = u[q] + dt * acc[q] if add else dt * acc[q]
+        return out
+else:  # pragma: no cover
+    _butcher_stage = None
 
 
 def embedded_step(pair: EmbeddedPair, rhs: Rhs, u: np.ndarray, dt: float,
@@ -339,7 +392,11 @@ def embedded_step(pair: EmbeddedPair, rhs: Rhs, u: np.ndarray, dt: float,
         ks: list[np.ndarray] = []
         new, speed = _shu_osher_step(pair, rhs, u, dt, resolve_backend(backend), slopes=ks)
     else:
-        ks, speed = _butcher_slopes(pair, rhs, u, dt)
+        ks, speed, slopes = _butcher_slopes(pair, rhs, u, dt, resolve_backend(backend))
+        if slopes is not None:  # compiled: the same operations as below
+            weights = pair.error_weights
+            return (_butcher_stage(u, float(dt), pair.b, slopes, pair.stages, False, True),
+                    _butcher_stage(u, float(dt), weights, slopes, pair.stages, True, False), speed)
         new = u + dt * sum(bi * k for bi, k in zip(pair.b, ks))
     err = dt * sum(e * k for e, k in zip(pair.error_weights, ks) if e != 0.0)
     return new, err, speed
