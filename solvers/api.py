@@ -156,6 +156,7 @@ def resume(source: str | os.PathLike | xr.Dataset, *, t_end: float | None = None
         t, step, dt, rho = archive.read_last_state(source)
         state = resume_start((t, step, dt, rho), archive.read_restart(source))
         state["atoms0"] = archive.resume_atoms(source)
+        state.update(archive.read_run_counts(source))  # the counts and method history go on
         cfg = _resumed_config(text, items, t)
         return _simulate_to_dataset(cfg, state, source, False, progress, append=True)
     if "polish_representation" in source.attrs:
@@ -173,7 +174,7 @@ def resume(source: str | os.PathLike | xr.Dataset, *, t_end: float | None = None
         restart = restart_state(source[RESTART].attrs, source[RESTART].values, record[0])
     if restart is not None and atoms0 is not None:  # the atoms of the step state behind it
         atoms0 = restart_atoms(source[RESTART].attrs, record[0], 1 if atoms0.position.ndim == 1 else 3)
-    state = {**resume_start(record, restart), "atoms0": atoms0}
+    state = {**resume_start(record, restart), "atoms0": atoms0, **_run_counts(source, last)}
     new = _simulate_to_dataset(cfg, state, None, False, progress, append=False)
     import xarray as xr
 
@@ -181,8 +182,26 @@ def resume(source: str | os.PathLike | xr.Dataset, *, t_end: float | None = None
     merged = xr.concat(parts, dim="time", data_vars="minimal", coords="minimal",
                        compat="override", join="outer", combine_attrs="override")
     merged = merged.drop_vars([d for d in merged.dims if d in merged.coords and d not in source.coords])
-    merged.attrs.update({k: new.attrs[k] for k in ("stop_reason", "n_steps", "wall_time_s")})
+    from solvers.studies.verdict import VERDICT_ATTRIBUTES
+
+    # this call's result, and the verdict of the whole run (the resumed archive's, as on disk)
+    merged.attrs.update({k: new.attrs[k] for k in ("stop_reason", "n_steps", "wall_time_s",
+                                                   *VERDICT_ATTRIBUTES) if k in new.attrs})
     return merged
+
+
+def _run_counts(source: xr.Dataset, last: xr.Dataset) -> dict[str, Any]:
+    """The counts a resume continues (as :func:`solvers.io.reading.read_run_counts`)."""
+    import json
+
+    def number(name: str, kind: type) -> Any:
+        value = float(last[name]) if name in last else 0.0
+        return kind(value) if np.isfinite(value) else kind(0)
+
+    history = source.attrs.get("method_history")
+    return {"rejected0": number("steps_rejected", int),
+            "time_error0": number("time_error_estimate", float),
+            "history0": json.loads(str(history)) if history else []}
 
 
 def _dirac_atoms(record: xr.Dataset) -> Any:
@@ -234,11 +253,15 @@ def _simulate_to_dataset(cfg: RunConfig, state: dict[str, Any], path: str | os.P
             result = simulate(cfg, state["rho"], t0=state["t0"], step0=state["step0"],
                               dt0=state["dt0"], trackers=[writer],
                               atoms0=state.get("atoms0"), after=state.get("after"),
-                              progress=_progress(cfg, state["t0"]) if progress else None)
+                              progress=_progress(cfg, state["t0"]) if progress else None,
+                              rejected0=state.get("rejected0", 0),
+                              time_error0=state.get("time_error0", 0.0))
             if result.reason != "interrupted":  # every run states its accuracy
                 from solvers.studies.verdict import run_verdict
 
-                writer.set_attributes(run_verdict(cfg, result, check_resolution=check).attributes())
+                verdict = run_verdict(cfg, result, check_resolution=check, t0=state["t0"],
+                                      history0=state.get("history0", ()))
+                writer.set_attributes(verdict.attributes())
         ds = open_run(target)
     ds.attrs.update(stop_reason=result.reason, n_steps=result.n_steps,
                     wall_time_s=round(result.wall_time, 3))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 from conftest import PAPER_S1_WEIGHTS_TOML
@@ -70,6 +72,27 @@ def test_resume_dataset_equals_one_long_run():
     more = solvers.resume(first, t_end=4.0)
     np.testing.assert_array_equal(more["time"].values, whole["time"].values)
     np.testing.assert_array_equal(more["rho"].values, whole["rho"].values)
+
+
+def test_resume_continues_the_bookkeeping(tmp_path):
+    """A resume of the default method (its cells restart from the archived grid density)
+    continues the time-error estimate, the rejected steps and the method history, from a file
+    and from a Dataset alike; the Dataset's verdict is the whole run's, as the file's."""
+    path = tmp_path / "run.nc"
+    first = solvers.run(CONFIG, path=path, time__t_end=2.0)
+    on_disk = solvers.resume(path, t_end=4.0)
+    in_memory = solvers.resume(first, t_end=4.0)
+    for ds in (on_disk, in_memory):
+        errors = ds["time_error_estimate"].values
+        assert np.all(np.diff(errors) >= 0) and errors[2] == first["time_error_estimate"].values[-1]
+        assert np.all(np.diff(ds["steps_rejected"].values) >= 0)
+        assert ds.attrs["time_error_estimate"] == errors[-1] > errors[2]
+        history = json.loads(ds.attrs["method_history"])
+        assert history[:-1] == json.loads(first.attrs["method_history"])
+        assert history[-1][0] == 2.0 and history[-1][2].startswith("resumed")
+        assert "from t = 2:" in ds.attrs["verdict"]
+    for key in ("verdict", "method_history", "time_error_estimate"):
+        assert in_memory.attrs[key] == on_disk.attrs[key], key
 
 
 def test_resume_path_appends(tmp_path):

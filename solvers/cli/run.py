@@ -77,6 +77,7 @@ def _resume_state(args: argparse.Namespace) -> tuple[RunConfig, dict[str, Any]]:
         t, step, dt, rho = archive.read_last_state(path)
         restart = archive.read_restart(path)  # the step state behind an interpolated record
         atoms0 = archive.resume_atoms(path)  # Dirac atoms of a measure-valued run, else None
+        counts = archive.read_run_counts(path)  # steps_rejected, time error, method history
     except ValueError as err:  # not a run archive, or an empty one
         raise CliError(str(err)) from None
     config = load_config(text, overrides)
@@ -95,7 +96,7 @@ def _resume_state(args: argparse.Namespace) -> tuple[RunConfig, dict[str, Any]]:
     if np.shape(rho) != shape:
         raise CliError(f"{path}: state has shape {np.shape(rho)}, the config's grid "
                        f"{shape} ({config.domain.manifold}, resolution {config.domain.resolution})")
-    return config, {**resume_start((t, step, dt, rho), restart), "atoms0": atoms0}
+    return config, {**resume_start((t, step, dt, rho), restart), "atoms0": atoms0, **counts}
 
 
 def _fresh_state(args: argparse.Namespace) -> tuple[RunConfig, dict[str, Any]]:
@@ -154,8 +155,10 @@ def cmd_run(args: argparse.Namespace) -> int:
                 result = simulate(config, state["rho"], t0=state["t0"], step0=state["step0"],
                                   dt0=state["dt0"], after=state.get("after"),
                                   trackers=[writer, lowest, bar.track],
-                                  progress=bar, stop=stop, atoms0=state.get("atoms0"))
-                verdict = _verdict(config, result, writer, args)
+                                  progress=bar, stop=stop, atoms0=state.get("atoms0"),
+                                  rejected0=state.get("rejected0", 0),
+                                  time_error0=state.get("time_error0", 0.0))
+                verdict = _verdict(config, result, writer, args, state)
         except KeyboardInterrupt:  # raised before the handler was in place, or by a tracker
             bar.close()
             print(_interrupted_line(path, bar.t), file=sys.stderr)
@@ -176,14 +179,17 @@ def cmd_run(args: argparse.Namespace) -> int:
     return lowest.verdict(config)
 
 
-def _verdict(config: RunConfig, result: Any, writer: Any, args: argparse.Namespace) -> Any:
+def _verdict(config: RunConfig, result: Any, writer: Any, args: argparse.Namespace,
+             state: dict[str, Any]) -> Any:
     """The run's accuracy verdict (:mod:`solvers.studies.verdict`), archived as attributes; None
-    for an interrupted run. ``--no-check`` skips the half-resolution companion run."""
+    for an interrupted run. ``--no-check`` skips the half-resolution companion run. A resumed
+    run's verdict keeps the archived method history before its start (``state``)."""
     if result.reason == "interrupted":
         return None
     from solvers.studies.verdict import run_verdict
 
-    verdict = run_verdict(config, result, check_resolution=not getattr(args, "no_check", False))
+    verdict = run_verdict(config, result, check_resolution=not getattr(args, "no_check", False),
+                          t0=state["t0"], history0=state.get("history0", ()))
     writer.set_attributes(verdict.attributes())
     return verdict
 

@@ -127,6 +127,7 @@ from solvers.io.reading import (  # noqa: F401  (public names re-exported)
     read_last_state,
     read_restart,
     read_restart_atoms,
+    read_run_counts,
     read_snapshot,
     resume_atoms,
 )

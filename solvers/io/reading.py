@@ -144,6 +144,37 @@ def read_last_state(path: str | os.PathLike) -> tuple[float, int, float, np.ndar
         return float(nc["time"][i]), int(nc["step"][i]), float(nc["dt"][i]), rho
 
 
+def read_run_counts(path: str | os.PathLike) -> dict[str, Any]:
+    """What a resume continues besides the state: ``rejected0`` and ``time_error0``, the last
+    complete record's ``steps_rejected`` and ``time_error_estimate`` (0 in archives that predate
+    them), and ``history0``, the run's method history (global attribute ``method_history``,
+    JSON; [] when absent). NetCDF files and zarr stores alike."""
+    import json
+
+    if is_zarr(path):
+        from solvers.io.zarr_store import open_zarr_run
+
+        ds = open_zarr_run(_existing(path))
+        last = ds.isel(time=-1) if ds.sizes.get("time", 0) else None
+        values = {name: (last[name].values if last is not None and name in ds else None)
+                  for name in ("steps_rejected", "time_error_estimate")}
+        history = ds.attrs.get("method_history")
+    else:
+        with _reading(path) as nc:
+            i = _valid_records(nc) - 1
+            values = {name: (nc[name][i] if i >= 0 and name in nc.variables else None)
+                      for name in ("steps_rejected", "time_error_estimate")}
+            history = nc.getncattr("method_history") if "method_history" in nc.ncattrs() else None
+
+    def number(value: Any, kind: type) -> Any:
+        value = None if value is None else np.ma.filled(np.ma.asarray(value, float), np.nan)
+        return kind(0) if value is None or not np.isfinite(value) else kind(value)
+
+    return {"rejected0": number(values["steps_rejected"], int),
+            "time_error0": number(values["time_error_estimate"], float),
+            "history0": json.loads(str(history)) if history else []}
+
+
 def read_restart(path: str | os.PathLike) -> tuple[float, int, float, np.ndarray] | None:
     """``(t, step, dt, rho)`` of the step state behind an interpolated last record (the state
     a resume continues from, ``output.snapshot_mode = "interpolate"``), or None when the last

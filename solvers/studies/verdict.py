@@ -97,6 +97,10 @@ class Verdict:
         }
 
 
+# the global attributes a verdict sets (Verdict.attributes)
+VERDICT_ATTRIBUTES = tuple(Verdict(method="", method_reason="").attributes())
+
+
 def _atoms_of(diag: Any) -> tuple[np.ndarray, np.ndarray]:
     mass = np.asarray(diag.atom_mass, float).ravel()
     pos = np.asarray(diag.atom_position, float)
@@ -231,9 +235,23 @@ def exact_atom_speed(config: RunConfig, final: Any) -> float | None:
     return float(np.max(np.abs(u)))
 
 
-def run_verdict(config: RunConfig, result: Any, check_resolution: bool = True) -> Verdict:
+def resumed_history(earlier: Any, new: Any, t0: float) -> list:
+    """The method history of a run resumed at ``t0``: the archived entries ``earlier`` before
+    ``t0``, then the resumed segment's ``new`` (the entry of the state the segment was prepared
+    with is recorded at time 0: it belongs to ``t0``)."""
+    if t0 <= 0.0:
+        return [list(h) for h in new]
+    out = [list(h) for h in earlier or () if float(h[0]) < t0]
+    return out + [[t0, method, f"resumed: {why}"] if float(t) < t0 else [float(t), method, why]
+                  for t, method, why in new]
+
+
+def run_verdict(config: RunConfig, result: Any, check_resolution: bool = True, *,
+                t0: float = 0.0, history0: Any = ()) -> Verdict:
     """:func:`judge` of a finished :func:`~solvers.timestepping.simulation.simulate` result, with
-    the half-resolution companion run (``check_resolution``) and the exact atom speed."""
+    the half-resolution companion run (``check_resolution``) and the exact atom speed. A resumed
+    run (from ``t0``) passes its archived method history ``history0``; its time error is the
+    archived estimate plus this segment's when simulate continued the count (``time_error0``)."""
     from solvers.io.state import initial_state
     from solvers.timestepping.simulation import simulate
 
@@ -243,7 +261,8 @@ def run_verdict(config: RunConfig, result: Any, check_resolution: bool = True) -
         return simulate(half, rho0, atoms0=atoms0).final
 
     run_coarse = coarse if check_resolution and float(result.final.t) > 0 else None
-    return judge(config, result.final, result.reason, history=list(result.method_history),
+    history = resumed_history(history0, result.method_history, float(t0))
+    return judge(config, result.final, result.reason, history=history,
                  time_error=result.time_error if getattr(result, "controlled", False) else None,
                  coarse=run_coarse,
                  atom_speed=exact_atom_speed(config, result.final))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -161,6 +162,13 @@ def test_run_info_plot_resume(tmp_path, capsys) -> None:
     t, step = ds["time"].values, ds["step"].values
     np.testing.assert_allclose(t, [0.0, 1.0, 2.0, 3.0, 4.0])
     assert np.all(np.diff(t) > 0) and np.all(np.diff(step) > 0)
+    # the resume continues the time-error bookkeeping and the method history (default method)
+    errors = ds["time_error_estimate"].values
+    assert np.all(np.diff(errors) >= 0) and np.all(np.diff(ds["steps_rejected"].values) >= 0)
+    assert ds.attrs["time_error_estimate"] == errors[-1] > 0
+    history = json.loads(ds.attrs["method_history"])
+    assert history[0][:2] == [0.0, "spectral"] and history[-1][0] == 2.0
+    assert history[-1][2].startswith("resumed") and "from t = 2:" in stdout
 
 
 S2_TINY = """
