@@ -155,9 +155,11 @@ def _time_line(config: RunConfig, time_error: float | None) -> tuple[str, list[s
                 "the flow does not amplify errors)"), []
     why = f"fixed steps, time.dt = {tp.dt:g}" if tp.dt is not None else \
         "steps limited by the CFL and stability bounds only"
-    return f"not estimated ({why})", [
-        f"the time error is not estimated ({why}): use the default time settings, or "
-        "time.integrator = \"dopri5\" (\"ssprk3_2\" for time.scheme = \"fv\") for error-controlled steps"]
+    fix = "set time.integrator = \"dopri5\" (\"ssprk3_2\" for the fv grid) for error-controlled " \
+          "steps, or check the atoms at time.cfl halved"
+    if config.domain.manifold == "S1" and tp.scheme != "auto":
+        fix = "run with the default method and time settings (error-controlled steps), or " + fix
+    return f"not estimated ({why})", [f"the time error is not estimated ({why}): {fix}"]
 
 
 def judge(config: RunConfig, final: Any, reason: str, *, history: list | None = None,
