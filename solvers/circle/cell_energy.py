@@ -27,6 +27,7 @@ from solvers.model.params import ModelParams
 
 TWO_PI = 2.0 * np.pi
 NODES = 8
+_NODES, _WEIGHTS = np.polynomial.legendre.leggauss(NODES)  # computed once (a snapshot reused it)
 
 
 def corners(model: ModelParams) -> np.ndarray:
@@ -61,7 +62,7 @@ def perceptron_energy(state: LagrangianState, model: ModelParams) -> float:
     lo, hi = breaks[:-1], breaks[1:]
     cell = np.searchsorted(X, 0.5 * (lo + hi), side="right") - 1
     density = np.divide(state.m, L, out=np.zeros_like(L), where=L > 0)[cell]
-    nodes, weights = np.polynomial.legendre.leggauss(NODES)
+    nodes, weights = _NODES, _WEIGHTS
     half = 0.5 * (hi - lo)
     theta = (0.5 * (lo + hi))[:, None] + half[:, None] * nodes[None, :]
     v = perceptron.circle_potential(p, np.mod(theta.ravel(), TWO_PI)).reshape(theta.shape)

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
+from solvers.core.measure import dirac_of
 from solvers.io.state import initial_density
 from solvers.model.config import load_config
 from solvers.timestepping.simulation import simulate
@@ -22,7 +23,8 @@ def test_demo_stops_after_the_fifth_atom_filled():
     assert stop.reason == "stationary" and stop.final.diagnostics.n_atoms == 5
     on = dataclasses.replace(cfg, time=dataclasses.replace(
         cfg.time, t_end=stop.final.t + 1000.0, stop_when_stationary=False))
-    later = simulate(on, stop.final.rho, t0=stop.final.t, step0=stop.final.step, dt0=stop.final.dt)
+    later = simulate(on, stop.final.rho, t0=stop.final.t, step0=stop.final.step, dt0=stop.final.dt,
+                     atoms0=dirac_of(stop.final.diagnostics))  # the measure: density and atoms
     a, b = stop.final.diagnostics, later.final.diagnostics
     assert b.n_atoms == 5
     np.testing.assert_allclose(np.sort(b.atom_mass), np.sort(a.atom_mass), rtol=0, atol=1e-3)

@@ -170,7 +170,8 @@ def test_config_rules():
     with pytest.raises(ConfigError):
         load_config(
             TWO_ATOMS.replace('direction = "descent"', 'direction = "descent"\nattention = "softmax"'))
-    assert load_config("runs/demo.toml").atoms.representation == "grid"
+    demo = load_config("runs/demo.toml")  # no scheme named: the default method, measure-valued
+    assert demo.time.scheme == "auto" and demo.atoms.representation == "dirac"
 
 
 @pytest.mark.parametrize("backend", ["numpy", "numba"])

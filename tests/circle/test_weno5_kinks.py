@@ -83,45 +83,11 @@ def test_compiled_kernel_matches():
 
 
 # -- the option in runs ------------------------------------------------------------------------
-def _kinked(representation: str, one_sided: bool):
-    from test_step_kernels import config
-
-    extra = f'limiter = "weno5"\none_sided_kinks = {str(one_sided).lower()}\n'
-    return config(256, representation, extra=extra)
-
-
-@pytest.mark.skipif(not numba_available(), reason="numba not installed")
-@pytest.mark.parametrize("representation", ["grid", "dirac"])
-def test_whole_step_stage_path_and_numpy_agree_with_one_sided_kinks(representation):
-    from test_step_kernels import StageByStage, close, state_after
-
-    from solvers.circle.fv import fv
-    from solvers.timestepping.integrators import INTEGRATORS, _shu_osher_step, rk_step
-
-    cfg = _kinked(representation, True)
-    disc, state = state_after(cfg, 30.0)
-    assert disc.problem.kinks.size == 4  # the demo perceptron's four corners
-    t = INTEGRATORS["ssprk10_2"]
-    whole, rate = rk_step(t, disc.rhs, state, 0.3, backend="numba")
-    staged, _ = _shu_osher_step(t, StageByStage(disc.rhs), state, 0.3, "numba")
-    numpy_rhs = disc._rhs if representation == "dirac" else \
-        fv(disc.problem, cfg.time.limiter, cfg.time.cfl_floor, backend="numpy")
-    reference, _ = rk_step(t, numpy_rhs, state, 0.3, backend="numpy")
-    assert close(whole, staged) and close(whole, reference, 1e-12)
-    plain_disc, _ = state_after(_kinked(representation, False), 0.0)
-    assert plain_disc.problem.kinks.size == 0  # the default: no one-sided stencils
-    plain, _ = rk_step(t, plain_disc.rhs, state, 0.3, backend="numba")
-    assert not close(plain, whole, 1e-9)  # the option changes the step
-
-
-@pytest.mark.parametrize("text,key", [
-    ('[time]\none_sided_kinks = true\nlimiter = "mc"\n', "time.one_sided_kinks"),
-    ('[time]\none_sided_kinks = true\nlimiter = "weno5"\nkink_faces = false\n', "time.one_sided_kinks"),
-    ('[domain]\nmanifold = "S2"\nresolution = 31\n[time]\none_sided_kinks = true\n', "time.one_sided_kinks"),
-    ('[time]\none_sided_kinks = "yes"\n', "time.one_sided_kinks")])
-def test_config_rules(text, key):
+def test_the_option_is_retired():
+    """``time.one_sided_kinks`` is retired: a config naming it gets an error with the replacement
+    (the stencils above stay, tested on their own)."""
     from solvers.api import load_config
     from solvers.model.config import ConfigError
 
-    with pytest.raises(ConfigError, match=key.replace(".", r"\.")):
-        load_config(text)
+    with pytest.raises(ConfigError, match=r"time\.one_sided_kinks: is retired"):
+        load_config('[time]\none_sided_kinks = true\nlimiter = "weno5"\n')
