@@ -85,7 +85,8 @@ def test_paper_run_states():
     from solvers.io.state import initial_density
     from solvers.timestepping.simulation import Solver
 
-    cfg = load_config("runs/s2_descent_relu.toml", domain__resolution=31, time__t_end=400.0)
+    cfg = load_config("runs/s2_descent_relu.toml", domain__resolution=31, time__t_end=400.0,
+                      time__scheme="fv")  # the grid states the detectors are tested on
     s = Solver(cfg, initial_density(cfg))
     disc = s.disc
     counts = []
