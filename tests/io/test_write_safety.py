@@ -31,6 +31,7 @@ resolution = 64
 beta = 2.0
 kernel = "exp_shifted"
 [time]
+scheme = "fv"  # the archive's machinery, at the grid's cheap steps
 t_end = {t_end}
 dt = 0.001
 [output]

@@ -142,6 +142,7 @@ def test_zarr_dirac_resume_from_an_interpolated_record(tmp_path: Path) -> None:
         np.testing.assert_array_equal(b[name].values, whole[name].values, err_msg=name)
 
 
+@pytest.mark.slow  # about 50 s: run by the CI's slow step (scripts/dev.sh test-slow)
 def test_zarr_dirac_run_killed_is_readable_and_resumes(tmp_path: Path) -> None:
     """``kill -9`` in the middle of a default-method run into a zarr store leaves a store that
     xarray and the readers open (mass of density plus atoms 1), and --resume finishes it."""
