@@ -29,11 +29,11 @@ from solvers.timestepping.simulation import Solver  # noqa: E402
 
 BETA50 = "paper_s1_descent_relu_beta50.toml"
 SETUPS = {  # name: (config, overrides, t_end)
-    "demo": ("demo.toml", ["domain.resolution=512"], 1600.0),
+    "demo": ("demo.toml", ["domain.resolution=512", 'time.scheme="fv"'], 1600.0),
     "demo_dirac": ("demo.toml", ["domain.resolution=512", 'atoms.representation="dirac"'], 1600.0),
-    "grid25": (BETA50, ["model.beta=25", "domain.resolution=256"], 5000.0),
+    "grid25": (BETA50, ["model.beta=25", "domain.resolution=256", 'time.scheme="fv"'], 5000.0),
     "dirac25": (BETA50, ["model.beta=25", "domain.resolution=256", 'atoms.representation="dirac"'], 5000.0),
-    "grid1024": (BETA50, ["model.beta=10", "domain.resolution=1024"], 200.0),
+    "grid1024": (BETA50, ["model.beta=10", "domain.resolution=1024", 'time.scheme="fv"'], 200.0),
 }
 
 
