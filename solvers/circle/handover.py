@@ -230,16 +230,3 @@ class SpectralToCells:
         if self.phase(state) == CELLS:
             return lg.LagrangianState.unpack(state[:-1])
         return lg.from_grid(self.averages(state[:-1]), np.zeros(0), np.zeros(0), np.zeros(0, int))
-
-    def method_at(self, t: float) -> str:
-        """The method that ran at time ``t`` (from :attr:`history`)."""
-        current = self.history[0][1] if self.history else "spectral"
-        for start, method, _ in self.history:
-            if start <= t:
-                current = method
-        return current
-
-
-def cells_state(state: np.ndarray) -> lg.LagrangianState | None:
-    """The cells of a flat state of :class:`SpectralToCells` (None in the spectral phase)."""
-    return lg.LagrangianState.unpack(state[:-1]) if state[-1] == CELLS else None
