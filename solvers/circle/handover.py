@@ -120,14 +120,14 @@ class SpectralToCells:
         there are no atoms and the density is smooth and resolved, else the cells."""
         atoms = starting_atoms(self.config.initial, atoms0, fresh, 1)
         if atoms.count:
-            self.history.append((0.0, "lagrangian", "the initial measure holds Dirac atoms"))
+            self.history.append((self.t, "lagrangian", "the initial measure holds Dirac atoms"))
             return np.append(self.cells.prepare_state(rho0, atoms, fresh=False), CELLS)
         points = self.smooth.prepare(np.asarray(rho0, float), fresh=True)
         reason = self._why_not_smooth(points)
         if reason is not None:
-            self.history.append((0.0, "lagrangian", "at the start " + reason))
+            self.history.append((self.t, "lagrangian", "at the start " + reason))
             return np.append(self.cells.prepare_state(rho0, atoms, fresh=False), CELLS)
-        self.history.append((0.0, "spectral", "the initial density is smooth and resolved"))
+        self.history.append((self.t, "spectral", "the initial density is smooth and resolved"))
         return np.append(points, SPECTRAL)
 
     def total_mass(self, state: np.ndarray) -> float:

@@ -45,7 +45,7 @@ def run_title(ds: xr.Dataset) -> str:
         f"beta = {_fmt(_param(ds, 'model.beta'))}   {_param(ds, 'model.direction')}   "
         f"attention: {_param(ds, 'model.attention')}   "
         f"activation: {_param(ds, 'model.perceptron.activation')}   kernel: {kernel}   "
-        f"scheme: {ds.attrs.get('scheme', _param(ds, 'time.scheme'))}   {grid}"
+        f"method: {ds.attrs.get('method') or ds.attrs.get('scheme', _param(ds, 'time.scheme'))}   {grid}"
     )
 
 

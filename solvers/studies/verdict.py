@@ -240,11 +240,11 @@ def exact_atom_speed(config: RunConfig, final: Any) -> float | None:
 def resumed_history(earlier: Any, new: Any, t0: float) -> list:
     """The method history of a run resumed at ``t0``: the archived entries ``earlier`` before
     ``t0``, then the resumed segment's ``new`` (the entry of the state the segment was prepared
-    with is recorded at time 0: it belongs to ``t0``)."""
+    with, dated ``t0``, says so)."""
     if t0 <= 0.0:
         return [list(h) for h in new]
     out = [list(h) for h in earlier or () if float(h[0]) < t0]
-    return out + [[t0, method, f"resumed: {why}"] if float(t) < t0 else [float(t), method, why]
+    return out + [[t0, method, f"resumed: {why}"] if float(t) <= t0 else [float(t), method, why]
                   for t, method, why in new]
 
 

@@ -199,6 +199,8 @@ class Solver:
             raise ValueError(f"rho0: expected shape {self.disc.shape} for this grid (got {rho0.shape})")
         self.measure = hasattr(self.disc, "after_step")  # density plus Dirac atoms (flat state)
         fresh = step0 == 0 if fresh is None else fresh  # a new run's initial data, not a state
+        if getattr(self.disc, "tracks_time", False):  # a resume's hand-over is dated t0, not 0
+            self.disc.t = float(t0)
         if self.measure:
             self.rho = self.disc.prepare_state(rho0, atoms0, fresh=fresh)
         else:
