@@ -33,6 +33,7 @@ from solvers.model.limits import (  # noqa: F401  (public names re-exported)
     MAX_SNAPSHOTS,
     MAX_STEPS_LIMIT,
     MIN_RESOLUTION,
+    NOISE_MAX,
     RATE_FACTOR_RANGE,
     RTOL_RANGE,
     T_END_MAX,
@@ -215,7 +216,8 @@ def _model(t: dict[str, Any], perceptron: PerceptronParams) -> ModelParams:
     return ModelParams(perceptron=perceptron, **_scalars("model", t, {
         "beta": bounded(*BETA_RANGE), "direction": lambda k, v: choice(k, v, DIRECTIONS),
         "attention": lambda k, v: choice(k, v, ATTENTIONS),
-        "kernel": lambda k, v: choice(k, v, KERNELS)}))
+        "kernel": lambda k, v: choice(k, v, KERNELS),
+        "noise": lambda k, v: number(k, v, lo=0.0, hi=NOISE_MAX, lo_open=False)}))
 
 
 def _modes(value: Any, domain: DomainParams) -> tuple:

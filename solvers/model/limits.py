@@ -14,6 +14,7 @@ MASS_RANGE = (1e-12, 1e6)  # the Lipschitz bound (and so 1/dt) grows with the ma
 KAPPA_MAX = 1e8  # von Mises width 1/sqrt(kappa) must stay above round-off of the angle
 WEIGHT_MAX = 1e6  # |perceptron a, omega, b|, |initial.modes amplitude|: 1/dt grows with them
 T_END_MAX = 1e6
+NOISE_MAX = 1e6  # model.noise: nu, the diffusion coefficient (docs/noise.md)
 RATE_FACTOR_RANGE = (1e-6, 1e3)
 # time.rtol, time.atol (embedded pairs): below 1e-12 relative the error estimate is round-off
 # (the controller would shrink the step to underflow); above 0.1 it controls nothing. atol is in
@@ -32,6 +33,7 @@ def check_limits(config: RunConfig) -> None:
     constants): those a TOML reader checks per key, and those that involve several keys."""
     tp, dom = config.time, config.domain
     number("model.beta", config.model.beta, *BETA_RANGE, lo_open=False)
+    number("model.noise", config.model.noise, lo=0.0, hi=NOISE_MAX, lo_open=False)
     number("initial.mass", config.initial.mass, *MASS_RANGE, lo_open=False)
     integer("domain.resolution", dom.resolution, MIN_RESOLUTION, MAX_RESOLUTION.get(dom.manifold))
     number("time.t_end", tp.t_end, lo=0.0, hi=T_END_MAX)
@@ -67,6 +69,10 @@ def check_run(config: RunConfig) -> int:
     """Everything a run checks before it allocates: :func:`check_limits`, the estimated
     memory (at most half the machine's) and :func:`check_resolution`; returns ``j*``."""
     check_limits(config)
+    if config.model.noise > 0:
+        raise ConfigError("model.noise", f"time stepping with noise: not yet (got "
+                          f"{config.model.noise:g}); set model.noise = 0 to run the dynamics, or "
+                          "compute the noisy stationary states with `meanfield continue`")
     need, have = estimated_memory(config), _physical_memory()
     if need > have // 2:
         raise ConfigError("domain.resolution", f"{config.domain.resolution} needs about "

@@ -58,12 +58,16 @@ class ModelParams:
     ``attention``: ``unnormalized`` (velocity ``grad (1/beta) K*rho``) or ``softmax``
     (``grad f / (beta f)``, ``f = K*rho``).
     ``kernel``: ``exp`` = ``exp(beta x.y)``; ``exp_shifted`` = ``exp(beta (x.y - 1))``.
+    ``noise``: ``nu >= 0``, the diffusion ``+ nu Laplacian rho`` of the McKean-Vlasov equation
+    (docs/noise.md); 0 (default) is the paper's dynamics. Its stationary states are computed by
+    ``meanfield continue``; the time steppers refuse ``nu > 0`` (:func:`solvers.model.limits.check_run`).
     """
 
     beta: float = 1.0
     direction: str = "descent"
     attention: str = "unnormalized"
     kernel: str = "exp"
+    noise: float = 0.0
     perceptron: PerceptronParams = field(default_factory=PerceptronParams)
 
     @property
@@ -140,7 +144,7 @@ class TimeParams:
     ``weno5`` for the S^1 Dirac state (``[atoms] representation = "dirac"``) when not given.
     ``cfl_floor`` defaults to 1e-6, and to 1e-2 for the S^1 Dirac state when not given.
     ``kink_faces`` (S^1, fv): put the face nearest each corner of the perceptron velocity (ReLU,
-    leaky ReLU: ``a_j.x + b_j = 0``) on the corner (:mod:`solvers.circle.kink_faces`,
+    leaky ReLU: ``a_j.x + b_j = 0``) on the corner (:mod:`solvers.circle.cells`,
     docs/schemes.md §2). None (default): on for the S^1 fv scheme, off elsewhere; ``false``:
     uniform faces; ``true``: required (an error on S^2 or with the spectral scheme).
     (``one_sided_kinks`` and ``lagrangian_until`` are retired: :data:`RETIRED` names what
@@ -148,7 +152,7 @@ class TimeParams:
     ``basin_refine`` (S^2, ``scheme = "lagrangian"``): ``K > 1`` starts the cells on the
     boundaries between atoms' basins, found by a scout run (to ``t_end``, or until no particle
     moves faster than ``stationary_tol`` with ``stop_when_stationary``), as ``K x K`` particles
-    (:mod:`solvers.sphere.lagrangian_refine`, docs/schemes.md); 1 (default): one particle a cell.
+    (:mod:`solvers.sphere.measure.lagrangian_refine`, docs/schemes.md); 1 (default): one particle a cell.
     """
 
     t_end: float = 10.0
@@ -222,12 +226,12 @@ class AtomParams:
     persist (None: pi/8).
     ``representation``: ``"grid"`` (default: the state is the grid density) or ``"dirac"``
     (the state is ``rho dx + sum_i m_i delta_{x_i}``: concentrated atoms become Dirac masses,
-    :mod:`solvers.circle.dirac`, :mod:`solvers.sphere.dirac`; S^1 and S^2, ``fv``, unnormalized
+    :mod:`solvers.circle.measure.dirac`, :mod:`solvers.sphere.measure.dirac`; S^1 and S^2, ``fv``, unnormalized
     attention).
     ``capture_fraction``: a basin atom becomes a Dirac mass once its core (S^1: the peak cell
     and its two neighbours; S^2: the peak's finite volume and the finite volumes adjacent to
     it) holds at least this fraction of its basin mass (S^1: and the flow holds the core
-    together, :func:`solvers.circle.dirac_capture.forms_atom`).
+    together, :func:`solvers.circle.measure.dirac_events.forms_atom`).
     """
 
     method: str = "basin"
