@@ -21,8 +21,9 @@ The public API (imported lazily: ``import solvers`` costs almost nothing)::
     ds = solvers.resume(ds, t_end=3000.0)
     cfg = solvers.load_config("runs/demo.toml", model__beta=3)
 
-Building blocks: ``simulate`` (time loop on plain arrays), ``initial_density``, ``initial_state``,
-``ArchiveWriter``, ``RunConfig``, ``ConfigError``, and ``spectral.kernel_eigenvalues``.
+Building blocks: ``simulate`` (time loop on plain arrays, its config and ``rho0`` checked), ``initial_density``, ``initial_state``,
+``ArchiveWriter``, ``RunConfig``, ``ConfigError``, ``ArchiveError`` (a path that is not a
+readable run archive), and ``spectral.kernel_eigenvalues``.
 """
 
 from __future__ import annotations
@@ -37,9 +38,10 @@ configure_numba_cache()  # compiled kernels keyed by their sources (stale-cache 
 _EXPORTS = {
     "run": "solvers.api", "resume": "solvers.api", "open_run": "solvers.api",
     "load_config": "solvers.api",
-    "simulate": "solvers.timestepping.simulation", "RunResult": "solvers.timestepping.simulation",
+    "simulate": "solvers.api", "RunResult": "solvers.timestepping.loop",
     "initial_density": "solvers.io.state", "initial_state": "solvers.io.state", "ArchiveWriter": "solvers.io.archive",
     "RunConfig": "solvers.model.params", "ConfigError": "solvers.model.config",
+    "ArchiveError": "solvers.io.errors",
 }
 __all__ = sorted(_EXPORTS) + ["__version__"]
 

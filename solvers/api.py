@@ -26,26 +26,38 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from solvers.model.config import ConfigError, check_resolution, toml_value
+from solvers.model.config import ConfigError, check_resolution, config_from_text, toml_value
 from solvers.model.config import load_config as _load_toml
 from solvers.model.params import RunConfig
+from solvers.model.validate import check_resume_overrides, validate_config
 
 if TYPE_CHECKING:
     import xarray as xr
 
-RESUMABLE_SECTIONS = ("time", "output")
+PATH_TYPES = (str, os.PathLike)
 
 
 def _override_items(overrides: Mapping[str, Any]) -> list[str]:
     """``{"model__beta": 3, "time.t_end": 5}`` -> ``["model.beta=3", "time.t_end=5"]``."""
     items = []
     for key, value in overrides.items():
-        dotted = key.replace("__", ".")
+        dotted = key.replace("__", ".") if isinstance(key, str) else ""
         if "." not in dotted:
-            raise ConfigError(key, "an override names its section: use section__key=value "
+            raise ConfigError(str(key), "an override names its section: use section__key=value "
                               "(e.g. model__beta=3) or {'section.key': value}")
-        items.append(f"{dotted}={toml_value(value)}")
+        try:
+            items.append(f"{dotted}={toml_value(value)}")
+        except (TypeError, ValueError, OverflowError, RecursionError):  # None, objects, 10**400
+            raise ConfigError(dotted, f"must be a number, string, boolean or list (got "
+                              f"{type(value).__name__})") from None
     return items
+
+
+def _path(value: Any, name: str) -> Path:
+    """A path argument (str or os.PathLike, not empty), else ConfigError naming ``name``."""
+    if not isinstance(value, PATH_TYPES) or not str(os.fspath(value)).strip():
+        raise ConfigError(name, f"must be a file path (str or pathlib.Path; got {value!r:.80})")
+    return Path(value)
 
 
 def load_config(config: str | os.PathLike | Mapping[str, Any] | RunConfig,
@@ -60,24 +72,29 @@ def load_config(config: str | os.PathLike | Mapping[str, Any] | RunConfig,
     **overrides
         ``section__key=value`` (see the module docstring).
     """
-    if isinstance(config, RunConfig):
-        if not config.text:
-            raise ConfigError("config", "this RunConfig has no text to re-read; pass a path, "
-                              "TOML text or a dict")
-        config = config.text
+    items = _override_items(overrides)
+    if isinstance(config, RunConfig):  # checked whole (a dataclasses.replace skips the reader)
+        checked = validate_config(config)
+        return config_from_text(checked.text, items) if items else checked
     if isinstance(config, Mapping):
         import tomli_w
 
-        config = tomli_w.dumps(dict(config))
-    return _load_toml(Path(config) if isinstance(config, os.PathLike) else config,
-                      _override_items(overrides))
+        try:
+            config = tomli_w.dumps(dict(config))
+        except (TypeError, ValueError, OverflowError, AttributeError, RecursionError) as err:
+            raise ConfigError("config", f"a dict config holds sections of TOML values "
+                              f"({{'model': {{'beta': 5}}}}): {err}") from None
+    if not isinstance(config, PATH_TYPES):
+        raise ConfigError("config", f"must be a path, TOML text, a dict or a RunConfig (got "
+                          f"{type(config).__name__})")
+    return _load_toml(Path(config) if isinstance(config, os.PathLike) else config, items)
 
 
 def open_run(path: str | os.PathLike) -> xr.Dataset:
     """A run archive (NetCDF) loaded into memory (incomplete trailing records dropped)."""
     from solvers.io.archive import open_run as _open
 
-    return _open(path)
+    return _open(_path(path, "path"))
 
 
 def run(config: str | os.PathLike | Mapping[str, Any] | RunConfig, *,
@@ -112,6 +129,8 @@ def run(config: str | os.PathLike | Mapping[str, Any] | RunConfig, *,
     from solvers.io.state import initial_state
 
     overwrite = check_bool(overwrite, "overwrite")  # "no" is not False
+    progress = check_bool(progress, "progress")
+    path = None if path is None else _path(path, "path")
     cfg = load_config(config, **overrides)
     check_resolution(cfg)
     rho0, atoms0 = initial_state(cfg)  # atoms0: an archived measure's Dirac atoms (Dirac runs)
@@ -139,34 +158,28 @@ def resume(source: str | os.PathLike | xr.Dataset, *, t_end: float | None = None
     xarray.Dataset
         The whole run: the archived snapshots followed by the new ones.
     """
+    from solvers.io.safe_paths import check_bool
+
+    progress = check_bool(progress, "progress")
     if t_end is not None:
+        if isinstance(t_end, bool) or not isinstance(t_end, (int, float, np.number)):
+            raise ConfigError("t_end", f"must be a number (got {t_end!r:.80})")
         overrides = {**overrides, "time.t_end": float(t_end)}
     items = _override_items(overrides)
-    for item in items:
-        if item.split(".", 1)[0] not in RESUMABLE_SECTIONS:
-            raise ConfigError(item.split("=", 1)[0], "cannot change on resume (only time.* "
-                              "and output.* can); start a new run with initial.kind = \"archive\"")
+    check_resume_overrides(items)  # as meanfield run --resume: time.* and output.*, not the scheme
     from solvers.io.restart import restart_atoms, restart_state, resume_start
 
-    if isinstance(source, (str, os.PathLike)):
-        from solvers.io import archive
-
-        archive.check_resumable(source)
-        text = archive.read_config_text(source)
-        t, step, dt, rho = archive.read_last_state(source)
-        state = resume_start((t, step, dt, rho), archive.read_restart(source))
-        state["atoms0"] = archive.resume_atoms(source)
-        state.update(archive.read_run_counts(source))  # the counts and method history go on
-        cfg = _resumed_config(text, items, t)
+    if isinstance(source, PATH_TYPES):
+        source = _path(source, "source")
+        state, text = _archived_state(source)
+        cfg = _resumed_config(text, items, state["after"])
+        _check_grid(cfg, state["rho"], source)
         return _simulate_to_dataset(cfg, state, source, False, progress, append=True)
-    if "polish_representation" in source.attrs:
-        from solvers.io.reading import polished_message
-
-        raise ValueError(polished_message("this Dataset"))
-    last = source.isel(time=-1)
-    cfg = _resumed_config(str(source.attrs["config_text"]), items, float(last["time"]))
+    last, text = _last_record(source)
+    cfg = _resumed_config(text, items, float(last["time"]))
     record = (float(last["time"]), int(last["step"]), float(last["dt"]),
               np.asarray(last["rho"].values, dtype=float))
+    _check_grid(cfg, record[3], "this Dataset")
     from solvers.io.layout import RESTART
 
     restart, atoms0 = None, _dirac_atoms(last)
@@ -188,6 +201,90 @@ def resume(source: str | os.PathLike | xr.Dataset, *, t_end: float | None = None
     merged.attrs.update({k: new.attrs[k] for k in ("stop_reason", "n_steps", "wall_time_s",
                                                    *VERDICT_ATTRIBUTES) if k in new.attrs})
     return merged
+
+
+def _archived_state(source: Path) -> tuple[dict[str, Any], str]:
+    """The state a resume of the archive ``source`` starts from, and its config text."""
+    from solvers.io import archive
+    from solvers.io.restart import resume_start
+
+    if not (source.is_dir() if source.suffix == ".zarr" else source.is_file()):
+        raise FileNotFoundError(2, "No such file or directory", str(source))
+    archive.check_resumable(source)
+    text = archive.read_config_text(source)
+    t, step, dt, rho = archive.read_last_state(source)
+    state = resume_start((t, step, dt, rho), archive.read_restart(source))
+    state["atoms0"] = archive.resume_atoms(source)
+    state.update(archive.read_run_counts(source))  # the counts and method history go on
+    return state, text
+
+
+def _last_record(source: Any) -> tuple[Any, str]:
+    """The last record of a run Dataset and its config text (ConfigError for anything else)."""
+    import xarray as xr
+
+    if not isinstance(source, xr.Dataset):
+        raise ConfigError("source", f"must be a run archive path or a Dataset from solvers.run "
+                          f"/ open_run (got {type(source).__name__})")
+    if "polish_representation" in source.attrs:
+        from solvers.io.reading import polished_message
+
+        raise ConfigError("source", polished_message("this Dataset"))
+    missing = [v for v in ("time", "step", "dt", "rho") if v not in source.variables]
+    if "config_text" not in source.attrs or missing or source.sizes.get("time", 0) == 0:
+        why = f"lacks {', '.join(missing)}" if missing else "has no config_text attribute" \
+            if "config_text" not in source.attrs else "holds no snapshots"
+        raise ConfigError("source", f"this Dataset {why}: pass a run archive or the Dataset "
+                          "solvers.run / open_run returned")
+    return source.isel(time=-1), str(source.attrs["config_text"])
+
+
+def _check_grid(cfg: RunConfig, rho: np.ndarray, source: Any) -> None:
+    """The archived state's shape must be the config's grid (a tampered archive is refused)."""
+    from solvers.io.state import grid_arrays
+
+    shape = grid_arrays(cfg)[1].shape
+    if np.shape(rho) != shape:
+        raise ConfigError("source", f"{source}: state has shape {np.shape(rho)}, the config's "
+                          f"grid {shape} ({cfg.domain.manifold}, resolution "
+                          f"{cfg.domain.resolution}); the archive is damaged")
+
+
+def simulate(config: RunConfig, rho0: Any, **options: Any) -> Any:
+    """:func:`solvers.timestepping.loop.simulate` (the time loop on plain arrays) after
+    the checks of a config file: ``config`` (e.g. made with :func:`dataclasses.replace`) is
+    validated whole, ``rho0`` must be finite with the grid's shape (S^1: ``(N,)``; S^2:
+    ``(nlat, nlon)``). Bad input raises :class:`ConfigError` naming the argument."""
+    from solvers.io.state import grid_arrays
+    from solvers.timestepping.loop import simulate as _simulate
+
+    config = validate_config(config)
+    shape = grid_arrays(config)[1].shape
+    try:
+        rho = np.asarray(rho0, dtype=float)
+    except (TypeError, ValueError) as err:
+        raise ConfigError("rho0", f"must be an array of numbers of shape {shape} ({err})") from None
+    if rho.shape != shape or not np.all(np.isfinite(rho)):
+        raise ConfigError("rho0", f"must be a finite grid density of shape {shape} "
+                          f"(got shape {rho.shape}); build it with solvers.initial_density")
+    _check_start(options)
+    return _simulate(config, rho, **options)
+
+
+def _check_start(options: dict[str, Any]) -> None:
+    """``t0 >= 0``, ``step0`` an integer >= 0, ``dt0`` None or > 0 (simulate's options)."""
+    def real(value: Any) -> bool:
+        return isinstance(value, (int, float, np.number)) and not isinstance(value, bool) \
+            and bool(np.isfinite(value))
+
+    if not (real(options.get("t0", 0.0)) and options.get("t0", 0.0) >= 0):
+        raise ConfigError("t0", f"must be a finite time >= 0 (got {options['t0']!r:.80})")
+    step0 = options.get("step0", 0)
+    if isinstance(step0, bool) or not isinstance(step0, (int, np.integer)) or step0 < 0:
+        raise ConfigError("step0", f"must be an integer >= 0 (got {step0!r:.80})")
+    dt0 = options.get("dt0")
+    if dt0 is not None and not (real(dt0) and dt0 > 0):
+        raise ConfigError("dt0", f"must be None or a step > 0 (got {dt0!r:.80})")
 
 
 def _run_counts(source: xr.Dataset, last: xr.Dataset) -> dict[str, Any]:
@@ -230,7 +327,7 @@ def _label_ragged_dims(parts: list[xr.Dataset]) -> list[xr.Dataset]:
 
 
 def _resumed_config(text: str, items: list[str], t: float) -> RunConfig:
-    cfg = _load_toml(text, items)
+    cfg = config_from_text(text, items)  # an archive's text is never a file name
     if t >= cfg.time.t_end:
         raise ConfigError("time.t_end", f"the run already reached t = {t:g} >= t_end = "
                           f"{cfg.time.t_end:g}; pass a larger t_end")
@@ -243,7 +340,7 @@ def _simulate_to_dataset(cfg: RunConfig, state: dict[str, Any], path: str | os.P
     """Simulate from ``state`` into an archive (``path`` or a temporary one) and load it."""
     from solvers.io.archive import ArchiveWriter
     from solvers.io.state import grid_arrays
-    from solvers.timestepping.simulation import simulate
+    from solvers.timestepping.loop import simulate
 
     theta, weight, phi = grid_arrays(cfg)
     with tempfile.TemporaryDirectory(prefix="meanfield-") as tmp:

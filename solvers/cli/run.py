@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -21,15 +20,11 @@ from solvers.cli.guard import EXIT_FAILED, EXIT_INTERRUPTED, CliError, StopReque
 from solvers.cli.progress import LowestDensity, ProgressBar
 from solvers.io.restart import resume_start
 from solvers.io.state import grid_arrays, initial_state
-from solvers.model.config import (ConfigError, check_run, clip, load_config, parse_override,
-                                  toml_value)
+from solvers.model.config import ConfigError, check_run, clip, config_from_text, load_config, toml_value
 from solvers.model.params import RunConfig, flatten
+from solvers.model.validate import RESUMABLE_SECTIONS, check_resume_overrides
 
 log = logging.getLogger(__name__)
-
-RESUMABLE_SECTIONS = ("time", "output")
-FIXED_ON_RESUME = ("time.scheme",)  # the archived state is in this scheme's representation
-
 
 def _existing(path: str, what: str) -> Path:
     """An archive path that exists: a NetCDF file, or a zarr store (a folder ending in .zarr)."""
@@ -37,19 +32,6 @@ def _existing(path: str, what: str) -> Path:
     if not (p.is_dir() if p.suffix == ".zarr" else p.is_file()):
         raise CliError(f"{what} not found: {path}")
     return p
-
-
-def _check_resume_overrides(overrides: Sequence[str]) -> None:
-    for item in overrides:
-        section, key, _ = parse_override(item)
-        if f"{section}.{key}" in FIXED_ON_RESUME:
-            raise ConfigError(f"{section}.{key}", "cannot change on --resume (the archived "
-                              "state belongs to its scheme); start a new run with initial.kind "
-                              "= \"archive\"")
-        if section not in RESUMABLE_SECTIONS:
-            raise ConfigError(f"{section}.{key}", "cannot change on --resume (only time.* and "
-                              "output.* can); for new physics start a run with initial.kind = "
-                              "\"archive\"")
 
 
 def _check_same_physics(config: RunConfig, archived: RunConfig) -> None:
@@ -69,7 +51,7 @@ def _resume_state(args: argparse.Namespace) -> tuple[RunConfig, dict[str, Any]]:
     path = _existing(args.resume, "archive")
     if args.output:
         raise CliError("--resume appends to its archive: drop -o/--output")
-    _check_resume_overrides(args.set)
+    check_resume_overrides(args.set)  # the same rule as solvers.resume
     overrides = list(args.set) + [f"output.path={toml_value(str(path))}"]
     try:
         archive.check_resumable(path)
@@ -80,7 +62,7 @@ def _resume_state(args: argparse.Namespace) -> tuple[RunConfig, dict[str, Any]]:
         counts = archive.read_run_counts(path)  # steps_rejected, time error, method history
     except ValueError as err:  # not a run archive, or an empty one
         raise CliError(str(err)) from None
-    config = load_config(text, overrides)
+    config = config_from_text(text, overrides)  # never a file name (a hostile attribute)
     if args.config:
         given = load_config(Path(args.config), overrides)
         _check_same_physics(given, config)
@@ -134,7 +116,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     spinning_thread_waits()  # before shtns / numba load libgomp (threaded S^2 steps)
     config, state = _resume_state(args) if args.resume else _fresh_state(args)
-    from solvers.timestepping.simulation import simulate
+    from solvers.timestepping.loop import simulate
 
     from solvers.core.backend import keep_freed_memory
 
@@ -244,7 +226,7 @@ def _failure_line(err: BaseException, config: RunConfig, path: Path, t: float) -
         hint = f"continue with: {resume} --set time.dt={config.time.dt / 2:g}"
     else:
         hint = f"continue with: {resume} --set time.cfl={config.time.cfl / 2:g}"
-    return clip(f"failed ({' '.join(str(err).split())}) at t={t:.6g}; archive {path} holds "
+    return clip(f"error: {' '.join(str(err).split())} at t={t:.6g}; archive {path} holds "
                 f"{_count_snapshots(path)} snapshots; {hint}", 1000)
 
 

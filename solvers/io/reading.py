@@ -17,6 +17,7 @@ import netCDF4
 import numpy as np
 import xarray as xr
 
+from solvers.io.errors import ArchiveError
 from solvers.io.layout import (
     _HDF5_SIGNATURE,
     REQUIRED_VARIABLES,
@@ -51,7 +52,7 @@ def _readable(path: str | os.PathLike) -> Iterator[Path]:
         netCDF4.Dataset(path, "r").close()
     except OSError as err:
         if not _is_hdf5(path):
-            raise ValueError(f"{path} is not a readable NetCDF4 archive ({err})") from err
+            raise ArchiveError(f"{path} is not a readable NetCDF4 archive ({err})") from err
         with tempfile.TemporaryDirectory(prefix="archive-read-") as tmp:
             copy = Path(tmp) / path.name
             shutil.copyfile(path, copy)
@@ -64,7 +65,7 @@ def _check_archive(nc: netCDF4.Dataset, shown: str | os.PathLike) -> None:
     missing = [v for v in REQUIRED_VARIABLES if v not in nc.variables]
     if missing:
         nc.close()
-        raise ValueError(f"{shown} is not a meanfield-spectral archive: missing {missing}")
+        raise ArchiveError(f"{shown} is not a meanfield-spectral archive: missing {missing}")
 
 
 def _named(err: BaseException, copy: str | os.PathLike, shown: str | os.PathLike) -> str:
@@ -82,13 +83,13 @@ def _reading(path: str | os.PathLike, shown: str | os.PathLike | None = None
         try:
             nc = netCDF4.Dataset(readable, "r")
         except OSError as err:
-            raise ValueError(f"{shown} is not a readable NetCDF4 archive "
+            raise ArchiveError(f"{shown} is not a readable NetCDF4 archive "
                              f"({_named(err, readable, shown)})") from None
         _check_archive(nc, shown)
         try:
             yield nc
         except (OSError, RuntimeError) as err:  # damaged inside: netCDF4 raises RuntimeError
-            raise ValueError(f"{shown} is damaged: cannot read it "
+            raise ArchiveError(f"{shown} is damaged: cannot read it "
                              f"({_named(err, readable, shown)})") from None
         finally:
             nc.close()
@@ -117,7 +118,7 @@ def open_run(path: str | os.PathLike) -> xr.Dataset:
         try:
             ds = xr.load_dataset(readable, engine="netcdf4")
         except (OSError, RuntimeError, KeyError) as err:
-            raise ValueError(f"{path} is damaged: cannot read it "
+            raise ArchiveError(f"{path} is damaged: cannot read it "
                              f"({_named(err, readable, path)})") from None
     return ds.isel(time=slice(0, n))
 
@@ -139,7 +140,7 @@ def read_last_state(path: str | os.PathLike) -> tuple[float, int, float, np.ndar
     with _reading(path) as nc:
         i = _valid_records(nc) - 1
         if i < 0:
-            raise ValueError(f"archive {path} holds no snapshots")
+            raise ArchiveError(f"archive {path} holds no snapshots")
         rho = np.asarray(nc["rho"][i, ...], dtype=float)
         return float(nc["time"][i]), int(nc["step"][i]), float(nc["dt"][i]), rho
 
@@ -275,7 +276,7 @@ def read_snapshot(path: str | os.PathLike, time: float | None = None
     with _reading(path) as nc:
         n = _valid_records(nc)
         if n == 0:
-            raise ValueError(f"archive {path} holds no snapshots")
+            raise ArchiveError(f"archive {path} holds no snapshots")
         times = np.ma.filled(np.ma.asarray(nc["time"][:n], dtype=float), np.inf)
         i = n - 1 if time is None else _nearest_record(nc, n, time)
         theta = np.asarray(nc["theta"][:], dtype=float)
@@ -293,11 +294,11 @@ def check_resumable(path: str | os.PathLike) -> None:
         from solvers.io.zarr_store import open_zarr_run
 
         if POLISHED in open_zarr_run(_existing(path)).attrs:
-            raise ValueError(polished_message(path))
+            raise ArchiveError(polished_message(path))
         return
     with _reading(path) as nc:
         if POLISHED in nc.ncattrs():
-            raise ValueError(polished_message(path))
+            raise ArchiveError(polished_message(path))
 
 
 def polished_message(name: Any) -> str:
@@ -312,9 +313,9 @@ def read_config_text(path: str | os.PathLike) -> str:
 
         text = open_zarr_run(_existing(path)).attrs.get("config_text")
         if text is None:
-            raise ValueError(f"archive {path} has no config_text attribute")
+            raise ArchiveError(f"archive {path} has no config_text attribute")
         return str(text)
     with _reading(path) as nc:
         if "config_text" not in nc.ncattrs():
-            raise ValueError(f"archive {path} has no config_text attribute")
+            raise ArchiveError(f"archive {path} has no config_text attribute")
         return str(nc.getncattr("config_text"))

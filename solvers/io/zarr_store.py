@@ -28,6 +28,7 @@ import zarr
 from zarr.codecs import BloscCodec
 
 from solvers.core.snapshot import Restart
+from solvers.io.errors import ArchiveError
 from solvers.io.layout import (
     _ATOM_CHUNK,
     ATOM_CELL,
@@ -86,7 +87,7 @@ class ZarrStore:
         self.group = zarr.open_group(str(path), mode="r+", use_consolidated=False)
         missing = [v for v in REQUIRED_VARIABLES if v not in self.group]
         if missing:
-            raise ValueError(f"{path} is not a meanfield-spectral archive: missing {missing}")
+            raise ArchiveError(f"{path} is not a meanfield-spectral archive: missing {missing}")
         self.n = _count(self.group)
         self.records = int(self.group["rho"].chunks[0])
         self.spectral = f"{spectrum_prefix(grid)}_real" in self.group
@@ -210,10 +211,10 @@ def open_zarr_run(path: Path) -> xr.Dataset:
             warnings.simplefilter("ignore", RuntimeWarning)
             ds = xr.open_zarr(str(path), consolidated=None)
     except (OSError, ValueError, KeyError) as err:
-        raise ValueError(f"{path} is not a readable zarr archive ({err})") from None
+        raise ArchiveError(f"{path} is not a readable zarr archive ({err})") from None
     missing = [v for v in REQUIRED_VARIABLES if v not in ds.variables]
     if missing:
-        raise ValueError(f"{path} is not a meanfield-spectral archive: missing {missing}")
+        raise ArchiveError(f"{path} is not a meanfield-spectral archive: missing {missing}")
     n = min(int(ds.attrs.get(RECORDS_COMPLETE, 0)), ds.sizes["time"])
     return ds.isel(time=slice(0, n))
 
@@ -222,7 +223,7 @@ def last_state(path: Path) -> tuple[float, int, float, np.ndarray]:
     """``(t, step, dt, rho)`` of the last complete record (for resuming)."""
     ds = open_zarr_run(path)
     if ds.sizes["time"] == 0:
-        raise ValueError(f"archive {path} holds no snapshots")
+        raise ArchiveError(f"archive {path} holds no snapshots")
     last = ds.isel(time=-1)
     return (float(last["time"]), int(last["step"]), float(last["dt"]),
             np.asarray(last["rho"].values, dtype=float))
@@ -278,7 +279,7 @@ def snapshot_near(path: Path, time: float | None) -> tuple[float, Any, np.ndarra
     ds = open_zarr_run(path)
     n = ds.sizes["time"]
     if n == 0:
-        raise ValueError(f"archive {path} holds no snapshots")
+        raise ArchiveError(f"archive {path} holds no snapshots")
     times = ds["time"].values
     i = n - 1 if time is None else _nearest(times, time)
     theta = np.asarray(ds["theta"].values, dtype=float)

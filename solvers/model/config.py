@@ -392,6 +392,14 @@ def load_config(path_or_text: str | Path, overrides: Iterable[str] = ()) -> RunC
     text = path_or_text  # a Path, or a string without "=" or a newline, names a file
     if isinstance(text, Path) or ("\n" not in text and "=" not in text and text.strip()):
         text = _read_text(Path(text))
+    return config_from_text(text, overrides)
+
+
+def config_from_text(text: str, overrides: Iterable[str] = ()) -> RunConfig:
+    """:func:`load_config` of TOML text that is never read as a file name (an archive's
+    ``config_text``: a hostile ``"/etc/passwd"`` is invalid TOML, not a file to open)."""
+    if not isinstance(text, str):
+        raise ConfigError("config_text", f"must be TOML text (got {type(text).__name__})")
     try:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:

@@ -12,6 +12,8 @@ from typing import Any
 
 import numpy as np
 
+from solvers.model.validators import ConfigError
+
 DIRECTIONS = ("ascent", "descent")
 ATTENTIONS = ("unnormalized", "softmax")
 KERNELS = ("exp", "exp_shifted")
@@ -286,6 +288,11 @@ class RunConfig:
     text: str = ""  # the full config text as given (TOML), for provenance
 
     def __post_init__(self) -> None:
+        for name, kind in SECTION_TYPES.items():  # dataclasses.replace(cfg, time={...})
+            if not isinstance(getattr(self, name), kind):
+                raise ConfigError(name, f"must be a {kind.__name__} (got "
+                                  f"{type(getattr(self, name)).__name__}); build it with "
+                                  f"dataclasses.replace(config.{name}, ...)")
         # the default method's state is measure-valued (density plus Dirac atoms)
         if self.time.scheme == "auto" and self.atoms.representation != "dirac":
             object.__setattr__(self, "atoms", replace(self.atoms, representation="dirac"))
@@ -293,6 +300,10 @@ class RunConfig:
             cells = self.time.scheme == "auto" and not auto_grid(self.domain.manifold, self.model)
             cfl = AUTO_CFL if cells else GRID_CFL
             object.__setattr__(self, "time", replace(self.time, cfl=cfl))
+
+
+SECTION_TYPES = {"domain": DomainParams, "model": ModelParams, "initial": InitialParams,
+                 "time": TimeParams, "atoms": AtomParams, "output": OutputParams}
 
 
 def flatten(obj: Any, prefix: str = "") -> dict[str, Any]:

@@ -43,7 +43,7 @@ def show(value: Any, limit: int = 60) -> str:
 def number(key: str, value: Any, lo: float | None = None, hi: float | None = None,
            lo_open: bool = True, why: str = "") -> float:
     """A finite real number (not a bool) with ``value > lo`` (``>=`` if not lo_open), ``<= hi``."""
-    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and _finite(value)
     ok = ok and (lo is None or (value > lo if lo_open else value >= lo))
     if not (ok and (hi is None or value <= hi)):
         if hi is not None and lo is not None:
@@ -55,6 +55,14 @@ def number(key: str, value: Any, lo: float | None = None, hi: float | None = Non
         want = f"must be a finite number {bounds} {why}".strip()
         raise ConfigError(key, f"{want} (got {show(value)})")
     return float(value)
+
+
+def _finite(value: int | float) -> bool:
+    """``math.isfinite`` that says False for an integer too large for a float (10**400)."""
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
 
 
 def _positive(key: str, value: Any) -> float:

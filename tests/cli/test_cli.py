@@ -202,7 +202,7 @@ progress = false
 def test_s2_run_info_plot_animate_resume(tmp_path, capsys) -> None:
     from PIL import Image
 
-    from solvers.sphere.grid import SphereGrid
+    from solvers.sphere.cells import SphereGrid
 
     cfg, out = write(tmp_path, S2_TINY), str(tmp_path / "s2.nc")
     rc, stdout, err = cli(capsys, "run", cfg, "-o", out)
@@ -293,7 +293,7 @@ def fake_snapshot(rho: np.ndarray, t: float) -> Snapshot:
 
 @pytest.mark.parametrize("error, rc_expected, text", [
     (KeyboardInterrupt(), 130, "interrupted at t=0.5"),
-    (FloatingPointError("non-finite density"), 1, "failed (non-finite density) at t=0.5"),
+    (FloatingPointError("non-finite density"), 1, "error: non-finite density at t=0.5"),
 ])
 def test_interrupt_keeps_the_archive(tmp_path, capsys, monkeypatch, error, rc_expected,
                                      text) -> None:

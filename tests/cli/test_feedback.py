@@ -168,7 +168,7 @@ def test_warnings_are_one_line_each(tmp_path, capsys, monkeypatch) -> None:
     assert lines[1] == "warning: under-resolved at t=0 second line"
     assert ".py" not in err and "RuntimeWarning" not in err
     rc, _, err = cli(capsys, "-q", "run", write(tmp_path, TINY), "-o", str(tmp_path / "x.nc"))
-    assert rc == 1 and "warning:" not in err and err.startswith("failed (stop here)")
+    assert rc == 1 and "warning:" not in err and err.startswith("error: stop here at t=")
 
 
 # --------------------------------------------------------------------------- --style
