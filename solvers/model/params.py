@@ -69,8 +69,8 @@ class ModelParams:
     direction: str = "descent"
     attention: str = "unnormalized"
     kernel: str = "exp"
-    noise: float = 0.0
     perceptron: PerceptronParams = field(default_factory=PerceptronParams)
+    noise: float = 0.0  # last: ModelParams(beta, direction, attention, kernel, perceptron) stays valid
 
     @property
     def sign(self) -> float:
