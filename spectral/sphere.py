@@ -24,7 +24,10 @@ The module knows nothing about time stepping.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
+import io
+import logging
 import os
 import sys
 from dataclasses import dataclass
@@ -38,18 +41,24 @@ SHTNS_MIN_NLAT = 32  # this shtns build refuses smaller Gauss grids (and exits t
 
 
 def _import_shtns() -> Any:
-    """Import shtns with its stdout banner redirected to stderr (keeps tool output clean)."""
+    """Import shtns with its banner (printed by its Python module at import, and by the C
+    library) kept off stdout: a debug log line (keeps tool output clean, nothing under -q)."""
     if "shtns" in sys.modules:
         return sys.modules["shtns"]
+    banner = io.StringIO()
     try:
         sys.stdout.flush()
         saved = os.dup(1)
     except (OSError, ValueError, AttributeError):  # no usable fd 1: import plainly
-        import shtns
+        with contextlib.redirect_stdout(banner):
+            import shtns
+        logging.getLogger(__name__).debug("%s", banner.getvalue().strip())
         return shtns
     try:
         os.dup2(2, 1)
-        import shtns
+        with contextlib.redirect_stdout(banner):
+            import shtns
+        logging.getLogger(__name__).debug("%s", banner.getvalue().strip())
         try:
             ctypes.CDLL(None).fflush(None)
         except (OSError, AttributeError):

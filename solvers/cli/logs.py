@@ -7,15 +7,16 @@ nothing; the command line installs one handler on the root logger (:func:`config
 - default: warnings (``warning: <message>``) and the commands' info lines;
 - ``-v``: debug lines too (``debug <logger>: <message>``), and tracebacks of failures.
 
-Python warnings (``RuntimeWarning`` from NumPy, the solver's own) reach the same handler as
-one line each (:func:`one_line_warnings`), never as ``file:line: Category: message`` plus the
-source line. A progress bar drawn on a terminal is cleared before a line is written, so
+Python warnings (the solver's own ``RuntimeWarning``) reach the same handler as one line each
+(:func:`one_line_warnings`), never as ``file:line: Category: message`` plus the source line;
+NumPy's raw floating-point warnings are debug lines (``-v``). A progress bar drawn on a terminal is cleared before a line is written, so
 lines and bar do not mix.
 """
 
 from __future__ import annotations
 
 import logging
+import re
 import sys
 import warnings
 from collections.abc import Iterator
@@ -87,10 +88,18 @@ def configure(verbosity: int = NORMAL) -> logging.Handler:
     return handler
 
 
+NUMPY_FLOATING = re.compile(r"^(overflow|underflow|invalid value|divide by zero) encountered in ")
+
+
 def _show_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int,
                   file: Any = None, line: str | None = None) -> None:
-    """``warnings.showwarning`` replacement: one log record per warning."""
+    """``warnings.showwarning`` replacement: one log record per warning. NumPy's raw
+    floating-point warnings (``overflow encountered in multiply``) are debug lines: a state
+    that goes non-finite is reported by the solver's own error, with its time."""
     logger = logging.getLogger(WARNINGS_LOGGER)
+    if NUMPY_FLOATING.match(str(message)):
+        logger.debug("numpy: %s", message)
+        return
     logger.warning("%s", message)
     logger.debug("(%s from %s:%d)", category.__name__, filename, lineno)
 

@@ -100,12 +100,15 @@ def _dirac_mass(config: RunConfig, state: dict[str, Any]) -> float:
 
 
 def _count_snapshots(path: Path) -> str:
+    """``"N snapshots"`` of the archive, with the last one's time (``"?"`` if unreadable)."""
     try:
         from solvers.io.archive import open_run
 
-        return str(open_run(path).sizes.get("time", 0))
-    except (OSError, ValueError):  # the count is a courtesy: never mask the interrupt
-        return "?"
+        times = open_run(path)["time"].values
+        return f"{len(times)} snapshots" + (f" (the last at t={times[-1]:.6g})" if len(times)
+                                            else "")
+    except (OSError, ValueError, KeyError):  # the count is a courtesy: never mask the error
+        return "? snapshots"
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -209,8 +212,8 @@ def _open_writer(path: Path, config: RunConfig, args: argparse.Namespace) -> Any
 
 
 def _interrupted_line(path: Path, t: float) -> str:
-    return (f"interrupted at t={t:.6g}; archive {path} holds {_count_snapshots(path)} "
-            f"snapshots; continue with: meanfield run --resume {path}")
+    return (f"interrupted at t={t:.6g}; archive {path} holds {_count_snapshots(path)}; "
+            f"continue with: meanfield run --resume {path}")
 
 
 def _failure_line(err: BaseException, config: RunConfig, path: Path, t: float) -> str:
@@ -226,8 +229,10 @@ def _failure_line(err: BaseException, config: RunConfig, path: Path, t: float) -
         hint = f"continue with: {resume} --set time.dt={config.time.dt / 2:g}"
     else:
         hint = f"continue with: {resume} --set time.cfl={config.time.cfl / 2:g}"
-    return clip(f"error: {' '.join(str(err).split())} at t={t:.6g}; archive {path} holds "
-                f"{_count_snapshots(path)} snapshots; {hint}", 1000)
+    what = " ".join(str(err).split()) or type(err).__name__
+    if "t=" not in what:  # the solver's errors name the time they fail at; others the run's
+        what += f" (the run was at t={t:.6g})"
+    return clip(f"error: {what}; archive {path} holds {_count_snapshots(path)}; {hint}", 1000)
 
 
 def summary(result: Any, mass0: float, path: Path) -> str:

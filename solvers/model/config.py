@@ -24,6 +24,7 @@ except ModuleNotFoundError:  # Python 3.10
 from solvers.model.activations import ACTIVATIONS as _ACTIVATION_TABLE
 from solvers.model.combinations import check_combinations
 from solvers.model.limits import (  # noqa: F401  (public names re-exported)
+    ANGLE_MAX,
     ATOL_RANGE,
     BETA_RANGE,
     DT_MIN_FRACTION,
@@ -248,7 +249,11 @@ def _modes(value: Any, domain: DomainParams) -> tuple:
 def _centers(value: Any, domain: DomainParams) -> tuple:
     """S^1: angles (radians); S^2: 3-vectors, normalised to unit length."""
     if domain.manifold == "S1":
-        return tuple(number_list("initial.centers", value).tolist())
+        angles = number_list("initial.centers", value)
+        for i in np.flatnonzero(np.abs(angles) > ANGLE_MAX)[:1]:  # 1e300: every cos(x - c) equal
+            raise ConfigError(f"initial.centers[{i}]", f"{angles[i]:g} is not a representable "
+                              f"angle (|angle| <= {ANGLE_MAX:g} radians); give it in [0, 2 pi)")
+        return tuple(angles.tolist())
     centers = matrix("initial.centers", value, 3, domain.manifold)
     norms = np.linalg.norm(centers, axis=1)
     if not np.all(norms > 0):

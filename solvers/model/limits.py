@@ -14,6 +14,7 @@ MASS_RANGE = (1e-12, 1e6)  # the Lipschitz bound (and so 1/dt) grows with the ma
 KAPPA_MAX = 1e8  # von Mises width 1/sqrt(kappa) must stay above round-off of the angle
 WEIGHT_MAX = 1e6  # |perceptron a, omega, b|, |initial.modes amplitude|: 1/dt grows with them
 T_END_MAX = 1e6
+ANGLE_MAX = 1e6  # |S^1 angle| in initial.centers: its float spacing (1e-10 rad) stays far below a cell
 NOISE_MAX = 1e6  # model.noise: nu, the diffusion coefficient (docs/noise.md)
 RATE_FACTOR_RANGE = (1e-6, 1e3)
 # time.rtol, time.atol (embedded pairs): below 1e-12 relative the error estimate is round-off

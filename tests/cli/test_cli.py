@@ -293,7 +293,7 @@ def fake_snapshot(rho: np.ndarray, t: float) -> Snapshot:
 
 @pytest.mark.parametrize("error, rc_expected, text", [
     (KeyboardInterrupt(), 130, "interrupted at t=0.5"),
-    (FloatingPointError("non-finite density"), 1, "error: non-finite density at t=0.5"),
+    (FloatingPointError("non-finite density"), 1, "error: non-finite density (the run was at t=0.5)"),
 ])
 def test_interrupt_keeps_the_archive(tmp_path, capsys, monkeypatch, error, rc_expected,
                                      text) -> None:
