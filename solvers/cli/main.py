@@ -23,7 +23,7 @@ from solvers.cli.guard import EXIT_USAGE, OneLineParser, run_guarded
 from solvers.cli.logs import NORMAL, QUIET, VERBOSE, configure, one_line_warnings
 from solvers.cli.options import add_style
 COMPANIONS = ("lemma51", "converge", "compare_particles", "sweep", "sweep_figures", "example",
-              "polish")
+              "polish", "continuation")
 _LAZY = {"summary": "solvers.cli.run", "cmd_run": "solvers.cli.run",
          "info_lines": "solvers.cli.view", "cmd_plot": "solvers.cli.view",
          "cmd_animate": "solvers.cli.view", "cmd_info": "solvers.cli.view",

@@ -111,7 +111,8 @@ def bp_test(eq: Equation, z: np.ndarray, t: np.ndarray) -> tuple[float, float]:
 
 @dataclass(frozen=True)
 class Located:
-    """A located special point: its ``z``, tangent, and kind (``"branch_point"`` or ``"fold"``)."""
+    """A located special point: its ``z``, kind (``"branch_point"`` or ``"fold"``) and the
+    tangent (at a branch point: the old branch's, from the step's start)."""
 
     kind: str
     z: np.ndarray
@@ -150,7 +151,8 @@ def locate(eq: Equation, kind: str, z0: np.ndarray, t0: np.ndarray, ds: float,
     except (RuntimeError, ValueError) as err:
         log.warning("could not locate the %s on this step: %s", kind.replace("_", " "), err)
         return None
-    return Located(kind, z, t)
+    # the tangent at the step's start: at a branch point the tangent solve is singular
+    return Located(kind, z, t if kind == "fold" else t0)
 
 
 def switch_direction(eq: Equation, z: np.ndarray, t: np.ndarray) -> np.ndarray:

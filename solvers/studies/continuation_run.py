@@ -48,7 +48,7 @@ class Result:
     problem: StationaryProblem
     key: str
     records: list[Record] = field(default_factory=list)
-    parents: list[int] = field(default_factory=list)  # per branch: the record it left from (-1)
+    parents: list[int] = field(default_factory=list)  # per branch: the branch it left (-1)
     stops: list[str] = field(default_factory=list)  # per branch: why it ended
 
 
@@ -99,7 +99,7 @@ def start_state(problem: StationaryProblem) -> np.ndarray:
 
 @dataclass
 class Job:
-    """A branch to follow: start point, tangent, the record it leaves from, its generation."""
+    """A branch to follow: start point, tangent, the branch it leaves, its generation."""
 
     z: np.ndarray
     t: np.ndarray
@@ -155,7 +155,7 @@ class Continuer:
                 rec = self.record(branch, s + float(t @ (found.z - z)), found.z, "branch_point")
                 log.info("branch point at %s = %.12g", self.map.key, rec.value)
                 if depth < self.depth:
-                    self._switch(found.z, found.t, len(self.result.records) - 1, depth + 1)
+                    self._switch(found.z, found.t, branch, depth + 1)
 
     def _switch(self, z: np.ndarray, t: np.ndarray, parent: int, depth: int) -> None:
         """Queue both directions of the new branch at the branch point ``z``."""
@@ -194,7 +194,7 @@ class Continuer:
             z, t = z_new, t_new
             self.record(branch, s, z)
         self.result.stops.append(reason)
-        log.info("branch %d: %s", branch, reason)
+        log.debug("branch %d: %s", branch, reason)
 
     def run(self, x0: np.ndarray) -> Result:
         z0 = np.append(x0 / self.map.ref, self.q0)

@@ -172,6 +172,18 @@ class StationaryProblem:
         entropy = b.integrate(np.where(rho > 0, rho * np.log(np.where(rho > 0, rho, 1.0)), 0.0))
         return energy - self.sign * self.noise * entropy
 
+    def moments(self, x: np.ndarray, count: int) -> np.ndarray:
+        """``|int Y_k rho| / M`` per degree ``k = 1..count`` (0 past the basis), shape (count,):
+        S^1 ``|rho_hat_k| / rho_hat_0``; S^2 the norm over the orders ``m`` of the Legendre
+        moments (``int P_l(cos theta) rho / M`` for an axisymmetric state). Degree 1 is
+        :meth:`order_parameter`."""
+        b, out = self.basis, np.zeros(count)
+        x0 = float(x[b.degree == 0][0])
+        for k in range(1, min(count, int(b.degree.max())) + 1):
+            norm = float(np.sqrt(np.sum(x[b.degree == k] ** 2)))
+            out[k - 1] = norm / (2.0 * x0) if b.manifold == "S1" else norm / (np.sqrt(2 * k + 1) * x0)
+        return out
+
     def order_parameter(self, rho: np.ndarray) -> float:
         """``|int x rho| / M``: on S^1 ``|rho_hat_1| / rho_hat_0``."""
         first = self.basis.points.T @ (self.basis.weights * rho)
