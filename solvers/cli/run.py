@@ -188,7 +188,7 @@ def _polish_at_end(path: Path) -> None:
     try:
         result, out = polish_to(path)
     except ValueError as err:
-        print(f"polish: {err}", file=sys.stderr)
+        print(f"error: polish: {err}", file=sys.stderr)
         return
     print(format_report(result))
     print(f"polished: {out}")

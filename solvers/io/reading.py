@@ -111,7 +111,9 @@ def open_run(path: str | os.PathLike) -> xr.Dataset:
     if is_zarr(path):
         from solvers.io.zarr_store import open_zarr_run
 
-        return open_zarr_run(_existing(path)).load()
+        ds = open_zarr_run(_existing(path)).load()
+        ds.close()  # in memory: the store's read lock goes (solvers.io.reader_lock)
+        return ds
     with _readable(path) as readable:
         with _reading(readable, shown=path) as nc:  # validates
             n = _valid_records(nc)

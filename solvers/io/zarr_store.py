@@ -17,6 +17,7 @@ attributes of ``restart_rho`` (:func:`solvers.io.restart.restart_attributes`, as
 
 from __future__ import annotations
 
+import os
 import shutil
 import warnings
 from pathlib import Path
@@ -46,6 +47,7 @@ from solvers.io.layout import (
     spectrum_prefix,
     track_specs,
 )
+from solvers.io.reader_lock import attach, refuse_if_read, shared_lock
 from solvers.io.safe_paths import private_folder, replace_folder
 from solvers.io.restart import restart_atoms, restart_attributes, restart_state
 from solvers.model.params import RunConfig
@@ -98,7 +100,7 @@ class ZarrStore:
         """Define a new store (``records`` per time chunk; ``dirac``: the Dirac atoms of a
         measure-valued run) in a private folder beside ``path`` and move it into place (an old
         store there, checked by the caller, goes with the folder)."""
-        with private_folder(path) as scratch:  # nothing at a guessable name is followed
+        with private_folder(path) as scratch, refuse_if_read(path):  # no lazy reader swapped
             tmp = scratch / path.name
             group = zarr.open_group(str(tmp), mode="w", zarr_format=3)
             group.attrs.update(_global_attributes(config))
@@ -205,18 +207,25 @@ def _count(group: zarr.Group) -> int:
 
 
 def open_zarr_run(path: Path) -> xr.Dataset:
-    """The store's complete records as a lazy :class:`xarray.Dataset` (dask arrays)."""
+    """The store's complete records as a lazy :class:`xarray.Dataset` (dask arrays). It holds
+    a shared lock on the store until closed or collected, so that ``--overwrite`` cannot swap
+    the data under it (:mod:`solvers.io.reader_lock`)."""
+    fd = shared_lock(path)
     try:
         with warnings.catch_warnings():  # caught between a block's count and consolidation
             warnings.simplefilter("ignore", RuntimeWarning)
             ds = xr.open_zarr(str(path), consolidated=None)
+        missing = [v for v in REQUIRED_VARIABLES if v not in ds.variables]
+        if missing:
+            raise ArchiveError(f"{path} is not a meanfield-spectral archive: missing {missing}")
+        n = min(int(ds.attrs.get(RECORDS_COMPLETE, 0)), ds.sizes["time"])
     except (OSError, ValueError, KeyError) as err:
+        if fd is not None:
+            os.close(fd)
+        if isinstance(err, ArchiveError):
+            raise
         raise ArchiveError(f"{path} is not a readable zarr archive ({err})") from None
-    missing = [v for v in REQUIRED_VARIABLES if v not in ds.variables]
-    if missing:
-        raise ArchiveError(f"{path} is not a meanfield-spectral archive: missing {missing}")
-    n = min(int(ds.attrs.get(RECORDS_COMPLETE, 0)), ds.sizes["time"])
-    return ds.isel(time=slice(0, n))
+    return attach(ds.isel(time=slice(0, n)), fd)
 
 
 def last_state(path: Path) -> tuple[float, int, float, np.ndarray]:
