@@ -27,18 +27,35 @@ from solvers.plots.common import (
     LOG_RANGE,
     THEOREM_3_5,
     basin_splits,
+    fit_title,
     frame_title,
     panel_energy,
     record_values,
     run_title,
 )
-from solvers.plots.style import figsize, theorem_label, time_axis
+from solvers.plots.labels import label_points
+from solvers.plots.style import (
+    COLORS,
+    DENSITY_CMAP,
+    NOTE_SIZE,
+    figsize,
+    footnote,
+    legend_below,
+    pi_ticks,
+    symlog_ticks,
+    theorem_label,
+    time_axis,
+)
 
 if TYPE_CHECKING:
     import xarray as xr
 
 MAX_IMAGE_ROWS = 600  # time rows drawn in panel (a); longer runs are subsampled
 MAX_TRACK_ROWS = 200  # snapshots whose atoms are drawn in panel (a)
+TRACK_COLOR = COLORS["vermillion"]  # atoms on the density image (cividis: blue to yellow)
+ATOM_COLOR = COLORS["vermillion"]
+DIRAC_COLOR = COLORS["blue"]
+SPLIT_COLOR = COLORS["sky"]
 
 
 def run_figure(ds: xr.Dataset, style: str = "paper") -> tuple[Figure, dict[str, Axes]]:
@@ -58,9 +75,11 @@ def run_figure(ds: xr.Dataset, style: str = "paper") -> tuple[Figure, dict[str, 
     axes = fig.subplots(1, 3, width_ratios=[1.2, 1.0, 1.0])
     panels = dict(zip(("density", "final", "energy"), axes, strict=True))
     _panel_density(panels["density"], ds)
-    _panel_final(panels["final"], ds)
+    bound = _panel_final(panels["final"], ds)
     panel_energy(panels["energy"], ds)
-    fig.suptitle(run_title(ds))
+    fit_title(fig, run_title(ds))
+    footnote(fig, "(a) circles: atoms (area ~ mass); x: basin split.   * "
+             + theorem_label(ds, bound))
     return fig, panels
 
 
@@ -97,15 +116,16 @@ def _panel_density(ax: Axes, ds: xr.Dataset) -> None:
     theta = np.append(theta, theta[0] + 2 * np.pi)  # periodic: close the circle at 2 pi
     logr = np.concatenate([logr, logr[:, :1]], axis=1)
     negative = bool((rho < 0).any())
-    cmap = colormaps["magma"].with_extremes(under="cyan")
+    cmap = colormaps[DENSITY_CMAP].with_extremes(under=COLORS["vermillion"])
     mesh = ax.pcolormesh(_edges(theta), _edges(time[rows]), logr, vmin=vmin, vmax=vmax, cmap=cmap,
                          rasterized=True)
     label = rf"$\log_{{10}}\rho$ (floor $10^{{-{LOG_RANGE:g}}}\max$)"
-    ax.figure.colorbar(mesh, ax=ax, label=label + ("; cyan: $\rho<0$" if negative else ""),
+    ax.figure.colorbar(mesh, ax=ax, label=label + ("; red: $\rho<0$" if negative else ""),
                        extend="min" if negative else "neither")
     _atom_tracks(ax, ds)
-    ax.set(xlabel=r"$\theta$ (rad)", ylabel="time", xlim=(0, 2 * np.pi),
-           title="(a) density; atom tracks (size ~ mass; x: basin split)")
+    ax.set(xlabel=r"$\theta$", ylabel="time", xlim=(0, 2 * np.pi),
+           title="(a) density and atom tracks")
+    pi_ticks(ax)
     time_axis(ax, time, ds["energy"].values, axis="y")
 
 
@@ -132,14 +152,14 @@ def _atom_tracks(ax: Axes, ds: xr.Dataset) -> None:
     for k in range(mass.shape[1]):
         track = np.where(ok[:, k], pos[:, k], np.nan)
         track[1:][np.abs(np.diff(track)) > np.pi] = np.nan
-        ax.plot(track, t, color="cyan", lw=0.6, alpha=0.8)
+        ax.plot(track, t, color=TRACK_COLOR, lw=0.6, alpha=0.8)
     marks = _track_rows(ds["time"].values)
     mass, pos = ds["atom_mass"].values[marks], ds["atom_position"].values[marks]
     t = np.broadcast_to(ds["time"].values[marks][:, None], mass.shape)
     ok = np.isfinite(mass) & np.isfinite(pos)
     if ok.any():
         ax.scatter(pos[ok], t[ok], s=(1.0 + 20.0 * mass[ok]) * rcParams["lines.markersize"],
-                   facecolors="none", edgecolors="cyan", linewidths=0.6)
+                   facecolors="none", edgecolors=TRACK_COLOR, linewidths=0.6)
     _split_marks(ax, ds)
 
 
@@ -150,7 +170,7 @@ def _split_marks(ax: Axes, ds: xr.Dataset) -> None:
     if not splits:
         return
     x = [float(ds["atom_position"].values[i, k]) for i, k, _ in splits]
-    ax.plot(x, [t for _, _, t in splits], "x", color="red", ms=6, mew=1.2,
+    ax.plot(x, [t for _, _, t in splits], "x", color=SPLIT_COLOR, ms=6, mew=1.2,
             label="basin split", gid="basin-splits")
 
 
@@ -163,51 +183,64 @@ def _final_atoms(ds: xr.Dataset) -> tuple[np.ndarray, np.ndarray]:
     return mass[ok], pos[ok]
 
 
-def _dirac_stems(ax: Axes, ds: xr.Dataset) -> None:
+def _dirac_stems(ax: Axes, ds: xr.Dataset) -> tuple[np.ndarray, np.ndarray]:
     """Dirac atoms of a measure-valued run (``dirac_*``) as stems at their exact positions; the
-    height is ``m / h``, the density the atom would have spread over one cell."""
+    height is ``m / h``, the density the atom would have spread over one cell. Returns the
+    stems' positions and heights (empty without Dirac atoms)."""
     if "dirac_mass" not in ds or ds.sizes.get("dirac", 0) == 0:
-        return
+        return np.zeros(0), np.zeros(0)
     mass, pos = record_values(ds, "dirac_mass", -1), record_values(ds, "dirac_position", -1)
     ok = np.isfinite(mass) & np.isfinite(pos)
     if not ok.any():
-        return
+        return np.zeros(0), np.zeros(0)
     height = mass[ok] / float(ds["cell_weight"].values[0])
-    ax.vlines(pos[ok], 0.0, height, color="tab:purple", lw=1.2)
-    ax.plot(pos[ok], height, "^", color="tab:purple", label=f"{int(ok.sum())} Dirac atoms (height m/h)")
+    ax.vlines(pos[ok], 0.0, height, color=DIRAC_COLOR, lw=1.2)
+    ax.plot(pos[ok], height, "^", color=DIRAC_COLOR,
+            label=f"{int(ok.sum())} Dirac atoms (height m/h)")
+    return pos[ok], height
 
 
-def _panel_final(ax: Axes, ds: xr.Dataset) -> None:
-    """The final density on a symlog axis (negative values show), atoms and their masses."""
+def _nearest_cells(theta: np.ndarray, pos: np.ndarray) -> np.ndarray:
+    return np.argmin(np.abs(np.angle(np.exp(1j * (theta[None, :] - pos[:, None])))), axis=1)
+
+
+def _panel_final(ax: Axes, ds: xr.Dataset) -> float:
+    """The final density on a symlog axis (negative values show), atoms and their masses (an
+    atom holding a Dirac atom is marked at the top of its stem). Returns the Theorem 3.5 term."""
     theta, rho = ds["theta"].values, ds["rho"].values[-1]
-    top = float(np.nanmax(np.abs(rho)))
-    if "dirac_mass" in ds and ds.sizes.get("dirac", 0):  # the stems' heights m / h count too
-        top = max(top, float(np.nanmax(record_values(ds, "dirac_mass", -1), initial=0.0))
-                  / float(ds["cell_weight"].values[0]))
-    linthresh = max(top, 1e-300) * 10.0**-LOG_RANGE
     t = float(ds["time"].values[-1])
-    ax.plot(np.append(theta, theta[0] + 2 * np.pi), np.append(rho, rho[0]), lw=0.8)
-    ax.set_yscale("symlog", linthresh=linthresh, linscale=0.5)
+    ax.plot(np.append(theta, theta[0] + 2 * np.pi), np.append(rho, rho[0]), lw=0.8,
+            color=COLORS["black"])
     if (rho < 0).any():
         ax.axhline(0.0, color="0.5", lw=0.5)
         ax.plot([], [], " ", label=f"min rho = {float(rho.min()):.3g} < 0")
+    stems, stem_heights = _dirac_stems(ax, ds)
     mass, pos = _final_atoms(ds)
     bound = float(ds["theorem_3_5_bound"].values[-1]) if "theorem_3_5_bound" in ds else THEOREM_3_5
-    top = mass.max() if mass.size else 0.0
+    heights = np.zeros(0)
     if mass.size:
-        cells = np.argmin(np.abs(np.angle(np.exp(1j * (theta[None, :] - pos[:, None])))), axis=1)
-        heights = rho[cells]
-        ax.plot(pos, heights, "v", color="tab:red", label=f"{mass.size} atoms, largest {top:.4f}")
-        for p, h, m in zip(pos, heights, mass, strict=True):
-            ax.annotate(f"{m:.3f}", (p, h), textcoords="offset points", xytext=(3, 4),
-                        fontsize="small", color="tab:red")
-    _dirac_stems(ax, ds)
+        cells = _nearest_cells(theta, pos)
+        heights = rho[cells].astype(float)
+        if stems.size:  # the stem in the atom's cell carries it
+            stem_cells = _nearest_cells(theta, stems)
+            for i, c in enumerate(cells):
+                heights[i] = max(heights[i], stem_heights[stem_cells == c].max(initial=0.0))
+        ax.plot(pos, heights, "v", color=ATOM_COLOR,
+                label=f"{mass.size} atoms, largest {mass.max():.4f}")
+    top = max(float(np.nanmax(np.abs(rho))), float(heights.max(initial=0.0)),
+              float(stem_heights.max(initial=0.0)), 1e-300)
+    linthresh = top * 10.0**-LOG_RANGE
+    ax.set_yscale("symlog", linthresh=linthresh, linscale=1.0)
+    ax.set_ylim(top=top * 10.0 ** 1.2)  # room for the labels above the highest atom
+    symlog_ticks(ax, linthresh, top)
+    label_points(ax, pos, heights, [f"{m:.3f}" for m in mass], priority=mass,
+                 fontsize=NOTE_SIZE, color=ATOM_COLOR)
     ax.axhline(np.nan, color="none", label=f"Thm 3.5 term {bound:.4f}*")
-    ax.set(xlabel=r"$\theta$ (rad)", ylabel=r"$\rho$ (symlog)", xlim=(0, 2 * np.pi),
+    ax.set(xlabel=r"$\theta$", ylabel=r"$\rho$ (symlog)", xlim=(0, 2 * np.pi),
            title=f"(b) final density, t = {t:.4g}")
-    ax.legend(loc="lower center", fontsize="x-small")
-    ax.figure.text(0.005, -0.01, "* " + theorem_label(ds, bound), fontsize="x-small",
-                   ha="left", va="top")
+    pi_ticks(ax)
+    legend_below(ax)
+    return bound
 
 
 # --------------------------------------------------------------------------- animation
@@ -220,11 +253,13 @@ def circle_animation(ds: xr.Dataset) -> tuple[Figure, Callable[[int], None]]:
     theta, rho = ds["theta"].values, ds["rho"].values
     top = max(float(np.nanmax(rho)), 1e-300)
     floor = top * 10.0**-LOG_RANGE
-    (line,) = ax.semilogy(np.append(theta, theta[0] + 2 * np.pi), np.full(theta.size + 1, top))
-    (marks,) = ax.plot([], [], "v", color="tab:red", label="atoms (mass written)")
-    ax.set(xlabel=r"$\theta$ (rad)", ylabel=r"$\rho$", xlim=(0, 2 * np.pi), ylim=(floor, 2 * top))
-    ax.legend(loc="upper right", fontsize="small")
-    texts: list = []
+    (line,) = ax.semilogy(np.append(theta, theta[0] + 2 * np.pi), np.full(theta.size + 1, top),
+                          color=COLORS["black"])
+    (marks,) = ax.plot([], [], "v", color=ATOM_COLOR, label="atoms (mass written)")
+    ax.set(xlabel=r"$\theta$", ylabel=r"$\rho$", xlim=(0, 2 * np.pi), ylim=(floor, 20 * top))
+    pi_ticks(ax)
+    ax.legend(loc="upper right")
+    placed: list = []
 
     def update(i: int) -> None:
         values = np.clip(np.append(rho[i], rho[i, 0]), floor, None)
@@ -232,12 +267,11 @@ def circle_animation(ds: xr.Dataset) -> tuple[Figure, Callable[[int], None]]:
         mass, pos = _atoms_of_record(ds, i)
         cells = np.argmin(np.abs(np.angle(np.exp(1j * (theta[None, :] - pos[:, None])))), axis=1)
         marks.set_data(pos, values[cells])
-        for text in texts:
-            text.remove()
-        texts[:] = [ax.annotate(f"{m:.3f}", (p, h), textcoords="offset points", xytext=(3, 4),
-                                fontsize="small", color="tab:red")
-                    for p, h, m in zip(pos, values[cells], mass)]
-        fig.suptitle(f"{run_title(ds)}\n{frame_title(ds, i)}", fontsize="small")
+        for placer in placed:
+            placer.clear_labels()
+        placed[:] = [label_points(ax, pos, values[cells], [f"{m:.3f}" for m in mass],
+                                  priority=mass, fontsize=NOTE_SIZE, color=ATOM_COLOR)]
+        fig.suptitle(f"{run_title(ds)}\n{frame_title(ds, i)}", fontsize=NOTE_SIZE)
 
     return fig, update
 

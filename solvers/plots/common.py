@@ -49,6 +49,20 @@ def run_title(ds: xr.Dataset) -> str:
     )
 
 
+def fit_title(fig: Any, text: str) -> Any:
+    """``fig.suptitle(text)``, broken into two lines (at a wide gap) when one would not fit
+    the figure's width (estimated at 0.52 em per character)."""
+    from matplotlib import rcParams
+    from matplotlib.font_manager import FontProperties
+
+    size = FontProperties(size=rcParams["figure.titlesize"]).get_size_in_points()
+    if 0.52 * size * len(text) > 0.95 * 72.0 * fig.get_figwidth() and "   " in text:
+        parts = text.split("   ")
+        half = len(parts) // 2
+        text = "   ".join(parts[:half]) + "\n" + "   ".join(parts[half:])
+    return fig.suptitle(text)
+
+
 def frame_title(ds: xr.Dataset, i: int) -> str:
     """``t = ..., atoms: n, max atom mass ... (Thm 3.5 term: 0.5742)`` for record ``i``."""
     bound = float(ds["theorem_3_5_bound"].values[i]) if "theorem_3_5_bound" in ds else THEOREM_3_5
@@ -60,20 +74,20 @@ def frame_title(ds: xr.Dataset, i: int) -> str:
 
 def panel_energy(ax: Axes, ds: xr.Dataset) -> None:
     """Energy against time (a log time axis when it settles early), dissipation on a twin axis."""
-    from solvers.plots.style import time_axis
+    from solvers.plots.style import COLORS, legend_below, log_ticks, time_axis
 
     time = ds["time"].values
-    lines = ax.plot(time, ds["energy"].values, color="tab:blue", label="energy")
+    lines = ax.plot(time, ds["energy"].values, color=COLORS["blue"], label="energy E")
     ax.set(xlabel="time", ylabel="energy E", title="(c) energy, dissipation")
     time_axis(ax, time, ds["energy"].values)
     diss = ds["dissipation"].values
     if np.any(diss > 0):
         twin = ax.twinx()
-        lines += twin.semilogy(time, np.where(diss > 0, diss, np.nan), color="tab:orange",
-                               label=r"dissipation $\int|g|^2 d\rho$")
-        twin.tick_params(axis="y", labelsize="small")
+        lines += twin.semilogy(time, np.where(diss > 0, diss, np.nan), color=COLORS["orange"],
+                               ls="--", label=r"dissipation $\int|g|^2 d\rho$ (right)")
         twin.set_ylabel("dissipation")
-    ax.legend(lines, [ln.get_label() for ln in lines], loc="upper right", fontsize="x-small")
+        log_ticks(twin, "y")
+    legend_below(ax, lines, [ln.get_label() for ln in lines])
 
 
 def movie_writer(out: Path, fps: int) -> Any:

@@ -13,7 +13,7 @@ views (the hemisphere facing the heaviest final atom and the opposite one, as in
 Figures 4 and 4.5) or a Mollweide map, one frame per snapshot, on a colour scale fixed over
 the run.
 
-Geometry (:class:`solvers.sphere.grid.SphereGrid`): cell ``(j, k)`` spans the band between
+Geometry (:class:`solvers.sphere.cells.SphereGrid`): cell ``(j, k)`` spans the band between
 the colatitudes ``theta_faces[j]``, ``theta_faces[j + 1]`` (``cos theta_faces = 1 - cumulative
 Gauss weights``, recovered here from ``cell_weight``) and the longitudes ``phi_k -+ dphi/2``.
 """
@@ -33,17 +33,31 @@ from solvers.plots.common import (
     LOG_RANGE,
     THEOREM_3_5,
     basin_splits,
+    fit_title,
     frame_title,
     panel_energy,
     record_values,
     run_title,
 )
-from solvers.plots.style import figsize, integer_ticks, theorem_label, time_axis
+from solvers.plots.labels import label_points
+from solvers.plots.style import (
+    COLORS,
+    DENSITY_CMAP,
+    NOTE_SIZE,
+    figsize,
+    footnote,
+    integer_ticks,
+    legend_below,
+    theorem_label,
+    time_axis,
+)
 
 if TYPE_CHECKING:
     import xarray as xr
 
-ATOM_COLOR = "cyan"
+ATOM_COLOR = COLORS["vermillion"]  # on the cividis map (blue to yellow)
+DIRAC_COLOR = COLORS["sky"]
+EMPTY_SHARE = 1e-9  # a grid holding less than this share of the mass has no density to map
 GRATICULE_DEG = 30
 
 
@@ -103,16 +117,18 @@ class _AtomMarks:
         self.ax = ax
         self.scatter = ax.scatter(np.zeros(0), np.zeros(0), s=np.zeros(0), facecolors="none",
                                   edgecolors=ATOM_COLOR, linewidths=1.2, zorder=3)
-        self.texts: list = []
+        self.placer = None
+        self.halo = [patheffects.withStroke(linewidth=1.5, foreground="white")]
 
     def update(self, xy: np.ndarray, mass: np.ndarray) -> None:
         self.scatter.set_offsets(xy.reshape(-1, 2))
         self.scatter.set_sizes((2.0 + 30.0 * mass) * rcParams["lines.markersize"] ** 2 / 9.0)
-        for text in self.texts:
-            text.remove()
-        self.texts = [self.ax.annotate(f"{m:.3f}", tuple(p), textcoords="offset points",
-                                       xytext=(4, 4), fontsize="x-small", color=ATOM_COLOR,
-                                       zorder=4) for p, m in zip(xy, mass)]
+        if self.placer is not None:
+            self.placer.clear_labels()
+        xy = np.asarray(xy, dtype=float).reshape(-1, 2)
+        self.placer = label_points(self.ax, xy[:, 0], xy[:, 1], [f"{m:.3f}" for m in mass],
+                                   priority=mass, fontsize=NOTE_SIZE, color=ATOM_COLOR,
+                                   zorder=4, path_effects=self.halo)
 
 
 class MollweideMap:
@@ -131,10 +147,10 @@ class MollweideMap:
         lat_faces = (0.5 * np.pi - theta_faces)[::-1]  # increasing
         shape = (lat_faces.size - 1, self.order.size)
         self.mesh = ax.pcolormesh(lon_faces, lat_faces, np.zeros(shape),
-                                  vmin=limits[0], vmax=limits[1], cmap="magma", shading="flat",
-                                  rasterized=True)
+                                  vmin=limits[0], vmax=limits[1], cmap=DENSITY_CMAP,
+                                  shading="flat", rasterized=True)
         ax.grid(True, alpha=0.3)
-        ax.tick_params(labelsize="small")
+        ax.set_xticks(np.radians(np.arange(-120, 180, 60)))  # 30 degrees crowd at page width
         halo = [patheffects.withStroke(linewidth=1.5, foreground="black")]
         for label in ax.get_xticklabels():  # longitudes are drawn on the map: white on black
             label.set(color="white", path_effects=halo)
@@ -166,14 +182,14 @@ class OrthographicView:
         self.hidden = ~self._visible(unit_vectors(ds["theta"].values, ds["phi"].values))
         self.mesh = ax.pcolormesh(corners @ self.east, corners @ self.north,
                                   np.ma.masked_array(np.zeros(self.hidden.shape), self.hidden),
-                                  vmin=limits[0], vmax=limits[1], cmap="magma", shading="flat",
-                                  rasterized=True)
+                                  vmin=limits[0], vmax=limits[1], cmap=DENSITY_CMAP,
+                                  shading="flat", rasterized=True)
         self._graticule()
         ax.add_patch(Circle((0.0, 0.0), 1.0, fill=False, color="0.3", lw=0.8))
         ax.set(xlim=(-1.05, 1.05), ylim=(-1.05, 1.05), aspect="equal")
         ax.set_axis_off()
         lon0, lat0 = (lon0 + 180.0, -lat0) if back else (lon0, lat0)
-        ax.set_title(f"centred at lon {lon0 % 360:.0f}, lat {lat0:.0f} deg", fontsize="small")
+        ax.set_title(f"centred at lon {lon0 % 360:.0f}, lat {lat0:.0f} deg")
         self.atoms = _AtomMarks(ax)
 
     def _visible(self, xyz: np.ndarray) -> np.ndarray:
@@ -234,7 +250,7 @@ def sphere_animation(ds: xr.Dataset, view: str = "orthographic"
     def update(i: int) -> None:
         for panel in panels:
             panel.update(i)
-        fig.suptitle(f"{run_title(ds)}\n{frame_title(ds, i)}", fontsize="small")
+        fig.suptitle(f"{run_title(ds)}\n{frame_title(ds, i)}", fontsize=NOTE_SIZE)
 
     return fig, update
 
@@ -257,18 +273,33 @@ def sphere_run_figure(ds: xr.Dataset, style: str = "paper") -> tuple[Figure, dic
     final = MollweideMap(panels["map"], ds, log_limits(ds["rho"].values[-1]))
     final.update(-1)
     _tracks_on_map(panels["map"], ds)
-    _dirac_markers(panels["map"], ds)
-    fig.colorbar(final.mesh, ax=panels["map"], shrink=0.7, label=r"$\log_{10}\rho$ (clipped)")
+    dirac = _dirac_markers(panels["map"], ds)
     mass, _ = atoms_at(ds, -1)
+    what = f"{mass.size} atoms, largest {_max(mass):.4f}"
+    if dirac:
+        what += f" (triangles: {dirac} Dirac atoms)"
+    if _grid_share(ds) < EMPTY_SHARE:  # all the mass in Dirac atoms: no density to map
+        final.mesh.set_visible(False)
+        what += "; all the mass in Dirac atoms"
+    else:
+        fig.colorbar(final.mesh, ax=panels["map"], shrink=0.7, label=r"$\log_{10}\rho$ (clipped)")
     panels["map"].set_title(f"(a) final density at t = {float(ds['time'].values[-1]):.4g}: "
-                            f"{mass.size} atoms, largest {_max(mass):.4f}", pad=10)
+                            f"{what}", pad=10)
     panel_energy(panels["energy"], ds)
     panels["energy"].set_title("(b) energy, dissipation")
-    fig.text(0.005, -0.01, "* " + theorem_label(ds, _bound(ds)), fontsize="x-small",
-             ha="left", va="top")
     _panel_atoms(panels["atoms"], ds)
-    fig.suptitle(run_title(ds))
+    footnote(fig, "* " + theorem_label(ds, _bound(ds)))
+    fit_title(fig, run_title(ds))
     return fig, panels
+
+
+def _grid_share(ds: xr.Dataset) -> float:
+    """The share of the final mass on the grid (1 without Dirac atoms)."""
+    rho = np.asarray(ds["rho"].values[-1], dtype=float)
+    grid = float(np.nansum(np.clip(rho, 0.0, None) * ds["cell_weight"].values))
+    dirac, _ = dirac_at(ds, -1)
+    total = grid + float(dirac.sum())
+    return grid / total if total > 0 else 1.0
 
 
 def _max(mass: np.ndarray) -> float:
@@ -309,21 +340,21 @@ def dirac_at(ds: xr.Dataset, i: int) -> tuple[np.ndarray, np.ndarray]:
     return _masses_and_units(ds, i, "dirac")
 
 
-def _dirac_markers(ax: Axes, ds: xr.Dataset) -> None:
-    """The final Dirac atoms (exact positions) as markers on the map."""
+def _dirac_markers(ax: Axes, ds: xr.Dataset) -> int:
+    """The final Dirac atoms (exact positions) as markers on the map; returns their number."""
     mass, xyz = dirac_at(ds, -1)
     if not mass.size:
-        return
+        return 0
     lon, lat = _lon_lat(xyz)
-    ax.plot(lon, lat, "^", color="tab:purple", ms=5, zorder=5, gid="dirac-atoms",
-            label=f"{mass.size} Dirac atoms")
-    ax.legend(loc="lower left", fontsize="xx-small")
+    ax.plot(lon, lat, "^", color=DIRAC_COLOR, mec=COLORS["black"], mew=0.5, ms=5, zorder=5,
+            gid="dirac-atoms", label=f"{mass.size} Dirac atoms")
+    return int(mass.size)
 
 
 def _panel_atoms(ax: Axes, ds: xr.Dataset) -> None:
     time = ds["time"].values
-    lines = ax.step(time, ds["n_atoms"].values, where="post", color="tab:blue",
-                    label="atom count")
+    lines = ax.step(time, ds["n_atoms"].values, where="post", color=COLORS["black"],
+                    label="atom count (left)")
     ax.set(xlabel="time", ylabel="atoms", title="(c) atoms: count and masses")
     integer_ticks(ax)
     twin = ax.twinx()
@@ -334,13 +365,13 @@ def _panel_atoms(ax: Axes, ds: xr.Dataset) -> None:
         line.set_label("masses by identity")
         lines.append(line)
         lines += _split_marks(twin, ds, columns[0])
-    lines += twin.plot(time, ds["max_atom_mass"].values, color="tab:red", ls=":",
+    lines += twin.plot(time, ds["max_atom_mass"].values, color=COLORS["vermillion"], ls=":",
                        label="max atom mass")
     lines.append(twin.axhline(_bound(ds), color="k", ls="--", lw=0.8,
                               label=f"Thm 3.5 term {_bound(ds):.4f}*"))
     time_axis(ax, time, ds["max_atom_mass"].values)
     twin.set(ylabel="mass", ylim=(0.0, 1.05 * max(1.0, np.nanmax(ds["max_atom_mass"].values))))
-    ax.legend(lines, [ln.get_label() for ln in lines], loc="center right", fontsize="xx-small")
+    legend_below(ax, lines, [ln.get_label() for ln in lines], ncol=2)
 
 
 def _split_marks(ax: Axes, ds: xr.Dataset, mass: np.ndarray) -> list:
@@ -350,5 +381,5 @@ def _split_marks(ax: Axes, ds: xr.Dataset, mass: np.ndarray) -> list:
     if not splits:
         return []
     y = [float(mass[i, k]) for i, k, _ in splits]
-    return ax.plot([t for _, _, t in splits], y, "x", color="k", ms=5, label="basin split",
+    return ax.plot([t for _, _, t in splits], y, "x", color=COLORS["black"], ms=5, label="basin split",
                    gid="basin-splits")

@@ -33,14 +33,17 @@ from matplotlib.figure import Figure
 from solvers.io.summary import THEOREM_3_5, open_summary
 from solvers.plots.save import save_figure
 from solvers.plots.style import (
+    COLORS,
     COLUMN_WIDTH,
     PAGE_WIDTH,
+    STYLES,
     figsize,
     integer_ticks,
     style_context,
 )
 
 RUN_DIMS = ("atom", "xyz")
+UNRESOLVED_COLOR = COLORS["vermillion"]
 UNRESOLVED_LABEL = "x: resolution check not passed (N and 2N disagree)"
 FIGURES = {"beta": ("sweep_atom_counts.png", "sweep_atom_masses.png"),
            "seed": ("sweep_sensitivity.png",)}
@@ -86,9 +89,29 @@ def _curves(summaries: Mapping[str, Any], dim: str) -> Iterator[tuple[str, Any]]
             yield (f"{label}, {suffix}" if suffix else label), sub
 
 
+def _width(style: str) -> float:
+    """One column in the ``paper`` style, half the screen width in ``screen``."""
+    return COLUMN_WIDTH if style == "paper" else 0.5 * STYLES[style]["width"]
+
+
+def _when(summaries: Mapping[str, Any]) -> str:
+    """``at convergence`` when every run stopped stationary, else ``at the end of the runs``
+    (the summaries' ``reason``: a run stopped at t_end has not converged)."""
+    reasons = {str(r) for ds in summaries.values() if "reason" in ds
+               for r in np.asarray(ds["reason"].values).ravel()}
+    return "at convergence" if reasons <= {"stationary"} else "at the end of the runs"
+
+
+def _legend(fig: Figure, ax: Any) -> None:
+    """The legend below the axes (the layout makes room): never over the data or a label."""
+    handles, labels = ax.get_legend_handles_labels()
+    if handles:
+        fig.legend(handles, labels, loc="outside lower center", ncol=1)
+
+
 def figure_atom_counts(summaries: Mapping[str, Any], dim: str = "beta", style: str = "paper") -> Figure:
     """Atom count at the end of each run against ``dim`` (log axis), one curve per setup."""
-    fig = Figure(figsize=figsize(style, 0.75, COLUMN_WIDTH), layout="constrained")
+    fig = Figure(figsize=figsize(style, 0.9, _width(style)), layout="constrained")
     ax = fig.add_subplot()
     markers = itertools.cycle("osD^v<>p*")
     hollow = unchecked = False
@@ -106,19 +129,19 @@ def figure_atom_counts(summaries: Mapping[str, Any], dim: str = "beta", style: s
         ax.set_xticks(values, [f"{v:g}" for v in values])
         ax.xaxis.set_minor_locator(NullLocator())
     ax.set_xlabel(rf"$\{dim}$" if dim == "beta" else dim)
-    ax.set_ylabel("number of atoms at convergence")
+    ax.set_ylabel("number of atoms")
     integer_ticks(ax)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize="x-small", loc="upper center", bbox_to_anchor=(0.5, -0.2))
-    ax.set_title("Atoms at convergence")
+    _legend(fig, ax)
+    ax.set_title(f"Atoms {_when(summaries)}")
     return fig
 
 
 def figure_atom_masses(summaries: Mapping[str, Any], dim: str = "beta", style: str = "paper") -> Figure:
     """Every atom mass against ``sqrt(dim)``; the largest joined by a line; Theorem 3.5."""
-    fig = Figure(figsize=figsize(style, 0.75, COLUMN_WIDTH), layout="constrained")
+    fig = Figure(figsize=figsize(style, 0.9, _width(style)), layout="constrained")
     ax = fig.add_subplot()
-    colors, hollow = itertools.cycle([f"C{i}" for i in range(10)]), False
+    colors, hollow = itertools.cycle([f"C{i}" for i in range(8)]), False
     unchecked = False
     for label, sub in _curves(summaries, dim):
         color, x = next(colors), np.sqrt(np.asarray(sub[dim].values, dtype=float))
@@ -132,14 +155,14 @@ def figure_atom_masses(summaries: Mapping[str, Any], dim: str = "beta", style: s
     _note_unresolved(ax, unchecked)
     kernels = {_kernel(ds) for ds in summaries.values()}
     ax.axhline(THEOREM_3_5, color="k", ls="--", lw=1,
-               label=("Thm 3.5 numerical term 0.5742" + (
+               label=("Thm 3.5 term 0.5742" + (
                    " (not a bound: shifted kernel)" if "exp_shifted" in kernels else "")))
     ax.set_xlabel(rf"$\sqrt{{\{dim}}}$" if dim == "beta" else f"sqrt({dim})")
     ax.set_ylabel("atom mass")
     ax.set_ylim(0.0, 1.02)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize="x-small", loc="upper center", bbox_to_anchor=(0.5, -0.2))
-    ax.set_title("Atom masses at convergence")
+    _legend(fig, ax)
+    ax.set_title(f"Atom masses {_when(summaries)}")
     return fig
 
 
@@ -169,13 +192,14 @@ def _mark_unresolved(ax: Any, sub: Any, dim: str, y: np.ndarray,
     x = np.asarray(sub[dim].values if x is None else x, dtype=float)
     mask = (np.asarray(sub["resolution_check"].values, dtype=str) == "failed") & np.isfinite(y)
     if mask.any():
-        ax.scatter(x[mask], y[mask], s=90, marker="x", color="red", linewidths=1.5, zorder=4)
+        ax.scatter(x[mask], y[mask], s=90, marker="x", color=UNRESOLVED_COLOR, linewidths=1.5,
+                   zorder=4)
     return bool(mask.any())
 
 
 def _note_unresolved(ax: Any, unchecked: bool) -> None:
     if unchecked:
-        ax.scatter([], [], s=90, marker="x", color="red", linewidths=1.5,
+        ax.scatter([], [], s=90, marker="x", color=UNRESOLVED_COLOR, linewidths=1.5,
                    label=UNRESOLVED_LABEL)
 
 
@@ -188,7 +212,8 @@ def _note_unsettled(ax: Any, hollow: bool) -> None:
 def figure_sensitivity(summaries: Mapping[str, Any], dim: str = "seed", style: str = "paper") -> Figure:
     """Final atoms of each perturbed start overlaid, one panel per setup (colour = seed)."""
     curves = list(_curves(summaries, dim))
-    width = min(PAGE_WIDTH, COLUMN_WIDTH * len(curves)) if style == "paper" else 4.2 * len(curves)
+    width = min(PAGE_WIDTH, COLUMN_WIDTH * len(curves)) if style == "paper" else \
+        min(STYLES[style]["width"], 4.2 * len(curves))
     fig = Figure(figsize=(width, 0.9 * width / len(curves)), layout="constrained")
     axes = fig.subplots(1, len(curves), squeeze=False)[0]
     for ax, (label, sub) in zip(axes, curves):
@@ -197,8 +222,8 @@ def figure_sensitivity(summaries: Mapping[str, Any], dim: str = "seed", style: s
             mass = run["atom_mass"].values
             keep = np.isfinite(mass)
             pos = run["atom_position"].values[keep]
-            _draw_atoms(ax, mass[keep], pos, f"C{i % 10}", f"{dim} {_text(seed)}")
-        ax.set_title(label, fontsize="medium")
+            _draw_atoms(ax, mass[keep], pos, f"C{i % 8}", f"{dim} {_text(seed)}")
+        ax.set_title(label)
     s2 = any("xyz" in ds.dims for ds in summaries.values())
     for ax in axes:
         ax.set_xlabel("longitude (deg)" if s2 else "atom position (deg)")
@@ -206,7 +231,8 @@ def figure_sensitivity(summaries: Mapping[str, Any], dim: str = "seed", style: s
         ax.set_xlim(0.0, 360.0)
         ax.set_ylim((180.0, 0.0) if s2 else (0.0, 1.02))
         ax.grid(alpha=0.3)
-    axes[-1].legend(fontsize="x-small", loc="upper right")
+    handles, labels = axes[-1].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside right upper")
     fig.suptitle("Sensitivity to the initial state: final atoms of perturbed starts")
     return fig
 

@@ -95,6 +95,10 @@ def to_dataset(ladders: Sequence[Ladder], tables: Sequence[dict[str, np.ndarray]
         ds.attrs[f"{lad.name}_ratio"] = lad.ratio
         ds.attrs[f"{lad.name}_design_order"] = lad.design.attr()
         ds.attrs[f"{lad.name}_config_text"] = lad.runs[-1].config.text
+        ds.attrs[f"{lad.name}_scheme"] = lad.runs[-1].config.time.scheme
+        ds.attrs[f"{lad.name}_t_end"] = float(lad.runs[-1].config.time.t_end)
+        ds.attrs[f"{lad.name}_slopes"] = np.asarray(lad.slopes, dtype=int)  # of the figure
+        ds.attrs[f"{lad.name}_offset"] = int(lad.offset)  # S^2 space: the factor of lmax + 1
     ds.attrs["description"] = ("errors against the finest run of each ladder "
                                "(solvers/studies/converge.py); " + LEGEND)
     from solvers.io.cf import describe
@@ -105,27 +109,8 @@ def to_dataset(ladders: Sequence[Ladder], tables: Sequence[dict[str, np.ndarray]
 def plot_ladders(ladders: Sequence[Ladder], tables: Sequence[dict[str, np.ndarray]],
                  style: str = "paper") -> Any:
     """Log-log error plots (one panel per ladder, a column wide in the ``paper`` style) with
-    reference slopes; a matplotlib Figure (build it inside ``style_context(style)``)."""
-    from matplotlib.figure import Figure
+    reference slopes: :func:`solvers.plots.converge.converge_figure` of :func:`to_dataset`
+    (build it inside ``style_context(style)``)."""
+    from solvers.plots.converge import converge_figure
 
-    from solvers.plots.style import COLUMN_WIDTH, figsize
-
-    fig = Figure(figsize=figsize(style, 0.8 / len(ladders), COLUMN_WIDTH * len(ladders)),
-                 layout="constrained")
-    for ax, lad, data in zip(fig.subplots(1, len(ladders), squeeze=False)[0], ladders, tables):
-        x = lad.values
-        for key, style, label in (("distance", "o-", lad.metric()), ("energy_error", "s--", "|E - E_ref|"),
-                                  ("atom_mass_change", "^:", "atom mass change (next run)")):
-            ok = np.isfinite(data[key]) & (data[key] > 0)
-            if ok.any():
-                ax.loglog(x[ok], data[key][ok], style, label=label)
-        ok = np.isfinite(data["distance"]) & (data["distance"] > 0)
-        sign = 1 - 2 * (lad.dim == "resolution")
-        for p in lad.slopes if ok.any() else ():  # through the coarsest error
-            h = (x[:-1] + lad.offset) / (x[ok][0] + lad.offset)
-            ax.loglog(x[:-1], data["distance"][ok][0] * h ** (sign * p), "k:", lw=0.8,
-                      alpha=0.4 + 0.15 * p, label=f"slope {sign * p:+g}")
-        ax.set(xlabel=lad.dim, ylabel="error against the finest run",
-               title=f"{lad.name}: {lad.runs[-1].config.time.scheme}, T = {lad.runs[-1].config.time.t_end:g}")
-        ax.legend(fontsize=8)
-    return fig
+    return converge_figure(to_dataset(ladders, tables), style)

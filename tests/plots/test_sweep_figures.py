@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import paper_s1_toml
+from matplotlib.colors import to_rgb
 from matplotlib.figure import Figure
 
 from solvers.cli import sweep_figures as cli_sweep_figures
@@ -47,7 +48,7 @@ def test_atom_counts_overlay_setups(tiny_sweeps: dict[str, Path]) -> None:
     assert isinstance(fig, Figure)
     ax = fig.axes[0]
     assert len(ax.lines) == 6 and ax.get_xscale() == "log"  # 2 setups x 3 seeds
-    assert {t.get_text() for t in ax.get_legend().get_texts()} >= {"descent, seed=0",
+    assert {t.get_text() for t in fig.legends[0].get_texts()} >= {"descent, seed=0",
                                                                    "ascent, seed=2"}
     line = ax.lines[0]
     expected = summaries["descent"]["n_atoms"].sel(seed=0).values
@@ -67,7 +68,8 @@ def test_atom_masses_against_sqrt_beta_with_theorem_line(tiny_sweeps: dict[str, 
     assert finite.shape[0] == int(ds["n_atoms"].sum())
     # the tiny runs stop at t_end, not stationary: their largest atoms are drawn open
     assert np.allclose(unsettled.get_offsets()[:, 1], ds["max_atom_mass"].values)
-    assert "not stationary" in ax.get_legend().get_texts()[1].get_text()
+    assert "not stationary" in fig.legends[0].get_texts()[1].get_text()
+    assert ax.get_title() == "Atom masses at the end of the runs"  # stopped at t_end
 
 
 def test_sensitivity_panels_per_setup(tiny_sweeps: dict[str, Path]) -> None:
@@ -75,7 +77,7 @@ def test_sensitivity_panels_per_setup(tiny_sweeps: dict[str, Path]) -> None:
     fig = sweep_figures.figure_sensitivity(summaries)
     assert len(fig.axes) == 4  # (descent, ascent) x beta in {1, 3}
     assert fig.axes[0].get_title() == "descent, beta=1"
-    seeds = [t.get_text() for t in fig.axes[-1].get_legend().get_texts()]
+    seeds = [t.get_text() for t in fig.legends[0].get_texts()]
     assert seeds == ["seed 0", "seed 1", "seed 2"]
 
 
@@ -121,16 +123,19 @@ def test_points_whose_resolution_check_failed_are_marked() -> None:
     ds = build_summary(params, ["beta"], points, records)
     for make, y in ((sweep_figures.figure_atom_counts, 3.0),
                     (sweep_figures.figure_atom_masses, 0.46)):
-        ax = make({"setup": ds}).axes[0]
+        fig = make({"setup": ds})
+        ax = fig.axes[0]
+        assert ax.get_title().endswith("at convergence")  # every run stopped stationary
+        red = to_rgb(sweep_figures.UNRESOLVED_COLOR)
         crosses = [c for c in ax.collections if c.get_offsets().shape[0] == 1
                    and np.allclose(c.get_offsets()[0, 1], y)
-                   and np.allclose(c.get_facecolor()[0][:3], [1, 0, 0])]
+                   and np.allclose(c.get_facecolor()[0][:3], red)]
         x = crosses[0].get_offsets()[0, 0]
         assert len(crosses) == 1 and x == pytest.approx(25 if y == 3.0 else np.sqrt(25))
-        labels = [t.get_text() for t in ax.get_legend().get_texts()]
+        labels = [t.get_text() for t in fig.legends[0].get_texts()]
         assert sweep_figures.UNRESOLVED_LABEL in labels
     passed = build_summary(params, ["beta"], points, {
         k: dict(v, resolution_check="passed") for k, v in records.items()})
     labels = [t.get_text() for t in sweep_figures.figure_atom_counts(
-        {"setup": passed}).axes[0].get_legend().get_texts()]
+        {"setup": passed}).legends[0].get_texts()]
     assert sweep_figures.UNRESOLVED_LABEL not in labels
