@@ -4,8 +4,9 @@
 of the default method (Dirac atoms), an S^2 run at lmax 31, ``lemma51`` on S^1 and S^2, a
 ``converge`` study and a tiny beta x seed sweep; :data:`FIGURES` builds each figure type from
 them (a :class:`matplotlib.figure.Figure`, inside the style's rc settings). Used by
-``test_figure_layout.py`` and to draw the figures for a look (``python
-tests/plots/figure_cases.py OUTDIR``).
+``test_figure_layout.py`` and to draw every figure type for a look:
+``PYTHONPATH=.:tests .venv/bin/python tests/plots/figure_cases.py OUTDIR`` writes
+``OUTDIR/NAME_STYLE.png``.
 """
 
 from __future__ import annotations
@@ -170,6 +171,7 @@ def draw_all(outdir: Path, paths: dict[str, Path]) -> list[Path]:
     """Every case as ``outdir/NAME_STYLE.png`` (at the style's dpi)."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
+    outdir.mkdir(parents=True, exist_ok=True)
     written = []
     for name, style in cases():
         fig, dpi = build(name, style, paths)
