@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 
@@ -18,16 +19,18 @@ from solvers.plots.save import check_figure_target, save_figure
 from solvers.plots.style import style_context
 
 
-def plot_run(path: str | os.PathLike, out_png: str | os.PathLike | None = None,
+def plot_run(path: str | os.PathLike | Any, out_png: str | os.PathLike | None = None,
              dpi: int | None = None, style: str = "paper") -> Path:
     """Write the summary figure of a run archive.
 
     Parameters
     ----------
-    path : str or PathLike
-        Run archive (``RUN.nc``).
+    path : str, PathLike or xarray.Dataset
+        Run archive (``RUN.nc``), or a run's Dataset (``solvers.run``, ``open_run``, one
+        run of a sweep: ``solvers.sweep(...).sel(beta=5)``).
     out_png : str or PathLike, optional
-        Output file (.png, .pdf, .svg); default ``RUN.png`` next to the archive.
+        Output file (.png, .pdf, .svg); default ``RUN.png`` next to the archive (required
+        with a Dataset).
     dpi : int, optional
         Resolution of a PNG (default: the style's, 300 for paper, 120 for screen).
     style : {"paper", "screen"}
@@ -38,10 +41,12 @@ def plot_run(path: str | os.PathLike, out_png: str | os.PathLike | None = None,
     Path
         The PNG written.
     """
-    path = Path(path)
-    out = Path(out_png) if out_png is not None else path.with_suffix(".png")
+    dataset = hasattr(path, "data_vars")
+    if dataset and out_png is None:
+        raise ValueError("plot_run(Dataset): pass out_png, the figure's path")
+    out = Path(out_png) if out_png is not None else Path(path).with_suffix(".png")
     check_figure_target(out)  # a link or a user's file there: refused before drawing
-    ds = open_run(path)
+    ds = _one_run(path) if dataset else open_run(Path(path))
     with style_context(style) as spec:
         if "phi" in ds.dims:
             from solvers.plots.sphere import sphere_run_figure
@@ -52,6 +57,17 @@ def plot_run(path: str | os.PathLike, out_png: str | os.PathLike | None = None,
         FigureCanvasAgg(fig)
         save_figure(out, lambda tmp: fig.savefig(tmp, dpi=dpi or spec["dpi"]))
     return out
+
+
+def _one_run(ds: Any) -> Any:
+    """A run's Dataset as drawn; one run of a sweep (``solvers.sweep(...).sel(beta=5)``: its
+    swept values are scalar coordinates with a ``key`` attribute) gets them back as attributes
+    (``model__beta``) and drops the snapshot times only other runs have."""
+    swept = {str(c.attrs["key"]).replace(".", "__"): c.item() for c in ds.coords.values()
+             if c.ndim == 0 and "key" in c.attrs}
+    if not swept:
+        return ds
+    return ds.dropna("time", how="all", subset=["mass"]).assign_attrs(swept)
 
 
 def animate_run(path: str | os.PathLike, out: str | os.PathLike | None = None, fps: int = 10,
