@@ -25,10 +25,11 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from solvers.circle.fv import fv  # noqa: E402
+from solvers.circle.grid.fv import fv  # noqa: E402
 from solvers.io.state import initial_density  # noqa: E402
 from solvers.model.config import load_config  # noqa: E402
-from solvers.timestepping.simulation import Solver, simulate  # noqa: E402
+from solvers.timestepping.simulation import Solver  # noqa: E402
+from solvers.timestepping.loop import simulate  # noqa: E402
 
 PAIRS_PER_STAGE = {"fv": 1, "spectral": 2}  # (rfft + irfft) pairs per right-hand side
 

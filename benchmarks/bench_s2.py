@@ -40,8 +40,8 @@ from solvers.model.params import (  # noqa: E402
     RunConfig,
     TimeParams,
 )
-from solvers.sphere.fv import SphereFV  # noqa: E402
-from solvers.sphere.grid import SphereGrid  # noqa: E402
+from solvers.sphere.grid.fv import SphereFV  # noqa: E402
+from solvers.sphere.cells import SphereGrid  # noqa: E402
 from solvers.timestepping.simulation import Solver  # noqa: E402
 
 A = np.array([(-0.5603236705120601, 0.0453159888005312, -0.8270331585994134),

@@ -34,7 +34,8 @@ from solvers.io.records import RecordBuffer
 from solvers.io.state import grid_arrays, initial_density
 from solvers.model.config import load_config
 from solvers.model.params import RunConfig
-from solvers.timestepping.simulation import Solver, StopRule, _link_radius
+from solvers.timestepping.simulation import Solver
+from solvers.timestepping.stop_rule import StopRule, _link_radius
 
 ROOT = Path(__file__).resolve().parents[1]
 

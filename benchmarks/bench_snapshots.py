@@ -35,7 +35,7 @@ from pathlib import Path
 from solvers.io.archive import ArchiveWriter
 from solvers.io.state import grid_arrays, initial_density
 from solvers.model.config import load_config
-from solvers.timestepping.simulation import simulate
+from solvers.timestepping.loop import simulate
 
 ROOT = Path(__file__).resolve().parents[1]
 

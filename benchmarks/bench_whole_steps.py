@@ -1,7 +1,7 @@
 """Whole compiled S^1 steps against one compiled call per stage, side by side.
 
 For each setup the script runs the solver to ``t_end`` (no snapshots, no archive) twice per
-repeat, interleaved: with the whole-step kernel (:mod:`solvers.core.kernels_circle_steps_numba`,
+repeat, interleaved: with the whole-step kernel (:mod:`solvers.circle.grid.kernels_steps_numba`,
 FFTs inside numba through rocket-fft) and stage by stage (numpy's FFTs, then one compiled call
 per stage: the path before round 11). It prints the best wall time of each, their ratio, the
 steps (the same in both) and the largest difference of the final states.

@@ -36,7 +36,7 @@ from solvers.model.params import (  # noqa: E402
     RunConfig,
     TimeParams,
 )
-from solvers.timestepping.simulation import simulate  # noqa: E402
+from solvers.timestepping.loop import simulate  # noqa: E402
 
 A = np.array([[-0.9967456002240224, 0.0806114658969388], [-0.6198538201675943, -0.784717300448792]])
 OMEGA = np.array([0.6324575844117477, -0.4696753890279187])

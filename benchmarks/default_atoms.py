@@ -24,7 +24,7 @@ sys.path.insert(0, str(ROOT))
 from solvers.io.state import initial_state  # noqa: E402
 from solvers.model.config import apply_overrides, build_config, check_keys, tomllib  # noqa: E402
 from solvers.studies.verdict import compare_atoms, run_verdict  # noqa: E402
-from solvers.timestepping.simulation import simulate  # noqa: E402
+from solvers.timestepping.loop import simulate  # noqa: E402
 
 KNOBS = ("scheme", "cfl", "limiter", "cfl_floor", "kink_faces", "one_sided_kinks",
          "lagrangian_until", "rate_factor", "integrator", "dt", "basin_refine")

@@ -26,7 +26,7 @@ sys.path.insert(0, str(ROOT))
 
 from solvers.io.state import initial_density  # noqa: E402
 from solvers.model.config import load_config  # noqa: E402
-from solvers.timestepping.simulation import simulate  # noqa: E402
+from solvers.timestepping.loop import simulate  # noqa: E402
 
 CONFIG = ROOT / "runs" / "demo.toml"
 

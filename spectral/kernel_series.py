@@ -15,7 +15,7 @@ For point masses ``w_j`` at ``x_j`` (n points) the field ``F(x) = c sum_j w_j e^
 and the potential ``(K * mu)(x) = c sum_j w_j e^{beta x.x_j}`` then cost ``O(n C(K+3, 3))``
 instead of ``O(n^2)``: the moments ``M_alpha = sum_j w_j x_j^alpha (1, x_j)`` once, then
 ``sum_alpha coef_alpha x^alpha M_alpha`` at each point. This is the fast path of the S^2
-Lagrangian particles (:mod:`solvers.sphere.lagrangian`) when ``beta`` is small; the direct pair
+Lagrangian particles (:mod:`solvers.sphere.measure.lagrangian`) when ``beta`` is small; the direct pair
 sums stay the reference (tests/spectral/test_kernel_series.py compares the two).
 
 ``series_field`` is the numpy reference; ``series_field_numba`` the compiled loop (no

@@ -1,14 +1,21 @@
-"""S^1: the model on a uniform periodic grid of N cells.
+"""S^1: the model on a periodic grid of N cells; mirrored by :mod:`solvers.sphere` module for module.
 
-- :mod:`~solvers.circle.handover`: ``SpectralToCells``, the default method (spectral while the
-  density is smooth, then Lagrangian cells with Dirac atoms).
-- :mod:`~solvers.circle.lagrangian`, :mod:`~solvers.circle.lagrangian_fields`,
-  :mod:`~solvers.circle.lagrangian_discretization`: moving cells with Dirac atoms, their fields
-  in closed form, and the discretisation; :mod:`~solvers.circle.cell_energy`: their exact energy.
+Shared by both states of the circle (the manifold's geometry and model):
+
 - :mod:`~solvers.circle.problem`: ``CircleProblem``: velocities, energy, dissipation of a grid density.
-- :mod:`~solvers.circle.fv`: positivity-preserving MUSCL finite volumes.
-- :mod:`~solvers.circle.spectral`: pseudo-spectral transport with the 2/3 rule.
-- :mod:`~solvers.circle.discretization`: ``CircleDiscretization`` (scheme registry, diagnostics).
-- :mod:`~solvers.circle.atoms`: atom detection on the circle.
+- :mod:`~solvers.circle.cells`: the finite-volume cells (uniform, or with faces on the ReLU
+  corners of the perceptron velocity, ``time.kink_faces``).
 - :mod:`~solvers.circle.initial`: analytic initial densities (uniform + modes, von Mises).
+- :mod:`~solvers.circle.atoms`: atom detection on grid densities; :mod:`~solvers.circle.atoms_numba`:
+  the same detector compiled (S^1 only: the sphere runs the shared detector of
+  :mod:`solvers.core.atoms_numba` on its cell graph).
+- :mod:`~solvers.circle.handover`: ``SpectralToCells``, the default method (spectral while the
+  density is smooth, then Lagrangian cells with Dirac atoms). S^1 only: the sphere's default
+  picks one of its states (:mod:`solvers.model.method`).
+
+Subpackages, by state:
+
+- :mod:`~solvers.circle.grid`: a density on the fixed grid (finite volumes, pseudo-spectral).
+- :mod:`~solvers.circle.measure`: measure-valued states (a grid density or moving cells, plus
+  Dirac atoms).
 """

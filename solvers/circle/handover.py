@@ -1,9 +1,9 @@
 """The default S^1 method (``time.scheme = "auto"``): spectral while smooth, then Lagrangian cells.
 
-A run whose config names no scheme starts pseudo-spectral (:mod:`solvers.circle.spectral`,
+A run whose config names no scheme starts pseudo-spectral (:mod:`solvers.circle.grid.spectral`,
 exponentially accurate while the density is smooth and resolved: the linear growth rates of
 docs/math.md §3.2 to round-off) and hands over, once the density starts to concentrate, to the
-measure-valued state of moving cells and Dirac atoms (:mod:`solvers.circle.lagrangian`), which
+measure-valued state of moving cells and Dirac atoms (:mod:`solvers.circle.measure.lagrangian`), which
 carries mass exactly, never goes negative and forms atoms where the cells' ends meet. No atom
 is ever held in a fixed grid cell, so none is trapped there (the finite-volume grid's ascent
 trap: an atom held in one cell pulls on both faces of its own cell and stops moving).
@@ -32,11 +32,11 @@ from dataclasses import replace
 
 import numpy as np
 
-from solvers.circle import cell_energy
-from solvers.circle import lagrangian as lg
-from solvers.circle.discretization import CircleDiscretization
-from solvers.circle.lagrangian_discretization import LagrangianCircleDiscretization
-from solvers.circle.spectral import dealias_cutoff
+from solvers.circle.measure import cell_energy
+from solvers.circle.measure import lagrangian as lg
+from solvers.circle.grid.discretization import CircleDiscretization
+from solvers.circle.measure.lagrangian_discretization import LagrangianCircleDiscretization
+from solvers.circle.grid.spectral import dealias_cutoff
 from solvers.core.measure import DiracAtoms, starting_atoms
 from solvers.core.snapshot import Diagnostics
 from solvers.model.config import DIRAC_S1_TIME
@@ -159,7 +159,7 @@ class SpectralToCells:
         carry the mass; a thin cell's end may move fast through vacuum, and its position error
         moves almost no mass), except those whose step crossed a perceptron corner (``new``:
         the step's result), against the unit 1 rad. One compiled call where numba runs
-        (:func:`~solvers.circle.kernels_lagrangian_numba.counted_points`, the same indices)."""
+        (:func:`~solvers.circle.measure.kernels_lagrangian_numba.counted_points`, the same indices)."""
         c = self.cells
         if c.kernels is not None:
             n = cells.size // 4
@@ -219,7 +219,7 @@ class SpectralToCells:
 
     def diagnostics_batch(self, states: Sequence[np.ndarray], atoms: AtomParams) -> list[Diagnostics]:
         """Both phases through the grid Dirac state's diagnostics (one atom detector), with the
-        energy of the cells' measure itself (:mod:`solvers.circle.cell_energy`; in the spectral
+        energy of the cells' measure itself (:mod:`solvers.circle.measure.cell_energy`; in the spectral
         phase, of the cells it would hand over to): monotone along the flow, where the energy of
         the grid projection was not."""
         diags = self.cells.eulerian.diagnostics_batch([self.dirac_state(s) for s in states], atoms)

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from solvers.circle.kink_faces import layout_for, sink_corners
+from solvers.circle.cells import layout_for, sink_corners
 from solvers.core.kernel import kernel_log_shift, max_kernel_second_derivative  # noqa: F401 (re-export)
 from solvers.model import perceptron
 from solvers.model.params import ModelParams
@@ -29,7 +29,7 @@ class CircleProblem:
     basis : CircleBasis
     kink_faces : bool
         Move the face nearest each corner of the perceptron velocity onto it
-        (:mod:`solvers.circle.kink_faces`, ``time.kink_faces``); ``faces``, ``moved_faces`` and
+        (:mod:`solvers.circle.cells`, ``time.kink_faces``); ``faces``, ``moved_faces`` and
         ``cell_scale`` describe the result.
     one_sided_kinks : bool
         WENO5 takes one-sided stencils at the moved faces (``time.one_sided_kinks``; ``kinks``).
@@ -84,7 +84,7 @@ class CircleProblem:
     @property
     def sink_corners(self) -> np.ndarray:
         """The perceptron corners that are sinks of its flow, angles (m,)
-        (:func:`solvers.circle.kink_faces.sink_corners`)."""
+        (:func:`solvers.circle.cells.sink_corners`)."""
         if "sink_corners" not in self._cache:
             self._cache["sink_corners"] = sink_corners(self.model.perceptron, self.sign)
         return self._cache["sink_corners"]
@@ -119,7 +119,7 @@ class CircleProblem:
         """Index of the finite volume (between its left and right faces) holding each angle
         (any real angle), integer array of the shape of ``angles``; with moved faces a point
         near one can lie in the cell next to ``basis.cell_of`` (same rule as the compiled
-        ``kernels_dirac_circle_numba.cell_of``)."""
+        ``measure.kernels_dirac_numba.cell_of``)."""
         x = np.asarray(angles, dtype=float)
         c = self.basis.cell_of(x)
         if not self.moved_faces.size:

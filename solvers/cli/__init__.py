@@ -11,6 +11,9 @@
   ``add_parser(subparsers)`` and ``run_command(args)``), thin layers over :mod:`solvers.studies`
   and :mod:`solvers.plots`.
 - :mod:`~solvers.cli.warmup`: compile the numba kernels ahead of the first run (set-up).
+- :mod:`~solvers.cli.example` (``example``: list or copy the named run configs),
+  :mod:`~solvers.cli.polish` (``polish``: exact stationary atoms of a run's last snapshot).
+- :mod:`~solvers.cli.continuation` (``continue``: branches of noisy stationary states).
 """
 
 from solvers.cli.main import main

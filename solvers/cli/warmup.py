@@ -31,7 +31,7 @@ PERCEP3 = '[perceptron]\nactivation = "relu"\na = [[0.6, 0.8, 0.0], [0.0, -0.6, 
 def main() -> int:
     from solvers.io.state import initial_state
     from solvers.model.config import load_config
-    from solvers.timestepping.simulation import simulate
+    from solvers.timestepping.loop import simulate
 
     start = time.perf_counter()
     for name, text in WARM.items():

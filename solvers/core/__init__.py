@@ -1,8 +1,27 @@
 """What every manifold shares (no circle or sphere specifics, no time loop).
 
+The protocol and plain-array records:
+
 - :mod:`~solvers.core.discretization`: the ``Discretization`` protocol the time loop sees, and ``Rhs``.
 - :mod:`~solvers.core.snapshot`: ``Diagnostics`` and ``Snapshot`` (plain arrays).
-- :mod:`~solvers.core.kernel`: the (shifted) kernel as a function of the angle, its ``K''`` bound.
-- :mod:`~solvers.core.limiters`: MUSCL slope limiters.
+- :mod:`~solvers.core.measure`: a measure-valued state (density plus Dirac atoms) as one flat vector.
 - :mod:`~solvers.core.initial`: checking and scaling an initial grid density.
+
+Numerics on any ``S^{d-1}``:
+
+- :mod:`~solvers.core.kernel`: the (shifted) kernel as a function of the angle, its ``K''`` bound.
+- :mod:`~solvers.core.limiters`: MUSCL slope limiters and WENO5 reconstruction (numpy references).
+- :mod:`~solvers.core.point_atoms`: Dirac atoms in closed form (gradient, Jacobian, energy, Hessian).
+- :mod:`~solvers.core.point_merge`: merging weighted points closer than a radius.
+- :mod:`~solvers.core.atoms`: basin atoms of a grid density on any cell graph;
+  :mod:`~solvers.core.atoms_numba`: the same, compiled.
+- :mod:`~solvers.core.atom_tracks`: identities of atoms across snapshots;
+  :mod:`~solvers.core.atom_tracks_numba`: its fast path, compiled.
+
+Compiled kernels and their set-up (each manifold's own kernels live with the manifold):
+
+- :mod:`~solvers.core.backend`: numba or the numpy reference, threads, the memory allocator.
+- :mod:`~solvers.core.numba_cache`: the compiled kernels' cache, keyed by their sources.
+- :mod:`~solvers.core.kernels_numba`: limited slopes and state extremes, compiled.
+- :mod:`~solvers.core.kernels_stages`: Shu-Osher Runge-Kutta stage combinations, compiled.
 """

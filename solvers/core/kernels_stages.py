@@ -1,5 +1,4 @@
-"""Compiled Runge-Kutta stages (numba): the Shu-Osher stage combinations, and the S^1 fv stage
-that evaluates the transport and combines it in one call.
+"""Compiled Runge-Kutta stages (numba): the Shu-Osher stage combinations.
 
 The operations and their order are those of
 :func:`solvers.timestepping.integrators._shu_osher_step` (numpy), so the two agree bitwise
@@ -12,7 +11,6 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from solvers.core.kernels_numba import circle_fv_rhs
 
 
 @njit(cache=True, inline="always", error_model="numpy")
@@ -62,12 +60,3 @@ def add_scaled_difference(a, alpha, uj, u0):
 def add_scaled_difference_threads(a, alpha, uj, u0):
     """:func:`add_scaled_difference` on numba's threads."""
     return _difference_body(a, alpha, uj, u0)
-
-
-@njit(cache=True, error_model="numpy")
-def circle_fv_stage(rho, u, code, dt, limit, inv_h, dt_over_h, mass_floor, u0, c, alpha, uj,
-                    with_j, scale, kinks):
-    """S^1 fv stage: ``k = circle_fv_rhs(rho, u, ...)`` then ``shu_osher_stage(u0, c, k, alpha,
-    uj, with_j)``, in one call; returns ``(stage, max |u| / h where mass moves)``."""
-    k, speed = circle_fv_rhs(rho, u, code, dt, limit, inv_h, dt_over_h, mass_floor, scale, kinks)
-    return shu_osher_stage(u0, c, k, alpha, uj, with_j), speed

@@ -1,8 +1,8 @@
 """Where numba keeps the compiled kernels: one folder per version of the kernel sources.
 
 numba's ``cache=True`` keys a function's cache on its own file only. A kernel that calls a
-kernel of another file (``kernels_stages.circle_fv_stage`` calls
-``kernels_numba.circle_fv_rhs``; the S^1 Dirac stage calls it too) keeps the callee it was
+kernel of another file (``kernels_fv_numba.circle_fv_stage`` calls
+``kernels_numba.limited_slope``; the Dirac stages call the fv kernels) keeps the callee it was
 compiled with when only the callee's file changes: after a ``git pull`` or an edit, a run can
 silently use the old code. (Round 8 met it: the compiled Dirac stage ran without the new
 ``weno5`` branch and gave other atoms than the numpy reference until the cache was removed.)

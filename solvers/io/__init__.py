@@ -6,4 +6,14 @@
 - :mod:`~solvers.io.state`: a run's starting state (``initial_density``, from the config or
   another archive) and its grid arrays.
 - :mod:`~solvers.io.summary`: the sweep summary file (``summary.nc``) and per-run records.
+- :mod:`~solvers.io.netcdf_store`, :mod:`~solvers.io.zarr_store`: the two stores of an archive
+  (NetCDF4 file, zarr v3 directory); :mod:`~solvers.io.records`: snapshots buffered as records.
+- :mod:`~solvers.io.reading`: reading archives robustly (a live writer, a crash's trailing records).
+- :mod:`~solvers.io.restart`: the exact step state behind an interpolated last record.
+- :mod:`~solvers.io.atom_history`: births, ends and mass budgets of every atom identity.
+- :mod:`~solvers.io.cf`: CF-1.8 metadata of the study outputs.
+- :mod:`~solvers.io.safe_paths`, :mod:`~solvers.io.lock`: writing without touching what is not
+  ours (no links followed, only our archives replaced) and advisory write locks.
+- :mod:`~solvers.io.errors`: the error of an archive that cannot be read as a run.
+- :mod:`~solvers.io.runs`: the named run configurations (``runs/*.toml``).
 """

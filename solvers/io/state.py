@@ -76,7 +76,7 @@ def _initial_measure(config: RunConfig) -> tuple[np.ndarray, DiracAtoms | None]:
     if init.kind != "archive":
         if config.domain.manifold == "S2":
             from solvers.sphere import initial as sphere
-            from solvers.sphere.grid import SphereGrid
+            from solvers.sphere.cells import SphereGrid
 
             points = config.time.scheme == "spectral"
             return sphere.sphere_initial_density(init, SphereGrid(n), point_values=points), None
@@ -84,7 +84,7 @@ def _initial_measure(config: RunConfig) -> tuple[np.ndarray, DiracAtoms | None]:
     axes, rho, atoms = _read_archive(init.path, init.time)
     if config.domain.manifold == "S2":
         from solvers.sphere import initial as sphere
-        from solvers.sphere.grid import SphereGrid
+        from solvers.sphere.cells import SphereGrid
 
         grid = SphereGrid(n)
         rho, weight = sphere.from_snapshot(axes, rho, grid, init.path), grid.area
@@ -99,7 +99,7 @@ def _scale(config: RunConfig, rho: np.ndarray) -> np.ndarray:
     """``rho`` checked and scaled to ``initial.mass`` (errors name ``initial.path``)."""
     if config.domain.manifold == "S2":
         from solvers.sphere import initial as sphere
-        from solvers.sphere.grid import SphereGrid
+        from solvers.sphere.cells import SphereGrid
 
         return sphere.scale(rho, config.initial.mass, "initial.path", SphereGrid(config.domain.resolution))
     return circle.scale(rho, config.initial.mass, "initial.path")
@@ -124,7 +124,7 @@ def deposit_atoms(config: RunConfig, rho: np.ndarray, atoms: DiracAtoms) -> np.n
     it (S^1: the uniform cell ``round(x / h)``; S^2: the fine cell), a copy; mass exact."""
     rho = rho.copy()
     if config.domain.manifold == "S2":
-        from solvers.sphere.grid import SphereGrid
+        from solvers.sphere.cells import SphereGrid
 
         grid = SphereGrid(config.domain.resolution)
         flat, fine = rho.reshape(-1), grid.fine_cell(atoms.position)
@@ -158,7 +158,7 @@ def grid_arrays(config: RunConfig) -> tuple[np.ndarray, np.ndarray, np.ndarray |
     """
     n = config.domain.resolution
     if config.domain.manifold == "S2":
-        from solvers.sphere.grid import SphereGrid
+        from solvers.sphere.cells import SphereGrid
 
         grid = SphereGrid(n)
         return grid.theta, grid.area, grid.phi

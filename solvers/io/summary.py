@@ -55,7 +55,7 @@ def write_done(archive: Path, record: dict[str, Any]) -> None:
 
 
 def result_record(result: Any, name: str, archive: str, digest: str) -> dict[str, Any]:
-    """Record of a :class:`~solvers.timestepping.simulation.RunResult`, atoms sorted by mass (descending)."""
+    """Record of a :class:`~solvers.timestepping.loop.RunResult`, atoms sorted by mass (descending)."""
     d = result.final.diagnostics
     order = np.argsort(-np.asarray(d.atom_mass, dtype=float), kind="stable")
     return {"name": name, "archive": archive, "digest": digest, "reason": result.reason,

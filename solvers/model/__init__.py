@@ -11,4 +11,5 @@
 - :mod:`~solvers.model.method`: the default method (``time.scheme = "auto"``): what runs, and why.
 - :mod:`~solvers.model.activations`: perceptron activations ``sigma`` and their potentials ``phi``.
 - :mod:`~solvers.model.perceptron`: the perceptron potential ``v`` and its half gradient (paper eq. 2.7).
+- :mod:`~solvers.model.validate`: validation of a config built in Python, and the rules of a resume.
 """

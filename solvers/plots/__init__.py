@@ -5,6 +5,7 @@
 - :mod:`~solvers.plots.common`: titles, the energy panel, constants, movie writers.
 - :mod:`~solvers.plots.lemma51`: the Lemma 5.1 figure.
 - :mod:`~solvers.plots.sweeps`: sweep figures (atom counts, masses against sqrt(beta), sensitivity).
+- :mod:`~solvers.plots.bifurcation`: the bifurcation diagram of ``meanfield continue``.
 - :mod:`~solvers.plots.converge`: the refinement-ladder figure of ``meanfield converge``.
 - :mod:`~solvers.plots.style`: the ``paper`` and ``screen`` styles (fonts, palette);
   :mod:`~solvers.plots.save`: writing figures safely.

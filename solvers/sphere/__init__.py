@@ -1,10 +1,22 @@
-"""S^2: the model on a reduced Gauss grid, through shtns.
+"""S^2: the model on a reduced Gauss grid, through shtns; mirrors :mod:`solvers.circle` module for module.
 
-- :mod:`~solvers.sphere.grid`: ``SphereGrid``: cells whose areas are the Gauss weights, merged near the poles.
+Shared by both states of the sphere (the manifold's geometry and model):
+
 - :mod:`~solvers.sphere.problem`: ``SphereProblem``: face velocities, energy, dissipation.
-- :mod:`~solvers.sphere.fv`: positivity-preserving MUSCL finite volumes.
-- :mod:`~solvers.sphere.spectral`: pseudo-spectral transport with shtns vector transforms.
-- :mod:`~solvers.sphere.discretization`: ``SphereDiscretization`` (scheme registry, diagnostics).
-- :mod:`~solvers.sphere.atoms`: atom detection on the sphere.
+- :mod:`~solvers.sphere.cells`: ``SphereGrid``: cells whose areas are the Gauss weights, merged
+  near the poles.
 - :mod:`~solvers.sphere.initial`: analytic initial densities (uniform + harmonics, von Mises-Fisher).
+- :mod:`~solvers.sphere.atoms`: atom detection on grid densities (compiled through
+  :mod:`solvers.core.atoms_numba`, hence no ``atoms_numba`` here).
+- :mod:`~solvers.sphere.kernels_sums_numba`: compiled Legendre sums of the truncated analysis
+  (S^2 only: the circle's transforms are FFTs).
+
+Subpackages, by state:
+
+- :mod:`~solvers.sphere.grid`: a density on the fixed grid (finite volumes, pseudo-spectral).
+- :mod:`~solvers.sphere.measure`: measure-valued states (a grid density or particles, plus Dirac
+  atoms).
+
+No ``handover`` module: the default S^2 method is one of these states, chosen in
+:mod:`solvers.model.method`.
 """

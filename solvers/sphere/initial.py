@@ -1,6 +1,6 @@
 """Initial densities on S^2 as cell averages (or node values) scaled to the requested mass.
 
-The cells of :class:`~solvers.sphere.grid.SphereGrid` (``lmax = domain.resolution``): cell
+The cells of :class:`~solvers.sphere.cells.SphereGrid` (``lmax = domain.resolution``): cell
 ``(j, k)`` spans the band ``theta_faces[j] .. theta_faces[j + 1]`` and the longitudes
 ``phi_k -+ dphi/2``; its area is ``grid.area[j, k]`` and the mass is ``sum(rho * grid.area)``.
 Cell averages are computed by a tensor Gauss-Legendre rule inside every cell (in ``theta``, with
@@ -18,7 +18,7 @@ import numpy as np
 from solvers.core.initial import normalise
 from solvers.model.config import ConfigError
 from solvers.model.params import InitialParams
-from solvers.sphere.grid import SphereGrid
+from solvers.sphere.cells import SphereGrid
 
 TWO_PI = 2.0 * np.pi
 FOUR_PI = 4.0 * np.pi

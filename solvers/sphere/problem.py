@@ -24,7 +24,7 @@ from solvers.core.kernel import kernel_log_shift, max_kernel_second_derivative
 from solvers.model import perceptron
 from solvers.model.activations import get_activation
 from solvers.model.params import ModelParams, PerceptronParams
-from solvers.sphere.grid import SphereGrid
+from solvers.sphere.cells import SphereGrid
 from spectral import kernel_bandwidth, kernel_eigenvalues
 
 
@@ -92,7 +92,7 @@ class Synthesis:
 
         ``row_scale`` (n_theta,) multiplies row ``j`` (numba backend only: there it is folded
         into the spectrum, so it costs nothing); ``backend="numba"`` sums over degrees in one
-        compiled loop (:func:`solvers.core.kernels_sphere_numba.legendre_spectrum`).
+        compiled loop (:func:`solvers.sphere.grid.kernels_fv_numba.legendre_spectrum`).
         """
         c = coeffs[self.sel]
         if d_phi:
@@ -101,7 +101,7 @@ class Synthesis:
             c = c * np.exp(1j * self.m * shift)
         table = self.p if which == "p" else self.dp
         if backend == "numba":
-            from solvers.core.kernels_sphere_sums_numba import legendre_spectrum
+            from solvers.sphere.kernels_sums_numba import legendre_spectrum
 
             scale = np.full(table.shape[0], float(self.nphi)) if row_scale is None else self.nphi * row_scale
             spec = legendre_spectrum(table, np.ascontiguousarray(c, dtype=complex), self.starts,
@@ -169,7 +169,7 @@ class SphereProblem:
         return self.grid.basis.forward(rho) * self._c["kernel"]
 
     def _kernel_coefficients_truncated(self, rho: np.ndarray) -> np.ndarray:
-        from solvers.core.kernels_sphere_sums_numba import legendre_analysis, legendre_analysis_threads
+        from solvers.sphere.kernels_sums_numba import legendre_analysis, legendre_analysis_threads
 
         syn, g = self._c["centres"], self.grid
         if "analysis" not in self._c:
@@ -210,7 +210,7 @@ class SphereProblem:
 
     def _velocity_numba(self, f_lm: np.ndarray, where: str) -> np.ndarray:
         """:meth:`velocity` with the degree sums compiled and the scalings fused."""
-        from solvers.core.kernels_sphere_sums_numba import signed_ratio_sum, signed_sum
+        from solvers.sphere.kernels_sums_numba import signed_ratio_sum, signed_sum
 
         beta, g, sign = self.model.beta, self.grid, float(self.sign)
         if "inv_sin" not in self._c:
@@ -248,7 +248,7 @@ class SphereProblem:
             raise ValueError("add: needs the numba backend and unnormalized attention")
         if (backend or self.backend) != "numba":
             return self.velocity(f_lm, "theta_faces", backend), self.velocity(f_lm, "phi_faces", backend)
-        from solvers.core import kernels_sphere_sums_numba as sums
+        from solvers.sphere import kernels_sums_numba as sums
 
         c, beta, sign = self._c, self.model.beta, float(self.sign)
         faces, centres = c["faces"], c["centres"]

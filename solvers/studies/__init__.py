@@ -9,4 +9,17 @@
 - :mod:`~solvers.studies.particles`: the particle system (any dimension).
 - :mod:`~solvers.studies.compare_particles`: PDE against particles.
 - :mod:`~solvers.studies.wasserstein`: exact W1 on the circle.
+- :mod:`~solvers.studies.polish`: exact stationary atoms by Newton's method.
+- :mod:`~solvers.studies.converge_report`, :mod:`~solvers.studies.distances`,
+  :mod:`~solvers.studies.orders`: the ladders' reports, distances between runs, observed orders.
+- :mod:`~solvers.studies.cluster`: the dask client of a sweep;
+  :mod:`~solvers.studies.resolution`: the resolution check of one sweep point.
+- :mod:`~solvers.studies.cell_particles`: an independent particle check from the grid's cells.
+- :mod:`~solvers.studies.stationary`, :mod:`~solvers.studies.stationary_basis`: stationary states
+  with noise and Newton's method for them.
+- :mod:`~solvers.studies.stationary_linear`: the noisy PDE linearised at a stationary state
+  (leading eigenvalues, stability).
+- :mod:`~solvers.studies.continuation`: pseudo-arclength continuation with fold and branch-point
+  detection; :mod:`~solvers.studies.continuation_run`: the driver of ``meanfield continue``;
+  :mod:`~solvers.studies.continuation_archive`: its NetCDF archive.
 """

@@ -44,7 +44,7 @@ def cell_particles(config: RunConfig) -> tuple[np.ndarray, np.ndarray]:
 
     rho = np.asarray(initial_density(config), dtype=float)
     if config.domain.manifold == "S2":
-        from solvers.sphere.grid import SphereGrid
+        from solvers.sphere.cells import SphereGrid
 
         g = SphereGrid(config.domain.resolution)
         x, cell = g.points(g.theta, g.phi).reshape(-1, 3), (rho * g.area).ravel()

@@ -1,6 +1,6 @@
 """``meanfield compare-particles``: the PDE density against the particle model, as n grows.
 
-The PDE (:func:`solvers.timestepping.simulation.simulate`) runs once; the particle model
+The PDE (:func:`solvers.timestepping.loop.simulate`) runs once; the particle model
 (:mod:`solvers.studies.particles`) runs for every n from particles placed on the PDE's initial density.
 At each time we report
 
@@ -83,7 +83,7 @@ class PdeRunner:
     def advance(self, t1: float) -> np.ndarray:
         """Advance to ``t1 >= t``; return a copy of the state (:func:`cell_averages` on S^1; a
         measure-valued run: its density, the atoms are :attr:`dirac`)."""
-        from solvers.timestepping.simulation import simulate
+        from solvers.timestepping.loop import simulate
 
         if t1 > self.t:
             cfg = dataclasses.replace(self.config, time=dataclasses.replace(
@@ -184,7 +184,7 @@ def sphere_kernel_distance(config: RunConfig, rho: np.ndarray, x: np.ndarray,
     """``sqrt(sum_lm lambda_l |mu_lm - nu_lm|^2)`` on S^2 (``m < 0`` by symmetry: factor 2).
 
     ``mu_lm``: Gauss analysis of the grid state (exact moments of the cell masses placed at
-    the cell centres, :mod:`solvers.sphere.grid`), plus ``sum_j m_j conj(Y_lm(x_j))`` of the
+    the cell centres, :mod:`solvers.sphere.cells`), plus ``sum_j m_j conj(Y_lm(x_j))`` of the
     Dirac atoms ``dirac``; ``nu_lm = sum_i w_i conj(Y_lm(x_i))``.
     """
     from solvers.studies.distances import point_moments

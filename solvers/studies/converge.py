@@ -61,7 +61,7 @@ from solvers.studies.orders import (
 )
 from solvers.sphere.atoms import default_radius as sphere_radius
 from solvers.timestepping.integrators import get_integrator
-from solvers.timestepping.simulation import simulate
+from solvers.timestepping.loop import simulate
 from solvers.studies.distances import (  # noqa: F401  (re-exported: cv.s1_cdf, ...)
     kernel_distance_s2,
     s1_cdf,

@@ -359,7 +359,7 @@ def initial_particles(config: RunConfig, n: int, placement: str = "quantiles",
 
     rho = initial_density(config)
     if config.domain.manifold == "S2":
-        from solvers.sphere.grid import SphereGrid
+        from solvers.sphere.cells import SphereGrid
 
         return sphere_particles(rho, SphereGrid(config.domain.resolution), n, placement, seed)
     return circle_particles(rho, n, placement, seed)

@@ -69,7 +69,7 @@ class Polished:
 def grid_atoms(config: RunConfig, rho: np.ndarray) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray]:
     """``(atoms, points (cells, d), cell_mass (cells,), labels (cells,))`` of a grid state, by the
     run's own detector (the same basins the archive reports)."""
-    from solvers.timestepping.simulation import make_discretization
+    from solvers.timestepping.registry import make_discretization
 
     disc = make_discretization(config)
     if config.domain.manifold == "S1":
@@ -99,13 +99,13 @@ def measure_atoms(config: RunConfig, rho: np.ndarray, dirac: Any
     the atoms' masses), so the remainder is the density in no basin."""
     from types import SimpleNamespace
 
-    from solvers.circle.lagrangian_discretization import eulerian_config
-    from solvers.timestepping.simulation import make_discretization
+    from solvers.circle.measure.lagrangian_discretization import eulerian_config
+    from solvers.timestepping.registry import make_discretization
 
     disc = make_discretization(eulerian_config(config))  # a Lagrangian run archives this state
     state = disc.prepare_state(rho, dirac, fresh=False)  # (atoms closer than a cell merged)
     if config.domain.manifold == "S1":
-        from solvers.circle.dirac_diagnostics import measure_atoms as circle_measure_atoms
+        from solvers.circle.measure.dirac_diagnostics import measure_atoms as circle_measure_atoms
 
         b, atoms = disc.problem.basis, disc.atoms(state)
         u = disc.fields.face_velocity(b.forward(rho), atoms.position, atoms.mass)

@@ -301,7 +301,7 @@ def run_point(config: RunConfig, archive: str, name: str, digest: str) -> dict[s
     """
     from solvers.io.archive import ArchiveWriter
     from solvers.io.state import grid_arrays, initial_state
-    from solvers.timestepping.simulation import simulate
+    from solvers.timestepping.loop import simulate
 
     one_thread_per_worker()  # the sweep runs points side by side: no threads within a point
     path = Path(archive)

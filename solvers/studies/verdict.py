@@ -219,11 +219,11 @@ def as_dict(verdict: Verdict) -> dict[str, Any]:
 
 def exact_atom_speed(config: RunConfig, final: Any) -> float | None:
     """Largest speed of an atom of ``final`` under the exact velocity of its measure (S^1: the
-    closed-form field of the cells and Dirac atoms, :func:`solvers.circle.lagrangian.velocity`;
+    closed-form field of the cells and Dirac atoms, :func:`solvers.circle.measure.lagrangian.velocity`;
     None on S^2 and without atoms)."""
     if config.domain.manifold != "S1":
         return None
-    from solvers.circle import lagrangian as lg
+    from solvers.circle.measure import lagrangian as lg
     from solvers.model.params import ModelParams  # noqa: F401  (the model of the field)
 
     diag = final.diagnostics
@@ -250,12 +250,12 @@ def resumed_history(earlier: Any, new: Any, t0: float) -> list:
 
 def run_verdict(config: RunConfig, result: Any, check_resolution: bool = True, *,
                 t0: float = 0.0, history0: Any = ()) -> Verdict:
-    """:func:`judge` of a finished :func:`~solvers.timestepping.simulation.simulate` result, with
+    """:func:`judge` of a finished :func:`~solvers.timestepping.loop.simulate` result, with
     the half-resolution companion run (``check_resolution``) and the exact atom speed. A resumed
     run (from ``t0``) passes its archived method history ``history0``; its time error is the
     archived estimate plus this segment's when simulate continued the count (``time_error0``)."""
     from solvers.io.state import initial_state
-    from solvers.timestepping.simulation import simulate
+    from solvers.timestepping.loop import simulate
 
     def coarse(half: RunConfig, t: float) -> Any:
         half = replace(half, time=replace(half.time, t_end=max(t, 1e-12), stop_when_stationary=False))

@@ -1,7 +1,13 @@
 """Time stepping: the solver contract, step-size control and stopping.
 
 - :mod:`~solvers.timestepping.integrators`: explicit Runge-Kutta schemes as validated Butcher
-  tables (with Shu-Osher forms and citations).
-- :mod:`~solvers.timestepping.simulation`: ``make_discretization``, ``Solver`` (``step`` does the
-  bookkeeping, ``_step_impl`` the numerics), ``simulate`` and ``RunResult``.
+  tables (with Shu-Osher forms and citations); :mod:`~solvers.timestepping.order_conditions`:
+  the order conditions they are checked against (rooted trees).
+- :mod:`~solvers.timestepping.registry`: ``make_discretization``, the scheme registry.
+- :mod:`~solvers.timestepping.simulation`: ``Solver`` (``step`` does the bookkeeping,
+  ``_step_impl`` the numerics, the step-size control).
+- :mod:`~solvers.timestepping.loop`: ``simulate``, the time loop (snapshots, trackers, stopping),
+  and ``RunResult``.
+- :mod:`~solvers.timestepping.snapshot_queue`: snapshots batched on their way to the trackers.
+- :mod:`~solvers.timestepping.stop_rule`: when a run is stationary.
 """

@@ -5,7 +5,7 @@ Each scheme is a Butcher table with its order and a citation; strong-stability-p
 convex combination of forward-Euler steps of size ``dt * beta_ik / alpha_ik <= dt``, so a
 spatial scheme that is positive under forward Euler at a given CFL number stays positive.
 The tables are checked against the order conditions (up to order 5, one per rooted tree,
-:func:`rooted_trees`) when they are built.
+:mod:`solvers.timestepping.order_conditions`) when they are built.
 
 Embedded pairs (:class:`EmbeddedPair`, :data:`PAIRS`) carry a second weight vector ``b_hat``
 of a lower order ``p_hat`` on the same stages: ``u_new - u_hat = dt sum (b - b_hat)_i k_i``
@@ -19,12 +19,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from fractions import Fraction
-from functools import cached_property, lru_cache, partial
+from functools import cached_property, partial
 from typing import Callable
 
 import numpy as np
 
 from solvers.core.backend import resolve_backend
+from solvers.timestepping.order_conditions import (  # noqa: F401 (the tables' checks; re-exported)
+    ORDER_TOL,
+    order_conditions,
+    order_residuals,
+    rooted_trees,
+)
 
 try:
     from numba import njit
@@ -72,7 +78,7 @@ class ButcherTable:
     def stage_plan(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
         """``(beta_ii, alpha_ii, alpha_ij, j)`` per stage (``j = 0``: no earlier stage) when every
         Shu-Osher stage draws on at most one earlier stage besides ``u^(0)``, else None: the
-        plan of the compiled whole steps (:mod:`solvers.core.kernels_circle_steps_numba`)."""
+        plan of the compiled whole steps (:mod:`solvers.circle.grid.kernels_steps_numba`)."""
         if self.alpha is None:
             return None
         rows = [[j for j in range(1, i + 1) if self.alpha[i, j] != 0.0] for i in range(self.stages)]
@@ -145,74 +151,6 @@ class EmbeddedPair(ButcherTable):
         if not np.any(self.error_weights != 0.0):
             raise ValueError(f"{self.name}: b_hat equals b (no error estimate)")
         return self
-
-
-ORDER_TOL = 1e-14  # largest residual of an order condition in floating point
-
-
-Tree = tuple  # a rooted tree: the sorted tuple of its root's subtrees (() is the single node)
-
-
-@lru_cache(maxsize=None)
-def rooted_trees(order: int) -> tuple[Tree, ...]:
-    """The rooted trees with ``order`` nodes (1, 1, 2, 4, 9 for orders 1..5; Butcher, Numerical
-    Methods for ODEs, 2016, section 30): a root with a multiset of subtrees whose orders sum
-    to ``order - 1``."""
-    if order == 1:
-        return ((),)
-    out: set[Tree] = set()
-
-    def forests(left: int, smallest: Tree | None) -> list[tuple[Tree, ...]]:
-        # multisets of trees with ``left`` nodes in all, each subtree >= ``smallest`` (canonical)
-        if left == 0:
-            return [()]
-        found = []
-        for k in range(1, left + 1):
-            for t in rooted_trees(k):
-                if smallest is not None and _key(t) < _key(smallest):
-                    continue
-                found += [(t,) + rest for rest in forests(left - k, t)]
-        return found
-
-    for f in forests(order - 1, None):
-        out.add(tuple(sorted(f, key=_key)))
-    return tuple(sorted(out, key=_key))
-
-
-def _key(tree: Tree) -> tuple:
-    """A total order of trees (node count first), for canonical forms."""
-    return (tree_order(tree), tuple(_key(t) for t in tree))
-
-
-def tree_order(tree: Tree) -> int:
-    return 1 + sum(tree_order(t) for t in tree)
-
-
-def tree_density(tree: Tree) -> int:
-    """``gamma(t) = |t| prod gamma(t_i)``: the condition of ``t`` is ``b . Phi(t) = 1 / gamma(t)``."""
-    out = tree_order(tree)
-    for t in tree:
-        out *= tree_density(t)
-    return out
-
-
-def stage_weights(a: np.ndarray, tree: Tree) -> np.ndarray:
-    """``Phi(t)`` per stage: ones for the single node, else ``prod_i A Phi(t_i)`` (so that the
-    elementary weight of ``t`` is ``b . Phi(t)``)."""
-    out = np.ones(a.shape[0])
-    for t in tree:
-        out = out * (a @ stage_weights(a, t))
-    return out
-
-
-def order_conditions(order: int) -> list[Tree]:
-    """Every rooted tree up to ``order`` nodes, by order (1, 2, 4, 8, 17 conditions up to 1..5)."""
-    return [t for k in range(1, order + 1) for t in rooted_trees(k)]
-
-
-def order_residuals(a: np.ndarray, b: np.ndarray, order: int) -> list[float]:
-    """``|b . Phi(t) - 1/gamma(t)|`` for every rooted tree of at most ``order`` nodes."""
-    return [abs(float(b @ stage_weights(a, t)) - 1.0 / tree_density(t)) for t in order_conditions(order)]
 
 
 def _t(rows: list[list[float]]) -> np.ndarray:

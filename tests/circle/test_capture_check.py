@@ -1,4 +1,4 @@
-"""S^1 capture runs its basin detection only where :func:`solvers.circle.dirac_capture.may_capture`
+"""S^1 capture runs its basin detection only where :func:`solvers.circle.measure.dirac_events.may_capture`
 (a necessary condition: a sink cell or sink corner, in no Dirac atom's cell, with enough mass
 within two cells) allows a capture; the check never skips one that the detection would make."""
 
@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as hst
 
-import solvers.circle.dirac_capture as dc
+import solvers.circle.measure.dirac_events as dc
 from solvers.api import load_config
-from solvers.circle.dirac import CircleMeasureField
+from solvers.circle.measure.dirac import CircleMeasureField
 from solvers.circle.problem import CircleProblem
 from solvers.core.measure import DiracAtoms
 from solvers.model.params import AtomParams

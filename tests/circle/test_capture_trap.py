@@ -1,4 +1,4 @@
-"""Capture on S^1 only where a Dirac mass is being born (:func:`solvers.circle.dirac_capture.forms_atom`).
+"""Capture on S^1 only where a Dirac mass is being born (:func:`solvers.circle.measure.dirac_events.forms_atom`).
 
 Under descent the attention pushes mass apart, so a concentration that nothing holds together
 spreads again: it must stay density. It becomes a Dirac atom when the flow holds it in on both
@@ -13,16 +13,16 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as hst
 
 from solvers.api import load_config
-from solvers.circle import lagrangian as lg
-from solvers.circle.dirac import CircleMeasureField
-from solvers.circle.dirac_capture import capture, forms_atom
-from solvers.circle.kink_faces import holds_together, perceptron_kinks, sink_corners
+from solvers.circle.measure import lagrangian as lg
+from solvers.circle.measure.dirac import CircleMeasureField
+from solvers.circle.measure.dirac_events import capture, forms_atom
+from solvers.circle.cells import holds_together, perceptron_kinks, sink_corners
 from solvers.circle.problem import CircleProblem
 from solvers.core.measure import DiracAtoms
 from solvers.io.state import initial_density
 from solvers.model import perceptron
 from solvers.model.params import AtomParams
-from solvers.timestepping.simulation import simulate
+from solvers.timestepping.loop import simulate
 from spectral import CircleBasis
 
 BETA50 = "runs/paper_s1_descent_relu_beta50.toml"

@@ -5,8 +5,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from solvers.circle import lagrangian as lg
-from solvers.circle.cell_energy import corners, energy
+from solvers.circle.measure import lagrangian as lg
+from solvers.circle.measure.cell_energy import corners, energy
 from solvers.model.params import ModelParams, PerceptronParams
 
 RELU = PerceptronParams("relu", np.array([[-0.9967456002240224, 0.0806114658969388],

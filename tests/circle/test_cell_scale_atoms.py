@@ -87,7 +87,7 @@ def test_sphere_light_atom_in_a_few_cells():
     """S^2 (lmax 15 Gauss grid): a light atom in two neighbouring cells, its peak density at
     0.6 of the global contrast, is an atom; spread evenly over its basin it is not."""
     from solvers.sphere.atoms import detect_atoms as sphere_detect
-    from solvers.sphere.grid import SphereGrid
+    from solvers.sphere.cells import SphereGrid
 
     g = SphereGrid(15)
     pts = g.points(g.theta, g.phi).reshape(-1, 3)

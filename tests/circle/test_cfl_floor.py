@@ -11,7 +11,7 @@ from conftest import paper_s1_toml
 import solvers
 from solvers.io.state import initial_density
 from solvers.model.config import ConfigError
-from solvers.timestepping.simulation import simulate
+from solvers.timestepping.loop import simulate
 
 # the paper's S^1 descent at beta = 25 (N = 256) to t = 1500, where thin tails drain slowly
 BASE = paper_s1_toml(256, 25.0, t_end=1500.0, snapshot_interval=100.0,

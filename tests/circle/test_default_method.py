@@ -14,7 +14,9 @@ from solvers.io.state import initial_density, initial_state
 from solvers.model.config import load_config
 from solvers.model.method import choose_method
 from solvers.model.params import RunConfig
-from solvers.timestepping.simulation import Solver, make_discretization, simulate
+from solvers.timestepping.simulation import Solver
+from solvers.timestepping.registry import make_discretization
+from solvers.timestepping.loop import simulate
 
 PAPER_RELU = """
 [perceptron]

@@ -12,7 +12,7 @@ import numpy as np
 from solvers.core.measure import dirac_of
 from solvers.io.state import initial_density
 from solvers.model.config import load_config
-from solvers.timestepping.simulation import simulate
+from solvers.timestepping.loop import simulate
 
 ROOT = Path(__file__).resolve().parents[2]
 

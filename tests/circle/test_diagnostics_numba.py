@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from solvers.circle.discretization import CircleDiscretization, compute_diagnostics
+from solvers.circle.grid.discretization import CircleDiscretization, compute_diagnostics
 from solvers.api import load_config
 from solvers.timestepping.simulation import Solver
 

@@ -7,21 +7,21 @@ import pytest
 from scipy.integrate import solve_ivp
 
 from solvers.api import load_config
-from solvers.circle.dirac import (
+from solvers.circle.measure.dirac import (
     CircleMeasureField,
     absorb,
     merge,
     wrap_difference,
 )
-from solvers.circle.dirac_capture import capture
-from solvers.circle.dirac_diagnostics import measure_energy
-from solvers.circle.dirac_discretization import DiracCircleDiscretization
+from solvers.circle.measure.dirac_events import capture
+from solvers.circle.measure.dirac_diagnostics import measure_energy
+from solvers.circle.measure.dirac_discretization import DiracCircleDiscretization
 from solvers.circle.problem import CircleProblem
 from solvers.core.measure import DiracAtoms
 from solvers.io.state import initial_density
 from solvers.model.config import ConfigError
 from solvers.model.params import AtomParams
-from solvers.timestepping.simulation import simulate
+from solvers.timestepping.loop import simulate
 from spectral import CircleBasis
 
 TWO_ATOMS = """

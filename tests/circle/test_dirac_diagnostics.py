@@ -1,8 +1,8 @@
 """The compiled snapshot diagnostics of the S^1 Dirac state against the numpy reference.
 
-:func:`solvers.circle.dirac_diagnostics.compiled_diagnostics` (one batched transform pair, one
+:func:`solvers.circle.measure.dirac_diagnostics.compiled_diagnostics` (one batched transform pair, one
 compiled call for the fields and reductions, one for the basins) must give the values of
-:func:`~solvers.circle.dirac_diagnostics.measure_diagnostics` to round-off, for the states a run
+:func:`~solvers.circle.measure.dirac_diagnostics.measure_diagnostics` to round-off, for the states a run
 meets: before and after capture, atoms past 2 pi mid-step, faces moved onto ReLU corners.
 """
 
@@ -14,8 +14,8 @@ import pytest
 pytest.importorskip("numba")
 
 from solvers.api import load_config  # noqa: E402
-from solvers.circle.dirac_diagnostics import measure_diagnostics  # noqa: E402
-from solvers.circle.dirac_discretization import DiracCircleDiscretization  # noqa: E402
+from solvers.circle.measure.dirac_diagnostics import measure_diagnostics  # noqa: E402
+from solvers.circle.measure.dirac_discretization import DiracCircleDiscretization  # noqa: E402
 from solvers.core.measure import DiracAtoms  # noqa: E402
 from solvers.io.state import initial_state  # noqa: E402
 from solvers.timestepping.simulation import Solver  # noqa: E402

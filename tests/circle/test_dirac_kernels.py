@@ -1,6 +1,6 @@
-"""The compiled S^1 Dirac path (:mod:`solvers.core.kernels_dirac_circle_numba`,
-:class:`solvers.circle.dirac.CompiledCircleField`) against the numpy reference
-(:class:`solvers.circle.dirac.CircleMeasureField`, ``DiracCircleDiscretization._rhs``), to 1e-13
+"""The compiled S^1 Dirac path (:mod:`solvers.circle.measure.kernels_dirac_numba`,
+:class:`solvers.circle.measure.dirac.CompiledCircleField`) against the numpy reference
+(:class:`solvers.circle.measure.dirac.CircleMeasureField`, ``DiracCircleDiscretization._rhs``), to 1e-13
 of each field's largest value."""
 
 from __future__ import annotations
@@ -11,11 +11,11 @@ import pytest
 pytest.importorskip("numba")
 
 from solvers.api import load_config  # noqa: E402
-from solvers.circle.dirac import CircleMeasureField, CompiledCircleField, kernel_modes  # noqa: E402
-from solvers.circle.dirac_capture import may_capture  # noqa: E402
-from solvers.circle.dirac_discretization import DiracCircleDiscretization  # noqa: E402
+from solvers.circle.measure.dirac import CircleMeasureField, CompiledCircleField, kernel_modes  # noqa: E402
+from solvers.circle.measure.dirac_events import may_capture  # noqa: E402
+from solvers.circle.measure.dirac_discretization import DiracCircleDiscretization  # noqa: E402
 from solvers.circle.problem import CircleProblem  # noqa: E402
-from solvers.core import kernels_dirac_circle_numba as kd  # noqa: E402
+from solvers.circle.measure import kernels_dirac_numba as kd  # noqa: E402
 from solvers.core.measure import DiracAtoms  # noqa: E402
 from solvers.model import perceptron  # noqa: E402
 from solvers.model.params import PerceptronParams  # noqa: E402
@@ -231,7 +231,7 @@ def test_after_step_absorbs_and_merges_as_the_reference(monkeypatch):
 def test_short_run_matches_the_numpy_path(monkeypatch):
     """Capture, absorption, merges and steps: the two paths end in the same state."""
     from solvers.io.state import initial_density
-    from solvers.timestepping.simulation import simulate
+    from solvers.timestepping.loop import simulate
 
     cfg = load_config("runs/demo.toml", domain__resolution=128, atoms__representation="dirac",
                       time__t_end=150.0, time__stop_when_stationary=False, output__snapshot_interval=50.0,

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from solvers.api import load_config
-from solvers.circle.dirac import CircleMeasureField, absorb
-from solvers.circle.dirac_capture import capture
+from solvers.circle.measure.dirac import CircleMeasureField, absorb
+from solvers.circle.measure.dirac_events import capture
 from solvers.circle.problem import CircleProblem
 from solvers.core.measure import DiracAtoms
 from solvers.model.params import AtomParams
@@ -52,7 +52,7 @@ def test_cells_and_centres_follow_the_moved_faces():
 
 
 def test_compiled_cells_match():
-    kd = pytest.importorskip("solvers.core.kernels_dirac_circle_numba")
+    kd = pytest.importorskip("solvers.circle.measure.kernels_dirac_numba")
     p = kinked_problem()
     faces = np.ascontiguousarray(np.stack([np.zeros(p.basis.n)] * 6 + [p.faces]))
     x = np.mod(p.faces[p.moved_faces][:, None] + p.basis.h * np.linspace(-0.6, 0.6, 41)[None, :],

@@ -7,8 +7,9 @@ from conftest import make_config, perceptron
 from scipy import special
 
 from solvers.circle.problem import CircleProblem
-from solvers.circle.spectral import spectral
-from solvers.timestepping.simulation import Solver, simulate
+from solvers.circle.grid.spectral import spectral
+from solvers.timestepping.simulation import Solver
+from solvers.timestepping.loop import simulate
 from spectral import CircleBasis
 
 # Linear perceptron v(x) = x^T A x with A = sum_j omega_j a_j a_j^T (docs/math.md §3.1)

@@ -5,10 +5,10 @@ import pytest
 from conftest import PAPER_A, PAPER_OMEGA, make_config, perceptron
 from scipy.integrate import solve_ivp
 
-from solvers.circle.fv import fv
+from solvers.circle.grid.fv import fv
 from solvers.circle.problem import CircleProblem
-from solvers.circle.spectral import spectral
-from solvers.timestepping.simulation import simulate
+from solvers.circle.grid.spectral import spectral
+from solvers.timestepping.loop import simulate
 from spectral import CircleBasis
 
 

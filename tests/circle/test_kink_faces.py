@@ -1,4 +1,4 @@
-"""Faces on the perceptron's corners (``time.kink_faces``, solvers/circle/kink_faces.py).
+"""Faces on the perceptron's corners (``time.kink_faces``, solvers/circle/cells.py).
 
 Checked against independent computations: the corners solve ``a.x + b = 0``; the face velocity
 at a moved face is the direct sum over the cells' point masses plus the perceptron's exact value;
@@ -16,10 +16,10 @@ import pytest
 from conftest import make_config
 
 import solvers
-import solvers.circle.discretization as disc_mod
-from solvers.circle.discretization import CircleDiscretization, compute_diagnostics
-from solvers.circle.fv import transport
-from solvers.circle.kink_faces import MIN_WIDTH, kink_face_layout, perceptron_kinks
+import solvers.circle.grid.discretization as disc_mod
+from solvers.circle.grid.discretization import CircleDiscretization, compute_diagnostics
+from solvers.circle.grid.fv import transport
+from solvers.circle.cells import MIN_WIDTH, kink_face_layout, perceptron_kinks
 from solvers.circle.problem import CircleProblem
 from solvers.core.backend import numba_available
 from solvers.model.config import ConfigError
@@ -188,7 +188,7 @@ def test_dirac_state_with_kink_faces_compiled_matches_reference():
     """The measure's right-hand side (density on moved faces, atoms) and its face velocity,
     compiled against the numpy reference, and the face velocity at the moved faces against the
     direct sum over the cells' and the atoms' point masses."""
-    from solvers.circle.dirac_discretization import DiracCircleDiscretization
+    from solvers.circle.measure.dirac_discretization import DiracCircleDiscretization
 
     cfg = solvers.load_config(DEMO, domain__resolution=128, time__kink_faces=True,
                               atoms__representation="dirac")

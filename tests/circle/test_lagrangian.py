@@ -8,11 +8,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as hst
 
 from solvers.api import load_config
-from solvers.circle import lagrangian as lg
-from solvers.circle.lagrangian_discretization import LagrangianCircleDiscretization
+from solvers.circle.measure import lagrangian as lg
+from solvers.circle.measure.lagrangian_discretization import LagrangianCircleDiscretization
 from solvers.io.state import initial_density
 from solvers.model.config import ConfigError
-from solvers.timestepping.simulation import simulate
+from solvers.timestepping.loop import simulate
 
 TWO_PI = 2 * np.pi
 ROOT = __import__("pathlib").Path(__file__).resolve().parents[2]

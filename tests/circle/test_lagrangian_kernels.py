@@ -1,4 +1,4 @@
-"""The compiled steps of the S^1 Lagrangian cells (:mod:`solvers.circle.kernels_lagrangian_numba`)
+"""The compiled steps of the S^1 Lagrangian cells (:mod:`solvers.circle.measure.kernels_lagrangian_numba`)
 against the numpy code they replace: the right-hand side (bitwise against the numpy code with the
 compiled fields inside it, to round-off against the numpy fields, ``MEANFIELD_NUMPY=1``), the
 bookkeeping between steps, the error test's points and the Butcher stage sums (bitwise), and a
@@ -20,14 +20,15 @@ pytest.importorskip("numba")
 
 from solvers.api import load_config  # noqa: E402
 from solvers.circle import handover as ho  # noqa: E402
-from solvers.circle import kernels_lagrangian_numba as kl  # noqa: E402
-from solvers.circle import lagrangian as lg  # noqa: E402
-from solvers.circle import lagrangian_discretization as ld  # noqa: E402
-from solvers.circle import lagrangian_fields as lf  # noqa: E402
+from solvers.circle.measure import kernels_lagrangian_events_numba as kle  # noqa: E402
+from solvers.circle.measure import kernels_lagrangian_numba as kl  # noqa: E402
+from solvers.circle.measure import lagrangian as lg  # noqa: E402
+from solvers.circle.measure import lagrangian_discretization as ld  # noqa: E402
+from solvers.circle.measure import lagrangian_fields as lf  # noqa: E402
 from solvers.core.kernel import kernel_log_shift  # noqa: E402
 from solvers.io.state import initial_state  # noqa: E402
 from solvers.timestepping import integrators as it  # noqa: E402
-from solvers.timestepping import simulation as sim  # noqa: E402
+from solvers.timestepping import loop  # noqa: E402
 
 TWO_PI = 2 * np.pi
 ROOT = Path(__file__).resolve().parents[2]
@@ -223,9 +224,9 @@ def test_events_are_the_numpy_code(model, seed, n, offset, atoms, tail, next_id,
     np.testing.assert_array_equal(_bits(got[:got.size - tail]), _bits(ref))
     assert np.array_equal(got[got.size - tail:], state[state.size - tail:])
     assert got_id == disc.next_id
-    status = kl.events(state, st.n, disc._lengths, disc.mass_floor, next_id, disc._sinks, disc.weights,
+    status = kle.events(state, st.n, disc._lengths, disc.mass_floor, next_id, disc._sinks, disc.weights,
                        disc._units, disc._consts)[0]
-    if status == kl.NOTHING:
+    if status == kle.NOTHING:
         assert got is state
 
 
@@ -253,8 +254,8 @@ def test_events_fall_back_when_every_cell_is_short():
     disc._lengths = np.array([ld.COLLAPSE, ld.MET, ld.ABSORB, ld.MERGE, ld.REFINE]) * disc.h
     st = lg.LagrangianState(np.array([1.0, 1.0 + 1e-9]), np.array([0.5, 0.5]), np.zeros(2), np.array([-1, -1]))
     _floors(disc, st)
-    assert kl.events(st.pack(), 2, disc._lengths, disc.mass_floor, 0, disc._sinks, disc.weights, disc._units,
-                     disc._consts)[0] == kl.NUMPY
+    assert kle.events(st.pack(), 2, disc._lengths, disc.mass_floor, 0, disc._sinks, disc.weights, disc._units,
+                     disc._consts)[0] == kle.NUMPY
     got = lg.LagrangianState.unpack(disc.events_flat(st.pack(), 0))
     assert got.n == 1 and got.A[0] == pytest.approx(1.0) and got.ids[0] == 0 and disc.next_id == 1
 
@@ -341,7 +342,7 @@ def test_default_method_run_takes_the_same_steps():
     def run(kernels: bool) -> dict:
         states: dict = {}
 
-        class Recorder(sim.Solver):
+        class Recorder(loop.Solver):
             def step(self, t_stop):
                 h = super().step(t_stop)
                 states[self.n_steps] = (self.t, self.rho, self.dt)
@@ -354,13 +355,13 @@ def test_default_method_run_takes_the_same_steps():
             self.kernels = None
 
         mp = pytest.MonkeyPatch()
-        mp.setattr(sim, "Solver", Recorder)
+        mp.setattr(loop, "Solver", Recorder)
         if not kernels:
             mp.setattr(ld.LagrangianCircleDiscretization, "__init__", plain)
             mp.setattr(it, "BUTCHER_FUSE_MAX_SIZE", 0)
         try:
             rho0, atoms0 = initial_state(cfg)
-            sim.simulate(cfg, rho0, atoms0=atoms0)
+            loop.simulate(cfg, rho0, atoms0=atoms0)
         finally:
             mp.undo()
         return states

@@ -1,5 +1,5 @@
 """Softmax-normalised attention (paper eq. 2.9) in the S^1 Lagrangian scheme (moving cells plus
-Dirac atoms, :mod:`solvers.circle.lagrangian_fields`) and in the Dirac diagnostics of its snapshots.
+Dirac atoms, :mod:`solvers.circle.measure.lagrangian_fields`) and in the Dirac diagnostics of its snapshots.
 
 The attention velocity is ``f' / (beta f)``, ``f = K*mu`` of cells and atoms. References: direct
 sums (Gauss-Legendre per cell, which scipy's adaptive quadrature confirms; closed forms per atom),
@@ -13,14 +13,14 @@ import pytest
 from scipy.integrate import quad, solve_ivp
 
 from solvers.api import load_config
-from solvers.circle import lagrangian as lg
-from solvers.circle import lagrangian_fields as lf
-from solvers.circle.discretization import CircleDiscretization
-from solvers.circle.lagrangian_discretization import LagrangianCircleDiscretization
+from solvers.circle.measure import lagrangian as lg
+from solvers.circle.measure import lagrangian_fields as lf
+from solvers.circle.grid.discretization import CircleDiscretization
+from solvers.circle.measure.lagrangian_discretization import LagrangianCircleDiscretization
 from solvers.circle.problem import CircleProblem
 from solvers.io.state import initial_density
 from solvers.model.config import ConfigError
-from solvers.timestepping.simulation import simulate
+from solvers.timestepping.loop import simulate
 from spectral import CircleBasis
 
 TWO_PI = 2 * np.pi

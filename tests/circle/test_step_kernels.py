@@ -1,4 +1,4 @@
-"""Whole compiled S^1 steps (:mod:`solvers.core.kernels_circle_steps_numba`) against the stage
+"""Whole compiled S^1 steps (:mod:`solvers.circle.grid.kernels_steps_numba`) against the stage
 by stage path (one compiled call per stage after numpy's FFTs) and the numpy reference.
 
 The whole step runs the same operations in the same order; its FFTs are rocket-fft's, which
@@ -15,7 +15,7 @@ pytest.importorskip("numba")
 pytest.importorskip("rocket_fft")
 
 from solvers.api import load_config  # noqa: E402
-from solvers.circle.fv import fv  # noqa: E402
+from solvers.circle.grid.fv import fv  # noqa: E402
 from solvers.core.measure import DiracAtoms  # noqa: E402
 from solvers.io.state import initial_state  # noqa: E402
 from solvers.timestepping.integrators import (  # noqa: E402
@@ -24,7 +24,8 @@ from solvers.timestepping.integrators import (  # noqa: E402
     _shu_osher_step,
     rk_step,
 )
-from solvers.timestepping.simulation import Solver, make_discretization  # noqa: E402
+from solvers.timestepping.simulation import Solver  # noqa: E402
+from solvers.timestepping.registry import make_discretization  # noqa: E402
 
 A = [[-0.9967456002240224, 0.0806114658969388], [-0.6198538201675943, -0.784717300448792]]
 

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import solvers
-from solvers.circle.fv import transport
+from solvers.circle.grid.fv import transport
 from solvers.core.backend import numba_available
 from solvers.core.limiters import weno5_faces
 from solvers.model.config import ConfigError

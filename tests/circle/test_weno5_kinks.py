@@ -68,7 +68,7 @@ def test_two_kinks_a_cell_apart_leave_the_cell_its_own_value():
 
 @pytest.mark.skipif(not numba_available(), reason="numba not installed")
 def test_compiled_kernel_matches():
-    from solvers.core.kernels_numba import weno5_faces as compiled
+    from solvers.circle.grid.kernels_fv_numba import weno5_faces as compiled
 
     rng = np.random.default_rng(4)
     for kinks in ([5], [0, 31], [10, 11], [3, 20, 40, 62]):

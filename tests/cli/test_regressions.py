@@ -19,7 +19,8 @@ from solvers.io.archive import open_run
 from solvers.io.lock import lock_path
 from solvers.io.state import initial_density
 from solvers.model.config import ConfigError, load_config
-from solvers.timestepping.simulation import RunResult, Solver, simulate
+from solvers.timestepping.loop import RunResult, simulate
+from solvers.timestepping.simulation import Solver
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -16,13 +16,13 @@ import numpy as np
 import pytest
 from conftest import make_config, perceptron
 
-from solvers.circle.fv import fv, transport
+from solvers.circle.grid.fv import fv, transport
 from solvers.circle.problem import CircleProblem
 from solvers.core.backend import default_backend, numba_available, resolve_backend
 from solvers.core.limiters import LIMITERS
 from solvers.model.params import ModelParams, PerceptronParams
-from solvers.sphere.fv import SphereFV
-from solvers.sphere.grid import SphereGrid
+from solvers.sphere.grid.fv import SphereFV
+from solvers.sphere.cells import SphereGrid
 from solvers.sphere.problem import SphereProblem
 from spectral import CircleBasis
 
@@ -135,7 +135,7 @@ def test_kernels_load_from_cache_in_a_new_process():
     """``cache=True``: a second process finds the compiled kernels on disk (no compile)."""
     # numba's own counters, not a wall time (a busy machine made loading take over a second)
     code = ("import sys, numpy as np; from numba.core.registry import CPUDispatcher; "
-            "from solvers.circle.fv import transport; "
+            "from solvers.circle.grid.fv import transport; "
             "transport(np.ones(8), np.ones(8), 1.0, 'mc', 0.1, backend='numba'); "
             "kernels = [v for n, m in list(sys.modules.items()) if n.startswith('solvers') "
             "for v in vars(m).values() if isinstance(v, CPUDispatcher)]; "

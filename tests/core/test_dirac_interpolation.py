@@ -16,10 +16,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import solvers
-from solvers.circle.dirac_discretization import DiracCircleDiscretization
+from solvers.circle.measure.dirac_discretization import DiracCircleDiscretization
 from solvers.core.measure import DiracAtoms, MeasureLayout, interpolate_measure
 from solvers.io.archive import read_restart, read_restart_atoms, resume_atoms
-from solvers.sphere.dirac_discretization import DiracSphereDiscretization
+from solvers.sphere.measure.dirac_discretization import DiracSphereDiscretization
 
 ROOT = Path(__file__).resolve().parents[2]
 # the demo's physics at N = 128: atoms captured by t ~ 20, steps of 1-3 time units later on

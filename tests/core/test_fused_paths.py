@@ -18,8 +18,8 @@ import pytest
 from solvers.core.backend import keep_freed_memory, numba_available
 from solvers.core.limiters import LIMITERS
 from solvers.model.params import ModelParams, PerceptronParams
-from solvers.sphere.fv import SphereFV
-from solvers.sphere.grid import SphereGrid
+from solvers.sphere.grid.fv import SphereFV
+from solvers.sphere.cells import SphereGrid
 from solvers.sphere.problem import SphereProblem
 from solvers.timestepping.integrators import (
     FUSE_MIN_SIZE,
@@ -157,7 +157,7 @@ def test_keep_freed_memory_is_idempotent():
 def test_fused_circle_fv_stages_match_the_reference_step(attention, limiter):
     """SSP-RK3 steps on S^1 with the fused fv stage (transport and Shu-Osher combination in one
     compiled call) equal the numpy reference step bitwise, speed included."""
-    from solvers.circle.fv import fv
+    from solvers.circle.grid.fv import fv
     from solvers.circle.problem import CircleProblem
     from spectral import CircleBasis
 

@@ -72,7 +72,7 @@ def test_old_folders_are_pruned(tmp_path, monkeypatch):
 def test_a_new_process_compiles_into_the_keyed_folder(tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"}
     env.update(XDG_CACHE_HOME=str(tmp_path), PYTHONPATH=str(ROOT))
-    code = ("import os, numpy as np; from solvers.circle.fv import transport; "
+    code = ("import os, numpy as np; from solvers.circle.grid.fv import transport; "
             "transport(np.ones(8), np.ones(8), 1.0, 'mc', 0.1, backend='numba'); "
             "print(os.environ['NUMBA_CACHE_DIR'])")
     out = subprocess.run([sys.executable, "-c", code], env=env, check=True, capture_output=True, text=True)

@@ -17,7 +17,8 @@ from solvers.io.archive import ArchiveWriter, open_run
 from solvers.io.state import grid_arrays, initial_density
 from solvers.model.params import RunConfig
 from solvers.timestepping import simulation
-from solvers.timestepping.simulation import RunResult, Solver, simulate
+from solvers.timestepping.loop import RunResult, simulate
+from solvers.timestepping.simulation import Solver
 
 # the fv grid, with steps of about 1.4 time units once clusters form: several (interpolated)
 # snapshots per step; the default method (time.scheme = "auto") lands its snapshots and takes

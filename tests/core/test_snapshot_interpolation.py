@@ -21,7 +21,7 @@ import solvers
 from solvers.core.snapshot import Restart
 from solvers.io.archive import read_restart
 from solvers.model.config import ConfigError
-from solvers.timestepping.simulation import interpolate, snapshot_mode
+from solvers.timestepping.snapshot_queue import interpolate, snapshot_mode
 
 ROOT = Path(__file__).resolve().parents[2]
 # steps of about 1.4 time units by t = 40, several snapshots per step (the fv grid: interpolated
@@ -174,7 +174,7 @@ def test_interrupted_run_resumes_from_its_last_step_state(tmp_path):
     resume continues the uninterrupted run's steps."""
     from solvers.io.archive import ArchiveWriter
     from solvers.io.state import grid_arrays, initial_density
-    from solvers.timestepping.simulation import simulate
+    from solvers.timestepping.loop import simulate
 
     cfg = solvers.load_config(BASE)
     path, calls = tmp_path / "run.nc", iter(range(10**6))

@@ -8,7 +8,7 @@ import pytest
 from solvers.circle.atoms import circle_graph
 from solvers.core.atoms import steepest_ascent
 from solvers.sphere.atoms import sphere_graph
-from solvers.sphere.grid import SphereGrid
+from solvers.sphere.cells import SphereGrid
 
 
 def reference(values, graph, labels=None):

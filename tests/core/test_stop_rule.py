@@ -10,7 +10,7 @@ import pytest
 from solvers.core.snapshot import Diagnostics, Snapshot
 from solvers.model.config import ConfigError, load_config
 from solvers.model.params import RunConfig, TimeParams
-from solvers.timestepping.simulation import StopRule
+from solvers.timestepping.stop_rule import StopRule
 
 
 def snapshot(t: float, masses: list[float], transport: float = 1e-9) -> Snapshot:

@@ -19,9 +19,9 @@ import solvers
 from solvers.api import load_config
 from solvers.io.archive import ArchiveWriter, read_dirac, read_snapshot
 from solvers.io.state import grid_arrays, initial_density, initial_state
-from solvers.sphere.grid import SphereGrid
+from solvers.sphere.cells import SphereGrid
 from solvers.studies.lemma51_measures import density_l2, snapshot_measure
-from solvers.timestepping.simulation import simulate
+from solvers.timestepping.loop import simulate
 
 ROOT_DEMO = Path(__file__).resolve().parents[2] / "runs" / "demo.toml"
 

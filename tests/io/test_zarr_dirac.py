@@ -208,7 +208,7 @@ def test_s2_dirac_columns_of_changing_width_in_both_stores(tmp_path: Path, sync:
 
     from solvers.model.config import load_config
     from solvers.model.params import OutputParams
-    from solvers.sphere.grid import SphereGrid
+    from solvers.sphere.cells import SphereGrid
 
     cfg = load_config('[domain]\nmanifold = "S2"\nresolution = 31\n[atoms]\n'
                       'representation = "dirac"\n')

@@ -1,4 +1,4 @@
-"""The ring-by-ring sums of the S^2 Dirac fields (solvers/core/kernels_dirac_numba.py) against
+"""The ring-by-ring sums of the S^2 Dirac fields (solvers/sphere/measure/kernels_dirac_numba.py) against
 direct sums over the points, and their Bessel functions against scipy."""
 
 from __future__ import annotations
@@ -8,16 +8,16 @@ import pytest
 from scipy.special import ive
 
 from solvers.api import load_config
-from solvers.core.kernels_dirac_numba import (
+from solvers.sphere.measure.kernels_dirac_numba import (
     bessel_terms,
     ring_along_spectrum,
     ring_point_sums,
     scaled_bessel,
 )
-from solvers.sphere.dirac import SphereMeasureField, normalise
-from solvers.sphere.grid import SphereGrid
+from solvers.sphere.measure.dirac import SphereMeasureField, normalise
+from solvers.sphere.cells import SphereGrid
 from solvers.sphere.problem import tangent_frame
-from solvers.timestepping.simulation import make_discretization
+from solvers.timestepping.registry import make_discretization
 
 RNG = np.random.default_rng(7)
 

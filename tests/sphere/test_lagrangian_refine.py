@@ -14,10 +14,11 @@ from hypothesis import strategies as st
 from solvers.api import load_config
 from solvers.io.state import initial_density
 from solvers.model.config import ConfigError
-from solvers.sphere.grid import SphereGrid
-from solvers.sphere.lagrangian_discretization import LagrangianSphereDiscretization
-from solvers.sphere.lagrangian_refine import boundary_cells, refined_particles, scout_groups, sub_particles
-from solvers.timestepping.simulation import make_discretization, simulate
+from solvers.sphere.cells import SphereGrid
+from solvers.sphere.measure.lagrangian_discretization import LagrangianSphereDiscretization
+from solvers.sphere.measure.lagrangian_refine import boundary_cells, refined_particles, scout_groups, sub_particles
+from solvers.timestepping.registry import make_discretization
+from solvers.timestepping.loop import simulate
 
 PAPER = "runs/paper_s2_descent_relu_particles.toml"
 NORMAL = np.array([0.3, -0.5, 0.81])

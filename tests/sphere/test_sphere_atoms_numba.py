@@ -9,7 +9,7 @@ import pytest
 
 from solvers.model.params import AtomParams
 from solvers.sphere.atoms import detect_atoms
-from solvers.sphere.grid import SphereGrid
+from solvers.sphere.cells import SphereGrid
 from solvers.sphere.initial import vmf_density, vmf_pdf
 
 pytest.importorskip("numba")

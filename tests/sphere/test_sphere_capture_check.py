@@ -1,5 +1,5 @@
 """S^2 Dirac capture is checked after every step, its basin detection skipped only where
-:func:`solvers.sphere.dirac_events.may_capture` (a necessary condition) rules a capture out."""
+:func:`solvers.sphere.measure.dirac_events.may_capture` (a necessary condition) rules a capture out."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import pytest
 from solvers.api import load_config
 from solvers.core.measure import DiracAtoms
 from solvers.model.params import AtomParams
-from solvers.sphere.dirac_events import capture, may_capture
-from solvers.sphere.dirac_discretization import DiracSphereDiscretization
+from solvers.sphere.measure.dirac_events import capture, may_capture
+from solvers.sphere.measure.dirac_discretization import DiracSphereDiscretization
 
 PARAMS = AtomParams(capture_fraction=0.9)  # min_mass 0.02: a capture needs a core of 0.018
 

@@ -11,14 +11,14 @@ from solvers.core.measure import DiracAtoms
 from solvers.io.state import initial_density
 from solvers.model.config import ConfigError
 from solvers.model.params import AtomParams
-from solvers.sphere.dirac import SphereMeasureField, locate, normalise
-from solvers.sphere.dirac_events import absorb, capture, merge
-from solvers.sphere.dirac_discretization import (
+from solvers.sphere.measure.dirac import SphereMeasureField, locate, normalise
+from solvers.sphere.measure.dirac_events import absorb, capture, merge
+from solvers.sphere.measure.dirac_discretization import (
     DiracSphereDiscretization,
     measure_energy,
 )
 from solvers.sphere.problem import tangent_frame
-from solvers.timestepping.simulation import simulate
+from solvers.timestepping.loop import simulate
 
 A0, B0 = normalise([1.0, 0.2, 0.3])[0], normalise([0.1, 1.0, -0.4])[0]
 
@@ -58,7 +58,7 @@ def _angle(a: np.ndarray, b: np.ndarray) -> float:
     ("exp", "descent", "lagrangian"), ("exp_shifted", "ascent", "lagrangian")])
 def test_two_atoms_follow_their_ode(kernel, direction, scheme):
     """docs/math.md §3.3: ``D' = -2 s m c_K e^{beta cos D} sin D``; the midpoint stays put (the
-    fv Dirac state and the Lagrangian particles, solvers/sphere/lagrangian.py)."""
+    fv Dirac state and the Lagrangian particles, solvers/sphere/measure/lagrangian.py)."""
     cfg = load_config(two_atoms(kernel, direction, scheme=scheme))
     res = simulate(cfg, initial_density(cfg))
     x = res.final.diagnostics.dirac_position
@@ -235,7 +235,7 @@ def test_dirac_archive_reads_back_and_resumes(tmp_path):
 
 
 def disc_shape() -> tuple[int, int]:
-    from solvers.sphere.grid import SphereGrid
+    from solvers.sphere.cells import SphereGrid
 
     return SphereGrid(31).shape
 
@@ -252,7 +252,7 @@ def test_config_rules():
 
 
 def test_backends_agree():
-    """The compiled sums (:mod:`solvers.core.kernels_dirac_numba`) against the numpy reference."""
+    """The compiled sums (:mod:`solvers.sphere.measure.kernels_dirac_numba`) against the numpy reference."""
     disc = _disc("exp_shifted", 31, 3.0)
     fields = {b: SphereMeasureField(disc.problem, backend=b) for b in ("numba", "numpy")}
     x = normalise(np.random.default_rng(1).normal(size=(4, 3)))
@@ -305,8 +305,8 @@ def test_atom_widths_from_the_band_equal_the_located_cells(lmax):
     (``atom_widths``): the same as ``cell_width`` of the located cell, poles included."""
     from pathlib import Path
 
-    from solvers.sphere.dirac import atom_widths, band_widths, cell_width, locate
-    from solvers.sphere.dirac_discretization import DiracSphereDiscretization
+    from solvers.sphere.measure.dirac import atom_widths, band_widths, cell_width, locate
+    from solvers.sphere.measure.dirac_discretization import DiracSphereDiscretization
 
     runs = Path(__file__).resolve().parents[2] / "runs"
     cfg = load_config(runs / "paper_s2_descent_relu.toml", domain__resolution=lmax,

@@ -17,10 +17,11 @@ from solvers.model.params import (
     RunConfig,
     TimeParams,
 )
-from solvers.sphere.fv import SphereFV
-from solvers.sphere.grid import SphereGrid
+from solvers.sphere.grid.fv import SphereFV
+from solvers.sphere.cells import SphereGrid
 from solvers.sphere.problem import SphereProblem
-from solvers.timestepping.simulation import Solver, simulate
+from solvers.timestepping.simulation import Solver
+from solvers.timestepping.loop import simulate
 from spectral import kernel_eigenvalues
 
 PAPER_A = np.array([(-0.5603236705120601, 0.0453159888005312, -0.8270331585994134),

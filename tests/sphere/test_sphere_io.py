@@ -16,7 +16,7 @@ from solvers.io.archive import ArchiveWriter, open_run, read_last_state, read_sn
 from solvers.io.state import initial_density
 from solvers.model.config import ConfigError, load_config
 from solvers.model.params import DomainParams, ModelParams, OutputParams, RunConfig
-from solvers.sphere.grid import SphereGrid
+from solvers.sphere.cells import SphereGrid
 from solvers.sphere.initial import _real_harmonic, resample_sphere, vmf_density, vmf_pdf
 
 LMAX = 31

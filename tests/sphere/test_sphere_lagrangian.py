@@ -13,11 +13,12 @@ from test_sphere_dirac import two_atoms
 from solvers.api import load_config, open_run, resume, run
 from solvers.io.state import initial_density
 from solvers.model.config import ConfigError
-from solvers.sphere import lagrangian as lg
-from solvers.sphere.lagrangian_discretization import LagrangianSphereDiscretization
+from solvers.sphere.measure import lagrangian as lg
+from solvers.sphere.measure.lagrangian_discretization import LagrangianSphereDiscretization
 from solvers.studies.cell_particles import cell_particles
 from solvers.studies.particles import ParticleSystem, integrate
-from solvers.timestepping.simulation import make_discretization, simulate
+from solvers.timestepping.registry import make_discretization
+from solvers.timestepping.loop import simulate
 
 PAPER = "runs/paper_s2_descent_relu_particles.toml"
 

@@ -1,5 +1,5 @@
 """Softmax-normalised attention (paper eq. 2.9) for the S^2 Lagrangian particles
-(:mod:`solvers.sphere.lagrangian`) and the Dirac diagnostics of their snapshots.
+(:mod:`solvers.sphere.measure.lagrangian`) and the Dirac diagnostics of their snapshots.
 
 A particle moves with ``s (P_x F / f + grad v / 2)``, ``f = c_K sum_j w_j e^{beta x.x_j}`` its own
 mass included. On the cell particles of a grid density this is the grid's softmax velocity at the
@@ -13,13 +13,13 @@ import pytest
 
 from solvers.api import load_config
 from solvers.io.state import initial_density
-from solvers.sphere import lagrangian as lg
-from solvers.sphere.dirac_discretization import measure_fields
-from solvers.sphere.discretization import SphereDiscretization
-from solvers.sphere.lagrangian_discretization import LagrangianSphereDiscretization
+from solvers.sphere.measure import lagrangian as lg
+from solvers.sphere.measure.dirac_discretization import measure_fields
+from solvers.sphere.grid.discretization import SphereDiscretization
+from solvers.sphere.measure.lagrangian_discretization import LagrangianSphereDiscretization
 from solvers.sphere.problem import tangent_frame
 from solvers.studies.cell_particles import cell_particles
-from solvers.timestepping.simulation import simulate
+from solvers.timestepping.loop import simulate
 
 SMOOTH = """
 [domain]

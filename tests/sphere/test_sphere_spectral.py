@@ -11,10 +11,10 @@ from solvers.model.params import (
     RunConfig,
     TimeParams,
 )
-from solvers.sphere.discretization import SphereDiscretization
-from solvers.sphere.grid import SphereGrid
+from solvers.sphere.grid.discretization import SphereDiscretization
+from solvers.sphere.cells import SphereGrid
 from solvers.sphere.problem import SphereProblem
-from solvers.sphere.spectral import SphereSpectral
+from solvers.sphere.grid.spectral import SphereSpectral
 from solvers.timestepping.simulation import Solver
 from spectral import kernel_eigenvalues
 from spectral.sphere import SphereBasis

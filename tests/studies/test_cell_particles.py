@@ -16,7 +16,7 @@ from solvers.core.point_merge import merge_close
 from solvers.io.state import initial_density
 from solvers.model.config import load_config
 from solvers.model.params import ModelParams, PerceptronParams
-from solvers.sphere.grid import SphereGrid
+from solvers.sphere.cells import SphereGrid
 from solvers.studies.cell_particles import (
     cell_particles,
     particle_atoms,

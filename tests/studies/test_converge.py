@@ -16,7 +16,7 @@ from conftest import ladder_s1_toml
 from solvers.cli import converge as cli_converge
 from solvers.io.state import initial_density
 from solvers.model.config import ConfigError, load_config
-from solvers.sphere.grid import SphereGrid
+from solvers.sphere.cells import SphereGrid
 from solvers.studies import converge as cv
 
 S1_TOML = ladder_s1_toml("gelu")

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from solvers.sphere.grid import SphereGrid
+from solvers.sphere.cells import SphereGrid
 from solvers.studies.distances import kernel_distance_s2, w1_s1
 
 N = 64

@@ -167,7 +167,7 @@ def test_quantile_and_sample_placement_s1():
 @pytest.mark.parametrize("placement", ["quantiles", "sample"])
 def test_sphere_placement_moments(placement):
     """Uniform density on S^2: particles have mean ~ 0 and second moment ~ I/3."""
-    from solvers.sphere.grid import SphereGrid
+    from solvers.sphere.cells import SphereGrid
 
     grid = SphereGrid(31)
     x, w = sphere_particles(np.full(grid.shape, 1 / (4 * np.pi)), grid, 4000, placement)
@@ -246,7 +246,7 @@ def test_circle_kernel_distance_against_quadrature():
 
 
 def test_sphere_kernel_distance_against_direct_sum():
-    from solvers.sphere.grid import SphereGrid
+    from solvers.sphere.cells import SphereGrid
     from solvers.studies.compare_particles import sphere_kernel_distance
 
     config = dataclasses.replace(make_config(31, beta=1.5), domain=dataclasses.replace(

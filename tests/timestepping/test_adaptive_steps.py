@@ -16,7 +16,8 @@ from solvers.io.state import initial_density
 from solvers.model.config import ConfigError, load_config
 from solvers.model.limits import ATOL_RANGE, RTOL_RANGE
 from solvers.model.params import TimeParams
-from solvers.timestepping.simulation import Solver, simulate
+from solvers.timestepping.simulation import Solver
+from solvers.timestepping.loop import simulate
 
 PAIRS = ("bs32", "dopri5", "ssprk3_2")
 

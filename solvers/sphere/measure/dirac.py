@@ -1,9 +1,9 @@
 """The measure-valued state on S^2: ``mu = rho dsigma + sum_i m_i delta_{x_i}`` (paper eq. 2.6).
 
-The S^2 counterpart of :mod:`solvers.circle.dirac`. A Dirac mass stays a Dirac mass, moves with
+The S^2 counterpart of :mod:`solvers.circle.measure.dirac`. A Dirac mass stays a Dirac mass, moves with
 the velocity at its point and feels no force from itself (``grad_x K(x, x_i) = 0`` at ``x = x_i``):
 
-- the density moves by the finite-volume scheme (:mod:`solvers.sphere.fv`) with the velocity of
+- the density moves by the finite-volume scheme (:mod:`solvers.sphere.grid.fv`) with the velocity of
   the whole measure at the faces;
 - atom i (a unit vector) moves by ``dx_i/dt = s grad U(x_i)`` (docs/math.md §1, §3.3);
 - the atoms' part of the attention velocity is in closed form (no spectral truncation of a
@@ -18,7 +18,7 @@ the velocity at its point and feels no force from itself (``grad_x K(x, x_i) = 0
   without the ``1/sin(theta)`` of the spherical components at the poles.
 
 Between steps (never inside a Runge-Kutta step) absorption, merging and capture change the atoms
-(:mod:`solvers.sphere.dirac_events`). Here: the fields, and which cells points lie in.
+(:mod:`solvers.sphere.measure.dirac_events`). Here: the fields, and which cells points lie in.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from solvers.core.backend import resolve_backend
 from solvers.core.kernel import kernel_log_shift
 from solvers.model import perceptron
 from solvers.sphere.atoms import grid_edges
-from solvers.sphere.fv import SphereFV
+from solvers.sphere.grid.fv import SphereFV
 from solvers.sphere.problem import SphereProblem, tangent_frame
 
 TWO_PI = 2.0 * np.pi
@@ -52,7 +52,7 @@ class SphereMeasureField:
     ----------
     problem : SphereProblem
     backend : {"numba", "numpy"} or None
-        The sums over points: ``numba`` ring by ring (:mod:`solvers.core.kernels_dirac_numba`),
+        The sums over points: ``numba`` ring by ring (:mod:`solvers.sphere.measure.kernels_dirac_numba`),
         ``numpy`` directly (None: the problem's).
         The two agree to round-off.
     """
@@ -74,7 +74,7 @@ class SphereMeasureField:
             area=g.area.ravel(),
         )
         if self.backend == "numba":  # the rings of the faces: (colatitudes, first longitude, e_p)
-            from solvers.core.kernels_dirac_numba import bessel_terms
+            from solvers.sphere.measure.kernels_dirac_numba import bessel_terms
 
             self._c.update(rings_theta_faces=(g.theta_faces, float(g.phi[0])),
                            rings_phi_faces=(g.theta, float(g.phi_faces[0])),
@@ -127,7 +127,7 @@ class SphereMeasureField:
         """``scale`` times the longitude half spectra of the atoms' sums of ``kind`` (0: along
         ``e_theta``, 1: along ``e_phi``, 2: the potential) on the rings of ``where`` (faces or
         ``"centres"``), shape (rings, nphi // 2 + 1), added into ``out`` when given (numba)."""
-        from solvers.core.kernels_dirac_numba import ring_along_spectrum
+        from solvers.sphere.measure.kernels_dirac_numba import ring_along_spectrum
 
         theta, phi0 = self._c["rings_" + where]
         if out is None:
@@ -188,7 +188,7 @@ class SphereMeasureField:
         w = np.asarray(rho, dtype=float).ravel() * self._c["area"]
         points = np.ascontiguousarray(points, dtype=float).reshape(-1, 3)
         if self.backend == "numba":  # ring by ring (kernels_dirac_numba): the same sum to round-off
-            from solvers.core.kernels_dirac_numba import ring_point_sums
+            from solvers.sphere.measure.kernels_dirac_numba import ring_point_sums
 
             g = self.problem.grid
             w_hat = np.fft.rfft(w.reshape(g.shape), axis=1)

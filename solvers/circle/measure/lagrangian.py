@@ -16,7 +16,7 @@ mass crosses a cell boundary, so the sub-cell position of mass is never smeared:
 the layer of mass beside a ReLU corner, whose share decides where a watershed falls
 (docs/schemes.md), is carried exactly.
 
-The velocity is that of the whole measure (:mod:`solvers.circle.lagrangian_fields`, re-exported
+The velocity is that of the whole measure (:mod:`solvers.circle.measure.lagrangian_fields`, re-exported
 here): its attention part from the measure's Fourier coefficients in closed form and the
 Funk-Hecke multipliers (paper Lemma 5.1), ``(1/beta) f'`` for unnormalized attention and
 ``f' / (beta f)`` for softmax (paper eq. 2.9), ``f = K*mu``; the closed-form direct sums
@@ -30,8 +30,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from solvers.circle.kink_faces import holds_together
-from solvers.circle.lagrangian_fields import (  # noqa: F401 (the state's fields, re-exported)
+from solvers.circle.cells import holds_together
+from solvers.circle.measure.lagrangian_fields import (  # noqa: F401 (the state's fields, re-exported)
     BANDWIDTH_TOL,
     attention_fields,
     attention_gradient,
@@ -129,9 +129,9 @@ def held_runs(state: LagrangianState, short: np.ndarray, corners: np.ndarray,
     """``short`` (n,) without the runs that would make a new atom the flow does not hold together.
 
     A run of short cells without an atom becomes an atom (:func:`collapse`) only when the flow
-    holds it together (:func:`~solvers.circle.kink_faces.holds_together`: the velocity points
+    holds it together (:func:`~solvers.circle.cells.holds_together`: the velocity points
     into it at both its end points, or it holds one of the sink ``corners``), as for the fv
-    Dirac state (:func:`solvers.circle.dirac_capture.forms_atom`). Otherwise
+    Dirac state (:func:`solvers.circle.measure.dirac_events.forms_atom`). Otherwise
     its cells stay cells: under descent a cluster pressed together by a passing wave spreads
     again. Runs with an atom (absorption, merging) are kept. ``velocity(x)`` gives the flow
     velocity at the angles ``x`` (P,).

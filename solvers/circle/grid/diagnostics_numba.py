@@ -1,6 +1,6 @@
 """The reductions of the S^1 snapshot diagnostics as one compiled call (unnormalised attention).
 
-:func:`solvers.circle.discretization.compute_diagnostics` is the numpy reference: a dozen
+:func:`solvers.circle.grid.discretization.compute_diagnostics` is the numpy reference: a dozen
 array passes over the grid (cell masses, extremes, energy, dissipation, transport rate,
 support velocity, spectral tail), each costing more in call overhead than in arithmetic at
 the grid sizes of the paper's runs. Here they are one pass (two for the support floor, which
@@ -15,8 +15,8 @@ import numpy as np
 from numba import njit
 
 from solvers.circle.atoms_numba import detect_ring
-from solvers.core.kernels_dirac_circle_numba import face_attention, face_velocity
-from solvers.core.kernels_numba import circle_fv_rhs
+from solvers.circle.measure.kernels_dirac_numba import face_attention, face_velocity
+from solvers.circle.grid.kernels_fv_numba import circle_fv_rhs
 
 
 @njit(cache=True, error_model="numpy")
@@ -90,11 +90,11 @@ def measure_reductions(rho: np.ndarray, h: float, stack: np.ndarray, x: np.ndarr
     """The reductions of a Dirac state's snapshot (density ``rho`` (N,) plus atoms ``x``, ``m``
     (n,)): ``(face velocity (N,), (mass, min, max, <w, K*rho>, <w, v>, dissipation, transport
     rate, max support speed, tail))`` with the atoms' mass, dissipation, moved mass and speeds
-    in them, the same quantities as :func:`solvers.circle.dirac_diagnostics.measure_diagnostics`.
+    in them, the same quantities as :func:`solvers.circle.measure.dirac_diagnostics.measure_diagnostics`.
 
     ``stack`` (3, N): the inverse transforms of ``rho_hat`` times ``d_face``, ``d_center`` and
     the kernel (the density's attention at faces and centres times ``beta``, and ``K*rho``);
-    ``faces``, ``consts``: :class:`~solvers.circle.dirac.CompiledCircleField`'s; ``drho_of``:
+    ``faces``, ``consts``: :class:`~solvers.circle.measure.dirac.CompiledCircleField`'s; ``drho_of``:
     ``(limiter code, scale (N,), kink faces (m,))`` for the fv divergence; ``floor``: a cell is in the support
     when ``rho > floor * |mass|``; ``g_atoms`` (n,): ``dU/dx`` at the atoms.
     """

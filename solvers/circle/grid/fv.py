@@ -14,14 +14,14 @@ forward-Euler step the result will be used with (``fv`` limits its fluxes with i
   only over faces whose upwind cell holds mass (density above ``mass_floor`` times the mean),
   since what the step must resolve is the motion of the mass.
 - with ``time.kink_faces`` the face nearest each corner of the perceptron velocity sits on the
-  corner (:mod:`solvers.circle.kink_faces`): ``rho`` stays the cell mass over ``h`` and the
+  corner (:mod:`solvers.circle.cells`): ``rho`` stays the cell mass over ``h`` and the
   reconstruction works on the density ``rho h / width``.
 
 ``backend="numba"`` (the default when numba imports, see :mod:`solvers.core.backend`) runs all of
-this after the velocity as one compiled kernel (:func:`solvers.core.kernels_numba.circle_fv_rhs`);
+this after the velocity as one compiled kernel (:func:`solvers.circle.grid.kernels_fv_numba.circle_fv_rhs`);
 ``backend="numpy"`` runs the array code below, the reference the kernel is tested against.
 
-The pseudo-spectral scheme is in :mod:`solvers.circle.spectral`; the limiters, shared with the
+The pseudo-spectral scheme is in :mod:`solvers.circle.grid.spectral`; the limiters, shared with the
 sphere, in :mod:`solvers.core.limiters`.
 """
 
@@ -88,14 +88,15 @@ def transport(rho: np.ndarray, u: np.ndarray, h: float, limiter: str = "mc", dt:
               scale: np.ndarray | None = None, kinks: np.ndarray | None = None) -> tuple[np.ndarray, float]:
     """``(d rho/dt, max_rate)`` for the cell masses over ``h``, ``rho``, and right-face velocities
     ``u`` (N,). ``scale`` (N,): ``h / width`` of each cell (None: the uniform grid; see
-    :mod:`solvers.circle.kink_faces`); the reconstruction works on ``rho * scale`` and the
+    :mod:`solvers.circle.cells`); the reconstruction works on ``rho * scale`` and the
     CFL rate on ``|u| scale / h``. ``kinks`` (m,): the faces on perceptron corners, where
     ``weno5`` is one-sided (:func:`solvers.core.limiters.weno5_faces`; None: none)."""
     inv_h = 1.0 / h
     scale = np.ones(rho.shape) if scale is None else scale
     kinks = np.zeros(0, dtype=np.int64) if kinks is None else np.ascontiguousarray(kinks, dtype=np.int64)
     if resolve_backend(backend) == "numba":
-        from solvers.core.kernels_numba import LIMITER_CODES, circle_fv_rhs
+        from solvers.circle.grid.kernels_fv_numba import circle_fv_rhs
+        from solvers.core.kernels_numba import LIMITER_CODES
 
         limit = dt is not None
         step = float(dt) if limit else 0.0
@@ -143,7 +144,7 @@ def _fused_stage(problem: CircleProblem, limiter: str, mass_floor: float) -> Cal
     max_rate``: an SSP Runge-Kutta stage in one compiled call (same operations as the
     reference; see :func:`solvers.timestepping.integrators._shu_osher_step`)."""
     from solvers.core.kernels_numba import LIMITER_CODES
-    from solvers.core.kernels_stages import circle_fv_stage
+    from solvers.circle.grid.kernels_fv_numba import circle_fv_stage
 
     code, h, scale, kinks = LIMITER_CODES[limiter], problem.basis.h, problem.cell_scale, problem.kinks
     inv_h = 1.0 / h
@@ -161,9 +162,9 @@ def _fused_stage(problem: CircleProblem, limiter: str, mass_floor: float) -> Cal
 def _fused_step(problem: CircleProblem, limiter: str, mass_floor: float) -> Callable:
     """``fused_step(rho, dt, plan) -> (rho_new, max_rate)``: a whole Shu-Osher step (plan:
     :attr:`solvers.timestepping.integrators.ButcherTable.stage_plan`) in one compiled call,
-    FFTs included (:func:`solvers.core.kernels_circle_steps_numba.grid_step`; unnormalised
+    FFTs included (:func:`solvers.circle.grid.kernels_steps_numba.grid_step`; unnormalised
     attention), the operations of the stage-by-stage :func:`_fused_stage` path."""
-    from solvers.core.kernels_circle_steps_numba import grid_step
+    from solvers.circle.grid.kernels_steps_numba import grid_step
     from solvers.core.kernels_numba import LIMITER_CODES
 
     code, h, scale = LIMITER_CODES[limiter], problem.basis.h, problem.cell_scale

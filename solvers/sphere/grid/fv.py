@@ -1,6 +1,6 @@
 """Finite-volume transport on S^2: ``d_t rho + s div(rho g) = 0`` (paper eq. 2.6) on the reduced grid.
 
-Cells are those of :class:`~solvers.sphere.grid.SphereGrid` (Gauss bands; polar longitude cells
+Cells are those of :class:`~solvers.sphere.cells.SphereGrid` (Gauss bands; polar longitude cells
 merged so that no cell is much narrower in longitude than in latitude). Fluxes:
 
 - zonal, through the longitude faces of each (merged) cell: ``u_phi(theta_j, face) rho_face dtheta_j``;
@@ -18,7 +18,7 @@ is stored on the fine (nlat, nphi) grid, constant over each merged cell.
 only the degrees ``l <= L`` the kernel keeps (:meth:`SphereProblem.kernel_coefficients`),
 synthesises both face velocities with one batched irfft (:meth:`SphereProblem.face_velocities`)
 and does everything after them in one compiled kernel, band by band
-(:func:`solvers.core.kernels_sphere_numba.sphere_fv_rhs`); the two agree to round-off
+(:func:`solvers.sphere.grid.kernels_fv_numba.sphere_fv_rhs`); the two agree to round-off
 (tests/core/test_backends.py, tests/core/test_fused_paths.py).
 """
 
@@ -175,7 +175,7 @@ class SphereFV:
 
         All arrays (nlat, nphi); numba backend only.
         """
-        from solvers.core.kernels_sphere_numba import sphere_fv_stage
+        from solvers.sphere.grid.kernels_fv_numba import sphere_fv_stage
 
         p, c64 = self.problem, np.ascontiguousarray
         rho = c64(rho, dtype=float)
@@ -188,7 +188,7 @@ class SphereFV:
                   dt: float | None = None) -> tuple[np.ndarray, float]:
         """``(d rho/dt, max_rate)`` for given face velocities (shapes as :meth:`SphereProblem.velocity`)."""
         if self.backend == "numba":
-            from solvers.core.kernels_sphere_numba import sphere_fv_rhs
+            from solvers.sphere.grid.kernels_fv_numba import sphere_fv_rhs
 
             limit = dt is not None
             return sphere_fv_rhs(np.ascontiguousarray(rho, dtype=float), np.ascontiguousarray(u_phi, dtype=float),

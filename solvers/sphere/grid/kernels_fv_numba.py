@@ -1,6 +1,6 @@
 """Fused numba kernels of the S^2 step: the band-by-band finite-volume right-hand side on the
 merged Gauss grid, and the Legendre sums of the truncated analysis and the face-velocity
-synthesis (the numpy references are in :mod:`solvers.sphere.fv` and
+synthesis (the numpy references are in :mod:`solvers.sphere.grid.fv` and
 :mod:`solvers.sphere.problem`; tests/core/test_backends.py and test_fused_paths.py).
 
 Compiled with ``cache=True``; import only through :mod:`solvers.core.backend` users (numba is
@@ -160,7 +160,7 @@ def _sphere_fv_body(rho, u_phi, u_theta, merge, offset, n_cells, dtheta, face_le
                     code, dt, limit, mass_floor, threads, u0, coef, alpha, uj, mode):
     """S^2 on the reduced grid: ``(d rho/dt on the fine (nlat, nphi) grid, max_rate)``.
 
-    Same operations as :class:`solvers.sphere.fv.SphereFV` (see there), band by band: band
+    Same operations as :class:`solvers.sphere.grid.fv.SphereFV` (see there), band by band: band
     ``j`` holds ``nphi / merge[j]`` cells numbered from ``offset[j]``, cell ``q`` covering the
     fine cells ``q merge[j] ... (q + 1) merge[j] - 1``; every geometric factor is constant
     along a band (``dtheta``, ``face_len`` (nlat+1,), ``area_row``, ``zwidth_row``), so the

@@ -3,7 +3,7 @@
 In the continuity equation a Dirac mass stays a Dirac mass, moves with the velocity at its
 point and feels no force from itself (``d/dx K(x, x_i) = 0`` at ``x = x_i``). So:
 
-- the density moves by the finite-volume scheme (:mod:`solvers.circle.fv`) with the velocity of
+- the density moves by the finite-volume scheme (:mod:`solvers.circle.grid.fv`) with the velocity of
   the whole measure at the faces;
 - atom i moves by ``dx_i/dt = s dU/dx(x_i)`` (docs/math.md §1, §3.3);
 - the density's part of ``dU/dx`` is spectral (Funk-Hecke, docs/math.md §2) and is evaluated at
@@ -12,19 +12,19 @@ point and feels no force from itself (``d/dx K(x, x_i) = 0`` at ``x = x_i``). So
   closed form (no spectral truncation of a delta), ``c_K`` = 1 or ``e^{-beta}`` (shifted kernel).
 
 Between steps (never inside a Runge-Kutta step) :func:`absorb`, :func:`merge` and
-:func:`solvers.circle.dirac_capture.capture` change the atoms, each conserving the total mass
+:func:`solvers.circle.measure.dirac_events.capture` change the atoms, each conserving the total mass
 exactly (up to round-off) and keeping ``rho >= 0``:
 
 - capture: a basin atom of the density (:func:`solvers.circle.atoms.detect_atoms`) whose three
   core cells (peak and neighbours) hold at least ``capture_fraction`` of its basin mass, and
-  which the flow holds together (:func:`~solvers.circle.dirac_capture.forms_atom`), becomes a
+  which the flow holds together (:func:`~solvers.circle.measure.dirac_events.forms_atom`), becomes a
   Dirac atom at the core's centre of mass (mass and angular first moment conserved);
 - absorption: the density in an atom's cell is added to the atom when that cell has no outflow
   (both faces point into it), at the atom's position;
 - merging: atoms closer than a cell become one, at the mass-weighted mean angle.
 
 Two implementations of the fields: :class:`CircleMeasureField` (numpy, the reference) and
-:class:`CompiledCircleField` (numba kernels of :mod:`solvers.core.kernels_dirac_circle_numba`,
+:class:`CompiledCircleField` (numba kernels of :mod:`solvers.circle.measure.kernels_dirac_numba`,
 the default when numba imports; ``MEANFIELD_NUMPY=1`` selects the reference,
 :mod:`solvers.core.backend`). They agree to round-off (tests/circle/test_dirac_kernels.py).
 """
@@ -116,7 +116,7 @@ class CircleMeasureField:
 
 class CompiledCircleField:
     """:class:`CircleMeasureField` (same methods, same signatures) and the Dirac right-hand side
-    through the compiled kernels of :mod:`solvers.core.kernels_dirac_circle_numba`: one call per
+    through the compiled kernels of :mod:`solvers.circle.measure.kernels_dirac_numba`: one call per
     Runge-Kutta stage after the two FFTs.
 
     Grid-only data are tabulated once (``faces``, shape (5, N): ``cos``, ``sin`` of the right
@@ -134,7 +134,7 @@ class CompiledCircleField:
     """
 
     def __init__(self, problem: CircleProblem, limiter: str) -> None:
-        from solvers.core import kernels_dirac_circle_numba as kd
+        from solvers.circle.measure import kernels_dirac_numba as kd
         from solvers.core.kernels_numba import LIMITER_CODES
 
         b, model, units = problem.basis, problem.model, problem.model.perceptron
@@ -162,7 +162,7 @@ class CompiledCircleField:
         """Whether the compiled path runs: the numba backend and an activation it compiles."""
         if default_backend() != "numba":
             return False
-        from solvers.core.kernels_dirac_circle_numba import ACTIVATION_CODES
+        from solvers.circle.measure.kernels_dirac_numba import ACTIVATION_CODES
 
         return problem.model.perceptron.activation in ACTIVATION_CODES
 
@@ -182,7 +182,7 @@ class CompiledCircleField:
         return fft, g
 
     def __call__(self, state: np.ndarray, dt: float | None = None) -> tuple[np.ndarray, float]:
-        """``(d state/dt, max_rate)`` of the flat state (``kernels_dirac_circle_numba.dirac_rhs``)."""
+        """``(d state/dt, max_rate)`` of the flat state (``kernels_dirac_numba.dirac_rhs``)."""
         fft, g = self.spectra(state[: self.n])
         return self.kd.dirac_rhs(state, g, fft, self.d_center, self.n_modes, self.faces, self.units, self.code,
                                  self.consts, self.limiter, 0.0 if dt is None else float(dt), dt is not None,
@@ -198,9 +198,9 @@ class CompiledCircleField:
 
     def fused_step(self, state: np.ndarray, dt: float, plan: tuple) -> tuple[np.ndarray, float]:
         """A whole Shu-Osher step (plan: :attr:`~solvers.timestepping.integrators.ButcherTable.stage_plan`)
-        in one compiled call, FFTs included (:func:`solvers.core.kernels_circle_steps_numba.dirac_step`):
+        in one compiled call, FFTs included (:func:`solvers.circle.grid.kernels_steps_numba.dirac_step`):
         the operations of :meth:`fused_stage` stage after stage. Set only with rocket-fft."""
-        from solvers.core.kernels_circle_steps_numba import dirac_step
+        from solvers.circle.grid.kernels_steps_numba import dirac_step
 
         return dirac_step(state, float(dt), *plan, self.d_face, self.d_center, self.n_modes, *self._moved,
                           self.faces, self.units, self.code, self.consts, self.limiter, self.problem.kinks)
@@ -209,7 +209,7 @@ class CompiledCircleField:
         """Positions mod 2 pi and :func:`absorb` on a flat state: ``(new state, u, smallest
         separation of the atoms)`` (merge when below ``h``)."""
         if self.fused_step is not None:  # rocket-fft: the FFTs compiled too, one call
-            from solvers.core.kernels_circle_steps_numba import dirac_absorb_step
+            from solvers.circle.grid.kernels_steps_numba import dirac_absorb_step
 
             return dirac_absorb_step(state, self.d_face, self.d_center, *self._moved, self.faces, self.consts)
         g = self.spectra(state[: self.n])[1]
@@ -221,7 +221,7 @@ class CompiledCircleField:
         return self.kd.perceptron_velocity(_floats(x), self.units, self.code)
 
     def atom_energy(self, rho_hat: np.ndarray, x: np.ndarray, m: np.ndarray) -> float:
-        """The atoms' part of ``E[mu]`` (:func:`solvers.circle.dirac_diagnostics.atom_energy`):
+        """The atoms' part of ``E[mu]`` (:func:`solvers.circle.measure.dirac_diagnostics.atom_energy`):
         the cross term ``(1/beta) sum_i m_i (K*rho)(x_i)`` and the atoms' own closed form."""
         if not m.size:
             return 0.0
@@ -258,7 +258,7 @@ class CompiledCircleField:
         transforms compiled too, as in :meth:`absorb_step` (the same to round-off)."""
         if self.fused_step is None:
             return self.face_velocity(self.problem.basis.forward(rho), x, m)
-        from solvers.core.kernels_circle_steps_numba import dirac_spectra
+        from solvers.circle.grid.kernels_steps_numba import dirac_spectra
 
         g = dirac_spectra(np.ascontiguousarray(rho, dtype=float), self.d_face, self.d_center, *self._moved)[1]
         return self.kd.face_velocity(g, 1.0, _floats(x), _floats(m), self.faces, self.consts)

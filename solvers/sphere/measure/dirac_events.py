@@ -2,10 +2,10 @@
 
 Never inside a Runge-Kutta step. :func:`absorb`, :func:`merge` and :func:`capture` each conserve
 the total mass (``sum rho area + sum m``) to round-off and keep ``rho >= 0``. A finite volume is a
-merged polar cell where the grid merges cells (:class:`~solvers.sphere.grid.SphereGrid`): they are
+merged polar cell where the grid merges cells (:class:`~solvers.sphere.cells.SphereGrid`): they are
 emptied whole, so the density stays constant over its fine cells. :func:`may_capture` is the
 cheap necessary condition that lets capture be checked after every step
-(:meth:`solvers.sphere.dirac_discretization.DiracSphereDiscretization.after_step`).
+(:meth:`solvers.sphere.measure.dirac_discretization.DiracSphereDiscretization.after_step`).
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from scipy import sparse
 from solvers.core.measure import DiracAtoms
 from solvers.model.params import AtomParams
 from solvers.sphere.atoms import detect_atoms
-from solvers.sphere.dirac import fine_cells, locate, normalise
-from solvers.sphere.fv import SphereFV
+from solvers.sphere.measure.dirac import fine_cells, locate, normalise
+from solvers.sphere.grid.fv import SphereFV
 
 
 def absorb(rho: np.ndarray, atoms: DiracAtoms, u_theta: np.ndarray, u_phi: np.ndarray,

@@ -7,8 +7,8 @@ import numpy as np
 from solvers.core.snapshot import Diagnostics
 from solvers.model.params import AtomParams, RunConfig
 from solvers.sphere.atoms import detect_atoms
-from solvers.sphere.fv import SphereFV
-from solvers.sphere.grid import SphereGrid
+from solvers.sphere.grid.fv import SphereFV
+from solvers.sphere.cells import SphereGrid
 from solvers.sphere.problem import SphereProblem
 
 SUPPORT_FLOOR = 1e-8  # support: rho > SUPPORT_FLOOR * M / (4 pi)
@@ -39,7 +39,7 @@ class SphereDiscretization:
             self.rhs = SphereFV(self.problem, config.time.limiter, config.time.cfl_floor)
             self.default_integrator = "ssprk10_2"
         else:
-            from solvers.sphere.spectral import SphereSpectral
+            from solvers.sphere.grid.spectral import SphereSpectral
 
             self.rhs = SphereSpectral(self.problem)
             self.default_integrator = "rk4"

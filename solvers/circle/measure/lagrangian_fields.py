@@ -1,4 +1,4 @@
-"""The velocity field of the S^1 Lagrangian state (:mod:`solvers.circle.lagrangian`): moving cells
+"""The velocity field of the S^1 Lagrangian state (:mod:`solvers.circle.measure.lagrangian`): moving cells
 plus Dirac atoms, unnormalized or softmax-normalised attention.
 
 The attention uses the measure's Fourier coefficients ``mu_j = int e^{-i j y} dmu`` in closed
@@ -46,7 +46,7 @@ from solvers.model import perceptron
 from solvers.model.params import ModelParams
 from spectral import kernel_bandwidth, kernel_eigenvalues
 
-# "LagrangianState" in the annotations is solvers.circle.lagrangian.LagrangianState (that module
+# "LagrangianState" in the annotations is solvers.circle.measure.lagrangian.LagrangianState (that module
 # imports this one: not imported here, so that the layering has no cycle)
 
 TWO_PI = 2.0 * np.pi
@@ -280,7 +280,7 @@ def velocity(state: "LagrangianState", model: ModelParams, w: np.ndarray, points
     v'/2)`` (unnormalized attention, paper eq. 2.7) or ``s (f'/(beta f) + v'/2)`` (softmax, paper
     eq. 2.9), ``s = +1`` ascent, ``-1`` descent. ``perceptron_velocity(angles)``: the perceptron's
     part (default :func:`solvers.model.perceptron.circle_velocity`; the compiled
-    :meth:`solvers.circle.dirac.CompiledCircleField.perceptron_velocity` does the same operations)."""
+    :meth:`solvers.circle.measure.dirac.CompiledCircleField.perceptron_velocity` does the same operations)."""
     angles = np.mod(points, TWO_PI)
     v = perceptron.circle_velocity(model.perceptron, angles) if perceptron_velocity is None \
         else perceptron_velocity(angles)

@@ -1,12 +1,12 @@
 """The ``[atoms] representation = "dirac"`` discretisation on S^2: density plus Dirac atoms.
 
-The S^2 counterpart of :mod:`solvers.circle.dirac_discretization`. The state the integrator sees
+The S^2 counterpart of :mod:`solvers.circle.measure.dirac_discretization`. The state the integrator sees
 is the flat vector of :class:`solvers.core.measure.MeasureLayout` (``[rho (nlat nphi),
 x (n, 3), m (n), ids (n)]``, positions unit vectors); the right-hand side moves the density by
 finite volumes with the face velocities of the whole measure and the atoms by their velocity
-(:mod:`solvers.sphere.dirac`). :meth:`DiracSphereDiscretization.after_step` renormalises the
+(:mod:`solvers.sphere.measure.dirac`). :meth:`DiracSphereDiscretization.after_step` renormalises the
 positions to unit length and applies capture, absorption and merging after every accepted step
-(capture's basin detection only where :func:`~solvers.sphere.dirac_events.may_capture` says it could
+(capture's basin detection only where :func:`~solvers.sphere.measure.dirac_events.may_capture` says it could
 find something).
 
 Step size (docs/math.md §6): ``max_rate`` is the larger of the fv Courant rate (over the faces
@@ -29,7 +29,7 @@ from solvers.core.snapshot import Diagnostics
 from solvers.model import perceptron
 from solvers.model.params import AtomParams, RunConfig
 from solvers.sphere.atoms import SphereAtoms, detect_atoms
-from solvers.sphere.dirac import (
+from solvers.sphere.measure.dirac import (
     SphereMeasureField,
     atom_widths,
     band_widths,
@@ -38,8 +38,8 @@ from solvers.sphere.dirac import (
     locate,
     normalise,
 )
-from solvers.sphere.dirac_events import absorb, capture, core_adjacency, may_capture, merge
-from solvers.sphere.discretization import (
+from solvers.sphere.measure.dirac_events import absorb, capture, core_adjacency, may_capture, merge
+from solvers.sphere.grid.discretization import (
     SUPPORT_FLOOR,
     SphereDiscretization,
     degree_tail,
@@ -50,7 +50,7 @@ FOUR_PI = 4.0 * np.pi
 
 class DiracSphereDiscretization(MeasureStateAccess, SphereDiscretization):
     """Grid density plus Dirac atoms on S^2 (fv scheme, unnormalized attention; the diagnostics
-    also for softmax, the snapshots of :class:`~solvers.sphere.lagrangian_discretization.LagrangianSphereDiscretization`)."""
+    also for softmax, the snapshots of :class:`~solvers.sphere.measure.lagrangian_discretization.LagrangianSphereDiscretization`)."""
 
     representation = "dirac"
 

@@ -96,7 +96,7 @@ def holds_together(left: np.ndarray, right: np.ndarray, u_left: np.ndarray, u_ri
     ``corners`` (:func:`sink_corners`), which the perceptron drives mass into from one side.
 
     The rule of both S^1 Dirac states for a concentration to become an atom
-    (:func:`solvers.circle.dirac_capture.forms_atom`, :func:`solvers.circle.lagrangian.held_runs`;
+    (:func:`solvers.circle.measure.dirac_events.forms_atom`, :func:`solvers.circle.measure.lagrangian.held_runs`;
     docs/schemes.md, "Capture only what is held together").
     """
     held = (np.asarray(u_left) >= 0.0) & (np.asarray(u_right) <= 0.0)

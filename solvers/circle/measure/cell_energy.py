@@ -6,7 +6,7 @@ smooth the cells' sub-cell positions, and their energy moved by up to 7e-8 again
 direction between two records of a descent run (the energy of the projection is not monotone).
 
 - Attention: with the measure's Fourier coefficients ``mu_j = int e^{-i j y} dmu`` (closed form
-  per cell and atom, :func:`solvers.circle.lagrangian_fields.coefficients`),
+  per cell and atom, :func:`solvers.circle.measure.lagrangian_fields.coefficients`),
   ``(1/(2 beta)) iint K dmu dmu = (1/2) sum_{|j| <= J} w_j |mu_j|^2`` with
   ``w_j = lambda_j / (2 pi beta)`` (Funk-Hecke, paper Lemma 5.1), exact to round-off past the
   kernel's bandwidth J.
@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from solvers.circle import lagrangian_fields as fields
-from solvers.circle.lagrangian import LagrangianState
+from solvers.circle.measure import lagrangian_fields as fields
+from solvers.circle.measure.lagrangian import LagrangianState
 from solvers.model import perceptron
 from solvers.model.params import ModelParams
 
@@ -44,7 +44,7 @@ def corners(model: ModelParams) -> np.ndarray:
 
 def attention_energy(state: LagrangianState, w: np.ndarray) -> float:
     """``(1/(2 beta)) iint K dmu dmu`` of the cells and atoms (``w`` from
-    :func:`~solvers.circle.lagrangian_fields.gradient_weights`)."""
+    :func:`~solvers.circle.measure.lagrangian_fields.gradient_weights`)."""
     mu = fields.coefficients(state, w.size - 1)
     return float(0.5 * (w[0] * mu[0].real ** 2 + 2.0 * np.sum(w[1:] * np.abs(mu[1:]) ** 2)))
 

@@ -1,14 +1,14 @@
 """``time.scheme = "lagrangian"`` on S^1: moving finite volumes plus Dirac atoms (the measure-valued
-state, ``[atoms] representation = "dirac"``), :mod:`solvers.circle.lagrangian`.
+state, ``[atoms] representation = "dirac"``), :mod:`solvers.circle.measure.lagrangian`.
 
 The integrator sees the flat state ``[X, m, A, ids]``; only the points move
 (``dX_k/dt = s dU/dx(X_k)``), so mass is conserved exactly by construction and the density
 ``m_k / (X_{k+1} - X_k)`` is never negative. Between steps (:meth:`after_step`), in this order:
 
-- collapse (:func:`~solvers.circle.lagrangian.short_cells`): a cell shorter than
+- collapse (:func:`~solvers.circle.measure.lagrangian.short_cells`): a cell shorter than
   ``COLLAPSE h`` becomes a Dirac atom (the flow concentrated it by a factor of at least
   ``1 / COLLAPSE``) when the flow holds its run of short cells together
-  (:func:`~solvers.circle.lagrangian.held_runs`, the fv Dirac state's capture rule), and in any
+  (:func:`~solvers.circle.measure.lagrangian.held_runs`, the fv Dirac state's capture rule), and in any
   case once it is shorter than ``MET h`` (its ends have met: a cluster carried along while it
   collapses; below that, round-off in the positions could turn cells inside out). Under
   descent a cluster pressed together by a passing wave otherwise became an atom that kept its
@@ -33,7 +33,7 @@ bound ``C / L(M)`` applies as for the grid schemes (docs/math.md §6).
 
 Where numba runs, a right-hand side is one compiled call, and so are the bookkeeping after a
 step (which hands back the state itself when nothing happens) and the order check
-(:mod:`solvers.circle.kernels_lagrangian_numba`): the operations of the numpy code below, which
+(:mod:`solvers.circle.measure.kernels_lagrangian_numba`): the operations of the numpy code below, which
 stays the reference (``MEANFIELD_NUMPY=1``) and runs where the kernels cannot (a softmax point
 far from all the mass, every cell met in one point); the two take bitwise the same steps
 (tests/circle/test_lagrangian_kernels.py).
@@ -50,8 +50,8 @@ from dataclasses import replace
 
 import numpy as np
 
-from solvers.circle import lagrangian as lg
-from solvers.circle.dirac_discretization import DiracCircleDiscretization
+from solvers.circle.measure import lagrangian as lg
+from solvers.circle.measure.dirac_discretization import DiracCircleDiscretization
 from solvers.core.backend import default_backend
 from solvers.core.kernel import kernel_log_shift
 from solvers.core.measure import DiracAtoms, starting_atoms
@@ -104,10 +104,11 @@ class LagrangianCircleDiscretization:
         # perceptron's units: numba and a compiled activation; else the numpy code below
         self.kernels = None
         if self._perceptron is not None:
-            from solvers.circle import kernels_lagrangian_numba as kl
+            from solvers.circle.measure import kernels_lagrangian_events_numba as kle
+            from solvers.circle.measure import kernels_lagrangian_numba as kl
 
             model = config.model
-            self.kernels = kl
+            self.kernels, self.event_kernels = kl, kle
             self._units, self._sinks = fields.units, np.ascontiguousarray(self.problem.sink_corners, dtype=float)
             # (beta, s, softmax, K(0) = e^{beta + log c_K}, activation code): kl.BETA, ...
             self._consts = np.array([model.beta, model.sign, float(model.attention == "softmax"),
@@ -155,7 +156,7 @@ class LagrangianCircleDiscretization:
 
     def rhs_flat(self, state: np.ndarray, tail: int) -> tuple[np.ndarray, float]:
         """:meth:`rhs` of ``[X, m, A, ids]`` followed by ``tail`` values (their derivative 0): one
-        compiled call (:func:`~solvers.circle.kernels_lagrangian_numba.cells_rhs`, bitwise the
+        compiled call (:func:`~solvers.circle.measure.kernels_lagrangian_numba.cells_rhs`, bitwise the
         numpy code's result), or :meth:`rhs_reference` (numpy backend; a softmax point far from
         the mass, whose ``f'/f`` comes from the direct sums)."""
         n = (state.size - tail) // 4
@@ -204,7 +205,7 @@ class LagrangianCircleDiscretization:
     def accept(self, state: np.ndarray) -> bool:
         """A step is accepted when its points are still in order (no cell turned inside out)."""
         if self.kernels is not None:
-            return bool(self.kernels.in_order(state, state.size // 4))
+            return bool(self.event_kernels.in_order(state, state.size // 4))
         return bool(np.all(lg.LagrangianState.unpack(state).lengths() > 0))
 
     def after_step(self, state: np.ndarray, step: int) -> np.ndarray:
@@ -213,13 +214,13 @@ class LagrangianCircleDiscretization:
 
     def events_flat(self, state: np.ndarray, tail: int) -> np.ndarray:
         """:meth:`after_step` of ``[X, m, A, ids]`` followed by ``tail`` values (kept as they are):
-        one compiled call (:func:`~solvers.circle.kernels_lagrangian_numba.events`, bitwise the
+        one compiled call (:func:`~solvers.circle.measure.kernels_lagrangian_events_numba.events`, bitwise the
         numpy code's result; ``state`` itself when nothing happens), else :meth:`_events`."""
         n = (state.size - tail) // 4
         if self.kernels is not None:
-            status, new, next_id = self.kernels.events(state, n, self._lengths, self.mass_floor, self.next_id,
+            status, new, next_id = self.event_kernels.events(state, n, self._lengths, self.mass_floor, self.next_id,
                                                        self._sinks, self.weights, self._units, self._consts)
-            if status != self.kernels.NUMPY:
+            if status != self.event_kernels.NUMPY:
                 self.next_id = int(next_id)
                 return new
         cells = self._events(lg.LagrangianState.unpack(state[:4 * n])).pack()

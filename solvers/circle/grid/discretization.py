@@ -15,9 +15,9 @@ from solvers.circle.atoms import (
     ring_atoms,
     ring_detector,
 )
-from solvers.circle.fv import fv
+from solvers.circle.grid.fv import fv
 from solvers.circle.problem import CircleProblem
-from solvers.circle.spectral import (
+from solvers.circle.grid.spectral import (
     averages_to_points,
     dealias_cutoff,
     project,
@@ -145,7 +145,7 @@ def _compiled(problem: CircleProblem, rhs: Rhs) -> bool:
 def _compiled_diagnostics(problem: CircleProblem, rhs: Rhs, rho: np.ndarray,
                           atoms: AtomParams, k_max: int) -> Diagnostics:
     """:func:`compute_diagnostics` for unnormalised attention: one forward and one batched
-    inverse transform, then two compiled calls (:mod:`solvers.circle.diagnostics_numba`): the
+    inverse transform, then two compiled calls (:mod:`solvers.circle.grid.diagnostics_numba`): the
     fields, and the reductions with the atoms (:func:`solvers.circle.atoms_numba.detect_ring`)."""
     b, stack_m = problem.basis, _compiled_setup(problem)[2]
     rho_hat = b.forward(rho)
@@ -200,7 +200,7 @@ def _compiled_setup(problem: CircleProblem) -> tuple:
     v_center, support floor)``; the multipliers stack ``d_face``, ``d_center`` and ``kernel``."""
     cache = problem._cache
     if "diagnostic_setup" not in cache:
-        from solvers.circle.diagnostics_numba import fields, reductions_and_atoms
+        from solvers.circle.grid.diagnostics_numba import fields, reductions_and_atoms
 
         c = problem.multipliers
         cache["diagnostic_setup"] = (

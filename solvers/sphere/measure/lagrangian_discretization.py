@@ -1,4 +1,4 @@
-"""``time.scheme = "lagrangian"`` on S^2: the measure as weighted particles (:mod:`solvers.sphere.lagrangian`).
+"""``time.scheme = "lagrangian"`` on S^2: the measure as weighted particles (:mod:`solvers.sphere.measure.lagrangian`).
 
 The integrator sees the flat state ``[x (n, 3), w (n), ids (n)]`` (a
 :class:`~solvers.core.measure.MeasureLayout` with no grid part); only the positions move, so
@@ -36,10 +36,10 @@ from solvers.core.measure import DiracAtoms, MeasureLayout, starting_atoms
 from solvers.core.point_merge import merge_close
 from solvers.core.snapshot import Diagnostics
 from solvers.model.params import AtomParams, RunConfig
-from solvers.sphere import lagrangian as lg
-from solvers.sphere.dirac import normalise
-from solvers.sphere.dirac_discretization import DiracSphereDiscretization
-from solvers.sphere.lagrangian_refine import refined_particles
+from solvers.sphere.measure import lagrangian as lg
+from solvers.sphere.measure.dirac import normalise
+from solvers.sphere.measure.dirac_discretization import DiracSphereDiscretization
+from solvers.sphere.measure.lagrangian_refine import refined_particles
 from solvers.sphere.problem import perceptron_lipschitz
 
 
@@ -79,7 +79,7 @@ class LagrangianSphereDiscretization:
 
     def _refined(self, rho0: np.ndarray, atoms0: DiracAtoms) -> DiracAtoms:
         """The particles of ``rho0`` with its basin-boundary cells refined ``time.basin_refine``
-        times in each direction (:mod:`solvers.sphere.lagrangian_refine`; the scout run moves
+        times in each direction (:mod:`solvers.sphere.measure.lagrangian_refine`; the scout run moves
         them with ``atoms0``), then ``atoms0``."""
         t = self.config.time
         a, at = np.asarray(atoms0.mass, float), normalise(atoms0.position).reshape(-1, 3)

@@ -15,8 +15,8 @@ from __future__ import annotations
 import numpy as np
 
 from solvers.circle.atoms import detect_atoms
-from solvers.circle.dirac import CORE_CELLS, TWO_PI, merge
-from solvers.circle.kink_faces import holds_together
+from solvers.circle.measure.dirac import CORE_CELLS, TWO_PI, merge
+from solvers.circle.cells import holds_together
 from solvers.circle.problem import CircleProblem
 from solvers.core.backend import resolve_backend
 from solvers.core.measure import DiracAtoms
@@ -90,7 +90,7 @@ def may_capture(rho: np.ndarray, cells: np.ndarray, u_face: np.ndarray, problem:
     bound = (1.0 - SUM_SLACK) * params.capture_fraction * params.min_mass
     corner_cells = problem.sink_corner_cells
     if resolve_backend(backend) == "numba":  # one compiled pass (the numpy below: 50 us at N = 256)
-        from solvers.core.kernels_dirac_circle_numba import may_capture as compiled
+        from solvers.circle.measure.kernels_dirac_numba import may_capture as compiled
 
         return bool(compiled(np.ascontiguousarray(rho, dtype=float), np.asarray(cells, dtype=np.int64),
                              np.ascontiguousarray(u_face, dtype=float), corner_cells,

@@ -1,5 +1,5 @@
 """Fused numba kernels of the Dirac-atom fields on S^1 (the numpy references are in
-:mod:`solvers.circle.dirac`; tests/circle/test_dirac_kernels.py compares the two).
+:mod:`solvers.circle.measure.dirac`; tests/circle/test_dirac_kernels.py compares the two).
 
 The measure is ``mu = rho dtheta + sum_i m_i delta_{x_i}`` (paper eq. 2.6); its velocity is
 ``s dU/dx`` with (docs/math.md §1, §3.3):
@@ -16,7 +16,7 @@ The measure is ``mu = rho dtheta + sum_i m_i delta_{x_i}`` (paper eq. 2.6); its 
   (:func:`perceptron_velocity`; the face values are a grid table).
 
 :func:`dirac_rhs` is the whole right-hand side after the FFTs (face velocities, the fv transport
-of :func:`solvers.core.kernels_numba.circle_fv_rhs`, the atom velocities, the step rate) and
+of :func:`solvers.circle.grid.kernels_fv_numba.circle_fv_rhs`, the atom velocities, the step rate) and
 :func:`dirac_stage` adds the Shu-Osher combination (:func:`solvers.core.kernels_stages.shu_osher_stage`):
 one compiled call per Runge-Kutta stage. :func:`absorb_step` is the bookkeeping after a step
 (positions mod 2 pi, face velocity, absorption; merging is flagged, done by the caller).
@@ -24,7 +24,7 @@ one compiled call per Runge-Kutta stage. :func:`absorb_step` is the bookkeeping 
 Compiled with ``cache=True``; import only through :mod:`solvers.core.backend` users (numba is
 optional at run time). Arguments: ``faces`` (6, N) = ``cos``, ``sin`` of the right faces, the
 perceptron face velocity, ``cos``, ``sin`` of the cell centres, ``h / width`` of the cells (all
-1 unless ``time.kink_faces`` moved faces, :mod:`solvers.circle.kink_faces`); ``units`` (J, 4) = ``a_j1, a_j2,
+1 unless ``time.kink_faces`` moved faces, :mod:`solvers.circle.cells`); ``units`` (J, 4) = ``a_j1, a_j2,
 b_j, omega_j``; ``consts`` = ``(beta, log c_K, s, h, absolute mass floor)``.
 """
 
@@ -35,7 +35,7 @@ import math
 import numpy as np
 from numba import njit
 
-from solvers.core.kernels_numba import circle_fv_rhs
+from solvers.circle.grid.kernels_fv_numba import circle_fv_rhs
 from solvers.core.kernels_stages import shu_osher_stage
 from solvers.model.activations import LEAKY_SLOPE
 
@@ -132,7 +132,7 @@ def perceptron_velocity(x: np.ndarray, units: np.ndarray, code: int) -> np.ndarr
 def atom_attention(points: np.ndarray, x: np.ndarray, m: np.ndarray, beta: float, log_c: float) -> np.ndarray:
     """``-sum_i m_i sin(p - x_i) e^{beta cos(p - x_i) + log_c}`` at ``points`` (P,); (P,).
 
-    The closed form of :meth:`solvers.circle.dirac.CircleMeasureField.atom_attention`, same
+    The closed form of :meth:`solvers.circle.measure.dirac.CircleMeasureField.atom_attention`, same
     operations (``d = p - x_i`` first); an atom exerts no force at its own point (``sin 0 = 0``).
     """
     out = np.empty(points.size)
@@ -228,7 +228,7 @@ def evaluate(coef: np.ndarray, x: np.ndarray, n_modes: int) -> np.ndarray:
 def atom_gradient(rho_hat: np.ndarray, d_center: np.ndarray, n_modes: int, x: np.ndarray, m: np.ndarray,
                   units: np.ndarray, code: int, beta: float, log_c: float) -> np.ndarray:
     """``dU/dx(x_i)`` (n,): ``(1/beta) d/dx (K*rho) + atoms' attention + perceptron``, the atom's
-    own mass excluded (:meth:`~solvers.circle.dirac.CircleMeasureField.atom_gradient`); the
+    own mass excluded (:meth:`~solvers.circle.measure.dirac.CircleMeasureField.atom_gradient`); the
     density's part from the modes ``k < n_modes`` (the kernel's bandwidth: ``d_center`` beyond
     is below ``1e-30`` of its largest entry)."""
     dens = evaluate(rho_hat * d_center, x, n_modes)
@@ -245,7 +245,7 @@ def face_velocity(g: np.ndarray, g_scale: float, x: np.ndarray, m: np.ndarray, f
                   consts: np.ndarray) -> np.ndarray:
     """Signed velocity of the measure at the right faces (N,): ``s ((g g_scale / beta + atoms) + w)``
     with ``g g_scale = N irfft(rho_hat d_face)`` the density's part times ``beta``
-    (:meth:`~solvers.circle.dirac.CircleMeasureField.face_velocity`, same operations):
+    (:meth:`~solvers.circle.measure.dirac.CircleMeasureField.face_velocity`, same operations):
     ``g = irfft(rho_hat d_face)``, ``g_scale = N``, or ``g = irfft(rfft(rho) d_face)``,
     ``g_scale = 1`` (bitwise the same when N is a power of two)."""
     beta, log_c, sign = consts[0], consts[1], consts[2]
@@ -309,7 +309,7 @@ def dirac_stage(state: np.ndarray, g: np.ndarray, fft: np.ndarray, d_center: np.
 @njit(cache=True, error_model="numpy")
 def min_separation(x: np.ndarray) -> float:
     """Smallest ``|x_i - x_j|`` mod 2 pi over pairs (``inf`` below two atoms), as
-    :func:`solvers.circle.dirac.merge` measures it."""
+    :func:`solvers.circle.measure.dirac.merge` measures it."""
     best = np.inf
     for i in range(x.size):
         for j in range(x.size):
@@ -344,7 +344,7 @@ def cells_of(x: np.ndarray, faces: np.ndarray) -> np.ndarray:
 
 @njit(cache=True, error_model="numpy")
 def absorb(state: np.ndarray, u: np.ndarray, faces: np.ndarray) -> float:
-    """:func:`solvers.circle.dirac.absorb` in place on a flat state (positions in [0, 2 pi]) with
+    """:func:`solvers.circle.measure.dirac.absorb` in place on a flat state (positions in [0, 2 pi]) with
     the face velocity ``u`` (N,); returns the atoms' smallest separation (:func:`min_separation`).
 
     Atom i (in order) takes the density of its cell ``c`` (:func:`cell_of`) when both faces
@@ -383,7 +383,7 @@ def absorb_step(state: np.ndarray, g: np.ndarray, faces: np.ndarray,
 @njit(cache=True, error_model="numpy")
 def may_capture(rho: np.ndarray, cells: np.ndarray, u: np.ndarray, corner_cells: np.ndarray, h: float,
                 reach: int, bound: float) -> bool:
-    """:func:`solvers.circle.dirac_capture.may_capture` in one pass: whether a sink cell
+    """:func:`solvers.circle.measure.dirac_events.may_capture` in one pass: whether a sink cell
     (``u[c - 1] >= 0 >= u[c]``) or a cell within one of ``corner_cells`` that is none of the
     atoms' ``cells`` has density mass ``rho h`` of at least ``bound`` within ``reach`` cells."""
     n = rho.size
@@ -408,7 +408,7 @@ def may_capture(rho: np.ndarray, cells: np.ndarray, u: np.ndarray, corner_cells:
 @njit(cache=True, error_model="numpy")
 def dirac_atoms_table(pos0: np.ndarray, mass0: np.ndarray, core0: np.ndarray, lab: np.ndarray,
                       x: np.ndarray, m: np.ndarray) -> tuple:
-    """:func:`solvers.circle.dirac_diagnostics.with_dirac` on arrays: the basin atoms
+    """:func:`solvers.circle.measure.dirac_diagnostics.with_dirac` on arrays: the basin atoms
     ``pos0, mass0, core0`` (k,), each basin that holds Dirac atoms (``lab`` (n,): each Dirac
     atom's basin, -1: none) moved to their mass-weighted mean direction, and the Dirac atoms in no
     basin appended. Returns ``(mass, position, core, mass of the appended atoms, order, moved)``,

@@ -1,8 +1,8 @@
 """Whole Shu-Osher steps of the S^1 fv scheme in one compiled call, FFTs included.
 
 A Runge-Kutta stage on S^1 is two FFTs (the density's spectrum and the attention at the faces)
-and one compiled call (:func:`solvers.core.kernels_stages.circle_fv_stage` for the grid density,
-:func:`solvers.core.kernels_dirac_circle_numba.dirac_stage` for density plus Dirac atoms). At
+and one compiled call (:func:`solvers.circle.grid.kernels_fv_numba.circle_fv_stage` for the grid density,
+:func:`solvers.circle.measure.kernels_dirac_numba.dirac_stage` for density plus Dirac atoms). At
 N <= 1024 the Python around them (numpy's FFT entry points, the dispatch of each call) costs
 about three times the compiled work. `rocket-fft <https://github.com/styfenschaer/rocket-fft>`_
 gives numba ``numpy.fft`` (the pocketfft of numpy, bitwise the same transforms), so the kernels
@@ -10,7 +10,7 @@ below run every stage of a step, FFTs included, in one call:
 
 - :func:`grid_step`: the grid density (unnormalised attention;
   :meth:`solvers.circle.problem.CircleProblem.face_velocity`, then ``circle_fv_stage``);
-- :func:`dirac_step`: density plus Dirac atoms (:meth:`solvers.circle.dirac.CompiledCircleField.spectra`,
+- :func:`dirac_step`: density plus Dirac atoms (:meth:`solvers.circle.measure.dirac.CompiledCircleField.spectra`,
   then ``dirac_stage``);
 - :func:`dirac_absorb_step`: the absorption after an accepted step, its transforms included.
 
@@ -28,8 +28,9 @@ import numpy as np
 import rocket_fft  # noqa: F401  (registers numpy.fft with numba)
 from numba import njit
 
-from solvers.core.kernels_dirac_circle_numba import absorb_step, dirac_rhs
-from solvers.core.kernels_stages import circle_fv_stage, shu_osher_stage
+from solvers.circle.measure.kernels_dirac_numba import absorb_step, dirac_rhs
+from solvers.circle.grid.kernels_fv_numba import circle_fv_stage
+from solvers.core.kernels_stages import shu_osher_stage
 
 
 @njit(cache=True, error_model="numpy")
@@ -91,7 +92,7 @@ def grid_step(rho: np.ndarray, dt: float, b: np.ndarray, a_diag: np.ndarray, a_t
 def dirac_spectra(rho: np.ndarray, d_face: np.ndarray, d_center: np.ndarray, moved: np.ndarray,
                   moved_rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``(rfft(rho), g)`` with ``g = irfft(rfft(rho) d_face)`` and the moved faces evaluated
-    (:meth:`solvers.circle.dirac.CompiledCircleField.spectra`)."""
+    (:meth:`solvers.circle.measure.dirac.CompiledCircleField.spectra`)."""
     fft = np.fft.rfft(rho)
     g = np.fft.irfft(fft * d_face, rho.size)
     if moved.size:
@@ -108,7 +109,7 @@ def dirac_step(state: np.ndarray, dt: float, b: np.ndarray, a_diag: np.ndarray, 
                limiter: int, kinks: np.ndarray) -> tuple[np.ndarray, float]:
     """One Shu-Osher step of the flat Dirac state ``[rho (N), x (n), m (n), ids (n)]``:
     ``(new state, largest stage rate)`` (plan as :func:`grid_step`; the rate of
-    :func:`~solvers.core.kernels_dirac_circle_numba.dirac_rhs`)."""
+    :func:`~solvers.circle.measure.kernels_dirac_numba.dirac_rhs`)."""
     n_grid, n_stages = faces.shape[1], b.size
     stages = np.empty((n_stages + 1, state.size))
     stages[0] = state
@@ -128,7 +129,7 @@ def dirac_step(state: np.ndarray, dt: float, b: np.ndarray, a_diag: np.ndarray, 
 def dirac_absorb_step(state: np.ndarray, d_face: np.ndarray, d_center: np.ndarray, moved: np.ndarray,
                       moved_rows: np.ndarray, faces: np.ndarray, consts: np.ndarray
                       ) -> tuple[np.ndarray, np.ndarray, float]:
-    """:func:`~solvers.core.kernels_dirac_circle_numba.absorb_step` of the flat state, its
+    """:func:`~solvers.circle.measure.kernels_dirac_numba.absorb_step` of the flat state, its
     density's field by :func:`dirac_spectra`: one call after each accepted step."""
     g = dirac_spectra(state[: faces.shape[1]], d_face, d_center, moved, moved_rows)[1]
     return absorb_step(state, g, faces, consts)

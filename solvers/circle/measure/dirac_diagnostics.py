@@ -11,7 +11,7 @@ with ``f = K*mu`` of the whole measure (:func:`softmax_fields`), and the dissipa
 and transforms, 0.3 ms at N = 512). :func:`compiled_diagnostics` gives the same values to
 round-off for a batch of states: one forward and one inverse transform for all of them, then
 per state one compiled call for the fields and reductions
-(:func:`solvers.circle.diagnostics_numba.measure_reductions`) and one for the basins
+(:func:`solvers.circle.grid.diagnostics_numba.measure_reductions`) and one for the basins
 (:func:`solvers.circle.atoms_numba.detect_ring`); tests/circle/test_dirac_diagnostics.py.
 """
 
@@ -23,21 +23,21 @@ from dataclasses import replace
 import numpy as np
 
 from solvers.circle.atoms import Atoms, detect_atoms, relabel, ring_atoms
-from solvers.circle.discretization import (
+from solvers.circle.grid.discretization import (
     SUPPORT_FLOOR,
     CircleDiscretization,
     _diagnostic_multipliers,
     _ring_detector,
     tail_energy,
 )
-from solvers.circle.fv import transport
+from solvers.circle.grid.fv import transport
 from solvers.core.measure import DiracAtoms
 from solvers.core.point_atoms import AtomSystem
 from solvers.core.snapshot import Diagnostics
 from solvers.model import perceptron
 from solvers.model.params import AtomParams, ModelParams
 
-# ``disc`` below is a solvers.circle.dirac_discretization.DiracCircleDiscretization (which imports
+# ``disc`` below is a solvers.circle.measure.dirac_discretization.DiracCircleDiscretization (which imports
 # this module): its problem, compiled fields, limiter and flat-state access are what is used
 
 def measure_energy(disc: CircleDiscretization, rho: np.ndarray, dirac: DiracAtoms,
@@ -104,8 +104,8 @@ def with_dirac(found: Atoms, dirac: DiracAtoms, cells: np.ndarray) -> Atoms:
 
 def _with_dirac_compiled(found: Atoms, dirac: DiracAtoms, cells: np.ndarray) -> Atoms:
     """:func:`with_dirac` by one compiled call
-    (:func:`solvers.core.kernels_dirac_circle_numba.dirac_atoms_table`; the same to round-off)."""
-    from solvers.core.kernels_dirac_circle_numba import dirac_atoms_table
+    (:func:`solvers.circle.measure.kernels_dirac_numba.dirac_atoms_table`; the same to round-off)."""
+    from solvers.circle.measure.kernels_dirac_numba import dirac_atoms_table
 
     lab = found.labels[cells] if found.labels is not None else np.full(dirac.count, -1)
     mass, pos, core, alone, order, moved = dirac_atoms_table(
@@ -131,7 +131,7 @@ def measure_fields(disc: CircleDiscretization, rho_hat: np.ndarray, x: np.ndarra
 def softmax_fields(disc: CircleDiscretization, rho_hat: np.ndarray, x: np.ndarray, m: np.ndarray
                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """:func:`measure_fields` for softmax attention, by the numpy reference field
-    (:class:`~solvers.circle.dirac.CircleMeasureField`): ``f`` and ``(1/beta) f'`` are the
+    (:class:`~solvers.circle.measure.dirac.CircleMeasureField`): ``f`` and ``(1/beta) f'`` are the
     density's (spectral, as :meth:`CircleProblem.attention_field`) plus the atoms' closed forms."""
     p, field = disc.problem, disc.field
     b, beta = p.basis, p.model.beta
@@ -202,7 +202,7 @@ def _compiled_one(disc: CircleDiscretization, rho: np.ndarray, rho_hat: np.ndarr
     """One state of :func:`compiled_diagnostics`: ``stack`` (3, N) the inverse transforms of
     ``rho_hat`` times the face derivative, the centre derivative and the kernel."""
     from solvers.circle.atoms_numba import detect_ring
-    from solvers.circle.diagnostics_numba import measure_reductions
+    from solvers.circle.grid.diagnostics_numba import measure_reductions
     from solvers.core.kernels_numba import LIMITER_CODES
 
     p, f = disc.problem, disc.compiled

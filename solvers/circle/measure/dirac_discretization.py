@@ -2,9 +2,9 @@
 
 The state the integrator sees is the flat vector of :class:`solvers.core.measure.MeasureLayout`
 (``[rho (N), x (n), m (n), ids (n)]``); the right-hand side moves the density by finite volumes
-and the atoms by their velocity (:mod:`solvers.circle.dirac`), and :meth:`after_step` applies
+and the atoms by their velocity (:mod:`solvers.circle.measure.dirac`), and :meth:`after_step` applies
 absorption and merging after every accepted step and capture every ``CAPTURE_EVERY`` steps.
-With numba (:class:`solvers.circle.dirac.CompiledCircleField`) a Runge-Kutta stage is two FFTs
+With numba (:class:`solvers.circle.measure.dirac.CompiledCircleField`) a Runge-Kutta stage is two FFTs
 and one compiled call, and a step's bookkeeping two FFTs and one call (capture steps aside);
 the numpy methods (``_rhs``, ``_after_step_reference``) are the reference.
 
@@ -21,17 +21,17 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from solvers.circle.dirac import (
+from solvers.circle.measure.dirac import (
     CircleMeasureField,
     CompiledCircleField,
     absorb,
     merge,
     wrap_difference,
 )
-from solvers.circle.dirac_capture import capture, may_capture
-from solvers.circle.dirac_diagnostics import compiled_diagnostics, measure_diagnostics
-from solvers.circle.discretization import CircleDiscretization
-from solvers.circle.fv import transport
+from solvers.circle.measure.dirac_events import capture, may_capture
+from solvers.circle.measure.dirac_diagnostics import compiled_diagnostics, measure_diagnostics
+from solvers.circle.grid.discretization import CircleDiscretization
+from solvers.circle.grid.fv import transport
 from solvers.core.discretization import bound_mass
 from solvers.core.measure import DiracAtoms, MeasureLayout, MeasureStateAccess, starting_atoms
 from solvers.core.snapshot import Diagnostics
@@ -42,7 +42,7 @@ CAPTURE_EVERY = 10  # steps between two capture checks (the basin detector is th
 
 class DiracCircleDiscretization(MeasureStateAccess, CircleDiscretization):
     """Grid density plus Dirac atoms on S^1 (fv scheme, unnormalized attention; the diagnostics
-    also for softmax, the snapshots of :class:`~solvers.circle.lagrangian_discretization.LagrangianCircleDiscretization`)."""
+    also for softmax, the snapshots of :class:`~solvers.circle.measure.lagrangian_discretization.LagrangianCircleDiscretization`)."""
 
     representation = "dirac"
 
@@ -169,9 +169,9 @@ class DiracCircleDiscretization(MeasureStateAccess, CircleDiscretization):
     def diagnostics_batch(self, states: Sequence[np.ndarray], atoms: AtomParams
                           ) -> list[Diagnostics]:
         """:meth:`diagnostics` of each measure state (not the grid path of the base class):
-        compiled when the fields are (:func:`~solvers.circle.dirac_diagnostics.compiled_diagnostics`),
+        compiled when the fields are (:func:`~solvers.circle.measure.dirac_diagnostics.compiled_diagnostics`),
         else (and for softmax attention, the Lagrangian state's) the numpy reference
-        :func:`~solvers.circle.dirac_diagnostics.measure_diagnostics`."""
+        :func:`~solvers.circle.measure.dirac_diagnostics.measure_diagnostics`."""
         if self.compiled is not None and not self.problem.softmax:
             return compiled_diagnostics(self, states, atoms)
         return [measure_diagnostics(self, state, atoms) for state in states]

@@ -1,6 +1,6 @@
 """Basin-boundary refinement of the S^2 Lagrangian particles (``time.basin_refine = K``).
 
-With one particle per Gauss cell (:mod:`solvers.sphere.lagrangian`), a cell that straddles the
+With one particle per Gauss cell (:mod:`solvers.sphere.measure.lagrangian`), a cell that straddles the
 boundary between two atoms' basins (a separatrix of the flow) sends all its mass to one side:
 each atom's mass is off by O(h) times the density along its basin's boundary, and a soft atom's
 position moves with the masses of the others (``meanfield polish`` reports ``dx/dm``). On
@@ -38,8 +38,8 @@ from collections.abc import Callable
 import numpy as np
 
 from solvers.core.point_merge import combine, merge_labels
-from solvers.sphere.dirac import normalise
-from solvers.sphere.grid import SphereGrid
+from solvers.sphere.measure.dirac import normalise
+from solvers.sphere.cells import SphereGrid
 
 Velocity = Callable[[np.ndarray, np.ndarray], np.ndarray]  # (x (n, 3), w (n,)) -> (n, 3)
 
@@ -114,7 +114,7 @@ def _minmod(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 def sub_particles(grid: SphereGrid, rho: np.ndarray, mark: np.ndarray, k: int
                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The particles of the grid density ``rho`` (nlat, nphi) on ``grid`` (a
-    :class:`~solvers.sphere.grid.SphereGrid`): one per unmarked cell holding mass (its centre,
+    :class:`~solvers.sphere.cells.SphereGrid`): one per unmarked cell holding mass (its centre,
     its mass) and ``k x k`` per marked cell (``mark`` bool (nlat, nphi); module docstring).
 
     Returns ``(x (n, 3), w (n,), cell (n,))``, ``cell`` the flat index of each particle's cell.

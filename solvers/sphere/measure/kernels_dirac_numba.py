@@ -1,5 +1,5 @@
 """Compiled sums of the Dirac-atom fields on S^2, ring by ring (the numpy references, direct sums
-over points, are in :mod:`solvers.sphere.dirac`; tests/sphere/test_dirac_rings.py compares the two).
+over points, are in :mod:`solvers.sphere.measure.dirac`; tests/sphere/test_dirac_rings.py compares the two).
 
 Both are sums of ``c_K w e^{beta p.y}`` over point masses ``(y, w)`` (docs/math.md §1):
 

@@ -1,6 +1,6 @@
 """Lagrangian particles on S^2: the whole measure as weighted points, ``mu = sum_k w_k delta_{x_k}``.
 
-The S^2 counterpart of :mod:`solvers.circle.lagrangian` (``time.scheme = "lagrangian"``). On S^1
+The S^2 counterpart of :mod:`solvers.circle.measure.lagrangian` (``time.scheme = "lagrangian"``). On S^1
 the moving cells keep their faces; on S^2 a cell is carried by its centre: the grid density
 becomes one particle per cell, at the cell's centre with the cell's mass. A weighted empirical
 measure solves the continuity equation (paper eq. 2.6) exactly when every point follows
@@ -32,7 +32,7 @@ import numpy as np
 from solvers.core.measure import DiracAtoms
 from solvers.model import perceptron
 from solvers.model.params import ModelParams
-from solvers.sphere.dirac import normalise
+from solvers.sphere.measure.dirac import normalise
 from spectral.kernel_series import series_field, series_field_numba, series_terms
 
 MERGE = 2e-3  # particles closer than MERGE * (grid width) merge into one
