@@ -21,7 +21,7 @@ from matplotlib.text import Annotation
 from matplotlib.transforms import Bbox
 
 GAP_PT = 3.0  # points between a point and its label
-ROWS = 3  # rows above (and below) the point tried after the four corners
+ROWS = 4  # rows above (and below) the point tried after the four corners
 MARKER_PT = 3.0  # half size of the box kept free around each labelled point
 
 
@@ -77,8 +77,9 @@ def _candidates(size: float) -> list[tuple[tuple[float, float], str, str]]:
     g = GAP_PT + MARKER_PT
     corners = [((g, g), "left", "bottom"), ((-g, g), "right", "bottom"),
                ((g, -g), "left", "top"), ((-g, -g), "right", "top")]
-    rows = [((0.0, s * (g + k * 1.2 * size)), "center", va) for k in range(1, ROWS + 1)
-            for s, va in ((1.0, "bottom"), (-1.0, "top"))]
+    rows = [((dx, s * (g + k * 1.2 * size)), ha, va) for k in range(1, ROWS + 1)
+            for s, va in ((1.0, "bottom"), (-1.0, "top"))
+            for dx, ha in ((0.0, "center"), (-g, "right"), (g, "left"))]
     return corners + rows
 
 
