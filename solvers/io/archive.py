@@ -17,7 +17,7 @@ Layout on S^1
 Dimensions: ``time`` (unlimited), ``theta`` (N), ``wavenumber`` (N//2 + 1), ``atom``
 (unlimited; rows are NaN-padded up to the largest atom count seen).
 Variables: ``theta(theta)``, ``cell_weight(theta)``, ``wavenumber(wavenumber)``,
-``time(time)``, ``step(time)`` int64, ``dt(time)``, ``rho(time, theta)``,
+``time(time)``, ``step(time)`` int32, ``dt(time)``, ``rho(time, theta)``,
 ``rho_hat_real/imag(time, wavenumber)`` (only with ``output.spectral``) with ``rho = sum_k c_k e^{i k theta}``,
 ``c = numpy.fft.rfft(rho) / N``, every diagnostic of :class:`~solvers.core.snapshot.Diagnostics`
 as ``(time)``, and ``atom_mass/atom_position(time, atom)``.
@@ -36,8 +36,9 @@ complex ``Y_lm``, Condon-Shortley phase, ``m >= 0`` stored) with coordinates ``d
 ``atom_z`` (unit vectors), ``atom_colatitude``, ``atom_longitude`` (radians), all
 ``(time, atom)`` and NaN padded.
 
-Records are chunked along ``time`` in blocks of about 2 MiB of ``rho``
-(:func:`~solvers.io.layout.time_chunk`), ``rho`` and the spectra compressed (shuffle + zlib).
+Records are chunked along ``time`` in blocks of the snapshots the run expects, at most 64
+records or about 2 MiB of ``rho`` (:func:`~solvers.io.layout.time_chunk`); zarr stores
+compress them.
 
 Global attributes: ``records_complete``, every parameter of :func:`solvers.model.params.flatten` under
 :func:`param_attr_name` (``model.beta`` -> ``model__beta``; lists and None as JSON strings,
@@ -98,6 +99,7 @@ from solvers.io.layout import (  # noqa: F401  (public names re-exported)
     package_version,
     param_attr_name,
     rho_hat,
+    expected_records,
     sphere_atom_columns,
     time_chunk,
 )
@@ -238,8 +240,9 @@ class ArchiveWriter:
         check_target(self.path, overwrite)  # nothing there, or (overwrite) an archive of ours
         spectral = bool(config.output.spectral)
         # every snapshot synced as it comes (sync_interval 0 or unset): chunks of one record,
-        # else of about 2 MiB of rho (a chunk is recompressed at each block that extends it)
-        records = time_chunk(self.grid) if config.output.sync_interval else 1
+        # else of the run's expected snapshots, at most 64 or about 2 MiB of rho
+        expected = expected_records(config)
+        records = time_chunk(self.grid, expected) if config.output.sync_interval else 1
         dirac = config.atoms.representation == "dirac"
         if is_zarr(self.path):
             from solvers.io.zarr_store import ZarrStore

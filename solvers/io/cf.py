@@ -1,9 +1,15 @@
-"""CF-1.10 metadata for the files the study commands write (Lemma 5.1 reports, convergence
-ladders, sweep summaries). Run archives get theirs from :mod:`solvers.io.layout`.
+"""CF-1.8 metadata for the files the study commands write (Lemma 5.1 reports, convergence
+ladders, sweep summaries, polished archives). Run archives get theirs from
+:mod:`solvers.io.layout`; both pass the IOOS compliance checker's ``cf:1.8`` test apart from
+the one exception :data:`TIME_EXCEPTION` names (``tests/io/test_cf_compliance.py``).
 
-:func:`describe` fills what a Dataset lacks: ``Conventions``, a ``title``, and ``units`` and
-``long_name`` on every variable and coordinate, from a table of known names (most quantities
-here are dimensionless: CF writes that ``units = "1"``). It never overwrites what is set.
+:func:`describe` fills what a Dataset lacks: ``Conventions``, a ``title``, a ``history``, and
+``units`` and ``long_name`` on every variable and coordinate but cell bounds (CF 7.1: bounds
+inherit them from their coordinate), from a table of known names (most quantities here are
+dimensionless: CF writes that ``units = "1"``). It never overwrites what is set.
+:func:`netcdf_encoding` is the encoding :func:`solvers.io.safe_paths.write_netcdf` writes with:
+no ``_FillValue`` on coordinates and bounds (CF 2.5.1), 32-bit integers (CF 1.8 has no 64-bit
+type).
 """
 
 from __future__ import annotations
@@ -11,7 +17,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-CONVENTIONS = "CF-1.10"
+import numpy as np
+
+CONVENTIONS = "CF-1.8"
+# The archives' ``time`` is the model's dimensionless time (units "1"). The checker asks any
+# dimension named "time" for standard_name "time", which CF ties to units "<unit> since
+# <date>", and xarray decodes those into dates: a dimensionless time cannot satisfy it.
+TIME_EXCEPTION = "Coordinate variable 'time' should have standard_name='time'"
 
 # name -> (units, long_name) of names shared by several kinds of output
 KNOWN: dict[str, tuple[str, str]] = {
@@ -24,10 +36,16 @@ KNOWN: dict[str, tuple[str, str]] = {
     "atom": ("1", "atom index"),
     "time": ("1", "model time (dimensionless)"),
 }
+_INT32 = np.iinfo(np.int32)
 
 
 def _long_name(name: str) -> str:
     return name.replace("_", " ")
+
+
+def bounds_names(ds: Any) -> set[str]:
+    """Names of the cell-bounds variables of ``ds`` (those a ``bounds`` attribute names)."""
+    return {str(var.attrs["bounds"]) for var in ds.variables.values() if "bounds" in var.attrs}
 
 
 def describe(ds: Any, title: str, table: Mapping[str, tuple[str, str]] | None = None) -> Any:
@@ -41,10 +59,16 @@ def describe(ds: Any, title: str, table: Mapping[str, tuple[str, str]] | None = 
     table : mapping, optional
         ``name -> (units, long_name)`` for this kind of file; :data:`KNOWN` covers shared names.
     """
+    from solvers.io.layout import creation_history
+
     known = {**KNOWN, **(table or {})}
     ds.attrs.setdefault("Conventions", CONVENTIONS)
     ds.attrs.setdefault("title", title)
+    ds.attrs.setdefault("history", creation_history())
+    bounds = bounds_names(ds)
     for name, var in ds.variables.items():
+        if name in bounds:
+            continue
         units, long_name = known.get(str(name), ("1", _long_name(str(name))))
         if var.dtype.kind in "OSU":  # text: units do not apply
             var.attrs.setdefault("long_name", long_name)
@@ -55,9 +79,31 @@ def describe(ds: Any, title: str, table: Mapping[str, tuple[str, str]] | None = 
 
 
 def check(ds: Any) -> list[str]:
-    """Names of the variables that lack ``units`` (numeric) or ``long_name`` (empty: complete)."""
+    """Names of the variables that lack ``units`` (numeric) or ``long_name`` (empty: complete);
+    cell bounds need neither."""
     missing = [] if ds.attrs.get("Conventions", "").startswith("CF-") else ["(Conventions)"]
+    bounds = bounds_names(ds)
     for name, var in ds.variables.items():
+        if name in bounds:
+            continue
         if not var.attrs.get("long_name") or (var.dtype.kind not in "OSU" and "units" not in var.attrs):
             missing.append(str(name))
     return missing
+
+
+def netcdf_encoding(ds: Any) -> dict[str, dict[str, Any]]:
+    """``encoding`` for ``ds.to_netcdf``: coordinates and cell bounds without ``_FillValue``
+    (CF 2.5.1), 64-bit integers stored as 32-bit ones when their values fit (CF 1.8 types)."""
+    fixed = set(map(str, ds.coords)) | bounds_names(ds)
+    out: dict[str, dict[str, Any]] = {}
+    for name, var in ds.variables.items():
+        enc: dict[str, Any] = {}
+        if str(name) in fixed and var.dtype.kind == "f":
+            enc["_FillValue"] = None
+        if var.dtype.kind in "iu" and var.dtype.itemsize == 8:
+            values = np.asarray(var.values)
+            if values.size == 0 or (values.min() >= _INT32.min and values.max() <= _INT32.max):
+                enc["dtype"] = "int32"
+        if enc:
+            out[str(name)] = enc
+    return out

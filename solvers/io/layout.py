@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from solvers.io.cf import CONVENTIONS
 from solvers.model.params import RunConfig, flatten
 
 ARCHIVE_FORMAT = "meanfield-spectral-archive 1"
@@ -24,10 +25,10 @@ KERNEL_CONVENTIONS = {
     "exp": "exp: K(x, y) = exp(beta <x, y>)",
     "exp_shifted": "exp_shifted: K(x, y) = exp(beta (<x, y> - 1))",
 }
-_ATOM_CHUNK = 32
+_ATOM_CHUNK = 8  # atoms per chunk of a (time, atom) variable (most runs keep a few atoms)
 RECORDS_COMPLETE = "records_complete"  # global attribute: records that readers may trust
 CHUNK_BYTES = 2 << 20  # target size of one uncompressed time chunk of rho
-MAX_CHUNK_RECORDS = 256  # longest time chunk (small grids; chunks are allocated whole)
+MAX_CHUNK_RECORDS = 64  # longest time chunk (small grids; NetCDF allocates chunks whole)
 # NetCDF compression of the records: shuffle + zlib (docs/archive.md has the measurements)
 COMPRESSION = {"zlib": True, "complevel": 4, "shuffle": True}
 _HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
@@ -74,11 +75,18 @@ SPHERE_ATOM_VARIABLES = _ATOM_MASSES | {
 # column = the Dirac atom's identity (birth order), NaN where it is not alive
 RAGGED_DIMS = ("atom", "dirac")  # unlimited, one column per identity, NaN padded
 CIRCLE_DIRAC_VARIABLES = {
-    "dirac_mass": ("1", "mass of the Dirac atom (exact)"),
+    "dirac_mass": ("1", "mass of the Dirac atom (a point mass at dirac_position; exact)"),
     "dirac_position": ("radian", "position of the Dirac atom in [0, 2 pi) (exact)"),
 }
-SPHERE_DIRAC_VARIABLES = {"dirac_mass": CIRCLE_DIRAC_VARIABLES["dirac_mass"]} | {
-    f"dirac_{c}": ("1", f"position of the Dirac atom: {c} of the unit vector (exact)") for c in "xyz"}
+SPHERE_DIRAC_VARIABLES = {
+    "dirac_mass": ("1", "mass of the Dirac atom (a point mass at dirac_x, dirac_y, dirac_z; exact)"),
+} | {f"dirac_{c}": ("1", f"position of the Dirac atom: {c} of the unit vector (exact)")
+     for c in "xyz"} | {
+    "dirac_colatitude": ("radian", "Dirac atom colatitude arccos(z) in [0, pi]"),
+    "dirac_longitude": ("radian", "Dirac atom longitude atan2(y, x) in [0, 2 pi)"),
+}
+# the total mass of a measure-valued run counts its Dirac atoms
+DIRAC_MASS_LONG_NAME = "total mass: sum of rho * cell_weight plus the Dirac atoms' dirac_mass"
 
 
 # per identity, (atom): name -> (netCDF type, units, long_name)
@@ -198,10 +206,15 @@ def _make_grid(config: RunConfig, theta: np.ndarray, cell_weight: np.ndarray,
     return _Grid(theta, weight, phi, basis)
 
 
+def creation_history(created: str | None = None) -> str:
+    """The ``history`` line of a new file: ``<UTC time> created by meanfield-spectral <version>``."""
+    return f"{created or _utc_now()} created by meanfield-spectral {package_version()}"
+
+
 def _global_attributes(config: RunConfig) -> dict[str, Any]:
     version, created = package_version(), _utc_now()
     attrs: dict[str, Any] = {
-        "Conventions": "CF-1.10",
+        "Conventions": CONVENTIONS,
         "title": "meanfield-spectral run",
         "archive_format": ARCHIVE_FORMAT,
         "version": version,
@@ -209,7 +222,7 @@ def _global_attributes(config: RunConfig) -> dict[str, Any]:
         "kernel": KERNEL_CONVENTIONS.get(config.model.kernel, config.model.kernel),
         "manifold": config.domain.manifold,
         "created": created,
-        "history": f"{created} created by meanfield-spectral {version}",
+        "history": creation_history(created),
         "python": platform.python_version(),
         "numpy": np.__version__,
         "config_text": config.text,
@@ -255,11 +268,10 @@ def _spec(name: str, dtype: str, dims: tuple[str, ...], units: str, long_name: s
 
 
 def _bounds(axis: str, faces: np.ndarray) -> VarSpec:
-    """CF cell bounds ``<axis>_bounds(axis, nv)`` from the ``n + 1`` faces of the cells (units
-    kept for readers, though bounds inherit the coordinate's, CF 7.1)."""
-    return _spec(f"{axis}_bounds", "f8", (axis, "nv"), "radian",
-                 f"{axis} of the cell faces (lower, upper)",
-                 data=np.stack([faces[:-1], faces[1:]], axis=1))
+    """CF cell bounds ``<axis>_bounds(axis, nv)`` from the ``n + 1`` faces of the cells
+    (lower, upper); no attributes: bounds inherit the coordinate's units (CF 7.1)."""
+    return VarSpec(f"{axis}_bounds", "f8", (axis, "nv"), {},
+                   data=np.stack([faces[:-1], faces[1:]], axis=1))
 
 
 def dimension_sizes(grid: _Grid, spectral: bool, dirac: bool = False) -> dict[str, int | None]:
@@ -279,15 +291,15 @@ def axis_specs(grid: _Grid, spectral: bool) -> list[VarSpec]:
     """Coordinates, cell bounds and cell measures of the grid (fixed variables)."""
     if grid.phi is None:
         n, h = grid.theta.size, 2.0 * np.pi / grid.theta.size
-        # the cell measure of a 1-D grid is a length; CF's cell_measures knows only "area"
-        # and "volume", so it is registered as the grid's "area" (docs/archive.md)
+        # angles in radians, not geographic longitudes: no axis attribute (CF 4.2 asks an X
+        # axis for degrees_east); the cell measure is a length, not a CF "area" in m2
         out = [_spec("theta", "f8", ("theta",), "radian", "cell centre angle", data=grid.theta,
-                     attrs={"axis": "X", "bounds": "theta_bounds"}),
+                     attrs={"bounds": "theta_bounds"}),
                _bounds("theta", np.append(grid.theta - 0.5 * h, grid.theta[-1] + 0.5 * h)),
                _spec("cell_weight", "f8", ("theta",), "radian",
                      "cell measure (arc length = quadrature weight)", data=grid.cell_weight)]
         if spectral:
-            out.append(_spec("wavenumber", "i8", ("wavenumber",), "1", "Fourier wavenumber k",
+            out.append(_spec("wavenumber", "i4", ("wavenumber",), "1", "Fourier wavenumber k",
                              data=np.arange(n // 2 + 1)))
         return out
     return _sphere_axis_specs(grid, spectral)
@@ -297,10 +309,11 @@ def _sphere_axis_specs(grid: _Grid, spectral: bool) -> list[VarSpec]:
     band = np.sum(grid.cell_weight, axis=1) / (2.0 * np.pi)  # cos(theta) drop across each band
     mu_faces = np.clip(1.0 - np.concatenate([[0.0], np.cumsum(band)]), -1.0, 1.0)
     dphi = 2.0 * np.pi / grid.phi.size
+    # colatitude and longitude in radians; the geographic coordinates are lat, lon (degrees)
     out = [_spec("theta", "f8", ("theta",), "radian", "colatitude of the cell centre (Gauss node)",
-                 data=grid.theta, attrs={"axis": "Y", "bounds": "theta_bounds"}),
+                 data=grid.theta, attrs={"bounds": "theta_bounds"}),
            _spec("phi", "f8", ("phi",), "radian", "longitude of the cell centre", data=grid.phi,
-                 attrs={"axis": "X", "bounds": "phi_bounds"}),
+                 attrs={"bounds": "phi_bounds"}),
            _bounds("theta", np.arccos(mu_faces)),
            _bounds("phi", np.append(grid.phi - 0.5 * dphi, grid.phi[-1] + 0.5 * dphi)),
            _spec("lat", "f8", ("theta",), "degrees_north", "latitude = 90 - colatitude",
@@ -341,12 +354,15 @@ def record_specs(grid: _Grid, spectral: bool, dirac: bool = False) -> list[VarSp
     """Every variable on ``time`` (``time`` first), then the per-identity atom records; with
     ``dirac`` the Dirac atoms of a measure-valued run (one column per Dirac identity)."""
     s2, units = grid.phi is not None, grid.density_units
-    rho_attrs = {"cell_measures": "area: cell_weight"} | ({"coordinates": "lat lon"} if s2 else {})
+    # cell_weight is no CF cell measure (radian or sr, not m2): rho's quadrature weight
+    rho_attrs = {"coordinates": "lat lon"} if s2 else {}
+    # the model's dimensionless time: no axis "T" (CF asks a time axis for "<unit> since
+    # <date>" units, which xarray would decode into dates), see solvers.io.cf.TIME_EXCEPTION
     out = [_spec("time", "f8", ("time",), "1", "time (dimensionless model time)",
-                 fill_attr=False, attrs={"axis": "T"}),
-           _spec("step", "i8", ("time",), "1", "accepted steps since t = 0"),
+                 fill_attr=False),
+           _spec("step", "i4", ("time",), "1", "accepted steps since t = 0"),
            _spec("dt", "f8", ("time",), "1", "last accepted step size"),
-           _spec("steps_rejected", "i8", ("time",), "1",
+           _spec("steps_rejected", "i4", ("time",), "1",
                  "steps refused and retried shorter since the solver started (error test of an "
                  "embedded Runge-Kutta pair, CFL condition, Lagrangian points out of order)"),
            _spec("time_error_estimate", "f8", ("time",), "1",
@@ -357,7 +373,8 @@ def record_specs(grid: _Grid, spectral: bool, dirac: bool = False) -> list[VarSp
                  attrs=rho_attrs)]
     if spectral:
         out += _spectrum_specs(grid)
-    out += [_spec(name, dtype, ("time",), units if unit == _DENSITY else unit, long_name)
+    out += [_spec(name, dtype, ("time",), units if unit == _DENSITY else unit,
+                  DIRAC_MASS_LONG_NAME if dirac and name == "mass" else long_name)
             for name, (dtype, unit, long_name) in DIAGNOSTIC_VARIABLES.items()]
     out += [_spec(name, "f8", ("time", "atom"), unit, f"{long_name} (NaN padded)")
             for name, (unit, long_name) in (SPHERE_ATOM_VARIABLES if s2
@@ -393,10 +410,22 @@ def record_bytes(grid: _Grid) -> int:
     return int(np.prod(grid.shape)) * 8
 
 
-def time_chunk(grid: _Grid) -> int:
-    """Records per time chunk: about :data:`CHUNK_BYTES` of ``rho``, 1 to
-    :data:`MAX_CHUNK_RECORDS` (S^1 N = 512: 512 records of 4 KiB; S^2 lmax 127: 8 of 256 KiB)."""
-    return int(np.clip(CHUNK_BYTES // record_bytes(grid), 1, MAX_CHUNK_RECORDS))
+def expected_records(config: RunConfig) -> int:
+    """Snapshots a run of ``config`` writes when it runs from t = 0 to ``time.t_end``: t = 0,
+    every ``output.snapshot_interval``, and ``t_end`` (a run that stops earlier writes fewer)."""
+    interval, t_end = float(config.output.snapshot_interval), float(config.time.t_end)
+    if not (interval > 0 and np.isfinite(t_end) and t_end >= 0):
+        return MAX_CHUNK_RECORDS
+    return int(min(np.ceil(t_end / interval - 1e-9), MAX_CHUNK_RECORDS)) + 1
+
+
+def time_chunk(grid: _Grid, records: int = MAX_CHUNK_RECORDS) -> int:
+    """Records per time chunk: about :data:`CHUNK_BYTES` of ``rho``, at most ``records`` (the
+    snapshots the run expects, :func:`expected_records`) and :data:`MAX_CHUNK_RECORDS`, at
+    least 1 (S^1 N = 512: 64 records of 4 KiB; S^2 lmax 127: 8 of 256 KiB). NetCDF allocates
+    a chunk whole when its first record is written: the file outgrows its data by less than
+    one chunk per variable."""
+    return int(np.clip(min(CHUNK_BYTES // record_bytes(grid), records), 1, MAX_CHUNK_RECORDS))
 
 
 def chunk_shape(spec: VarSpec, sizes: dict[str, int | None], records: int) -> tuple[int, ...]:

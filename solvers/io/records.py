@@ -41,7 +41,8 @@ _NO_POSITIONS = np.zeros(0)
 _NOTHING = np.full(0, np.nan)
 _NOTHING.flags.writeable = False  # (empty, so shared by all records)
 _NO_DIRAC = {False: dict.fromkeys(("dirac_mass", "dirac_position"), _NOTHING),  # no Dirac atoms
-             True: dict.fromkeys(("dirac_mass", "dirac_x", "dirac_y", "dirac_z"), _NOTHING)}
+             True: dict.fromkeys(("dirac_mass", "dirac_x", "dirac_y", "dirac_z",
+                                  "dirac_colatitude", "dirac_longitude"), _NOTHING)}
 _CIRCLE_COLUMNS = ("atom_mass", "atom_position", "atom_core_mass", "atom_mass_gained",
                    "atom_mass_lost")  # the rows of the compiled S^1 table
 
@@ -218,7 +219,7 @@ def _sphere_positions(ids: np.ndarray, position: np.ndarray, k: int) -> np.ndarr
 def _dirac_columns(d: Any) -> dict[str, np.ndarray]:
     """A measure-valued snapshot's Dirac atoms in the columns of their identities (NaN padded):
     ``dirac_mass`` and ``dirac_position`` (S^1 angles) or ``dirac_x, dirac_y, dirac_z`` (S^2
-    unit vectors, positions of shape (n, 3))."""
+    unit vectors, positions of shape (n, 3)) with ``dirac_colatitude, dirac_longitude``."""
     ids = np.asarray(d.dirac_id, int)
     position = np.asarray(d.dirac_position, float)
     if not ids.size and not position.size and not np.size(d.dirac_mass):  # a grid state's
@@ -226,7 +227,9 @@ def _dirac_columns(d: Any) -> dict[str, np.ndarray]:
     width = int(ids.max()) + 1 if ids.size else 0
     columns = {"dirac_mass": np.asarray(d.dirac_mass, float)}
     if position.ndim == 2:
-        columns.update({f"dirac_{c}": position[:, k] for k, c in enumerate("xyz")})
+        angles = sphere_atom_columns(columns["dirac_mass"], position)
+        columns.update({f"dirac_{c}": angles[f"atom_{c}"]
+                        for c in ("x", "y", "z", "colatitude", "longitude")})
     else:
         columns["dirac_position"] = position
     out = {}

@@ -85,16 +85,38 @@ def test_config_files_leave_the_spectrum_out(tmp_path: Path) -> None:
 
 def test_two_thousand_snapshots_give_few_chunks_and_no_warnings(tmp_path: Path) -> None:
     path = tmp_path / "run.nc"
-    with ArchiveWriter(path, buffered(), THETA, WEIGHT) as writer:
+    cfg = buffered()  # t_end = 20, a snapshot every 0.01: 2001 expected
+    cfg = replace(cfg, time=replace(cfg.time, t_end=20.0),
+                  output=replace(cfg.output, snapshot_interval=0.01))
+    with ArchiveWriter(path, cfg, THETA, WEIGHT) as writer:
         for i in range(2000):
             writer.write_snapshot(make_snapshot(0.01 * i, 2))
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         with xr.open_dataset(path, chunks={}) as ds:
             assert ds.sizes["time"] == 2000
-            # time chunks of MAX_CHUNK_RECORDS (256) records: 8 chunks, not 2000
-            assert ds["rho"].data.npartitions == -(-2000 // MAX_CHUNK_RECORDS) == 8
-            assert max(v.data.npartitions for v in ds.data_vars.values()) == 8
+            # time chunks of MAX_CHUNK_RECORDS (64) records: 32 chunks, not 2000
+            assert ds["rho"].data.npartitions == -(-2000 // MAX_CHUNK_RECORDS) == 32
+            assert max(v.data.npartitions for v in ds.data_vars.values()) == 32
+
+
+@pytest.mark.parametrize("t_end, records", [(10.0, 11), (10.5, 12), (0.2, 2), (1e6, 64)])
+def test_time_chunks_follow_the_expected_snapshots(tmp_path: Path, t_end: float,
+                                                   records: int) -> None:
+    """Chunks of the snapshots a run expects (t = 0, every interval, t_end), at most 64: an
+    archive is not padded to a preallocated chunk (51 snapshots of N = 512 took 1.2 MB)."""
+    cfg = buffered()
+    cfg = replace(cfg, time=replace(cfg.time, t_end=t_end))
+    path = tmp_path / "run.nc"
+    with ArchiveWriter(path, cfg, THETA, WEIGHT) as writer:
+        for i in range(min(records, 11)):
+            writer.write_snapshot(make_snapshot(float(i), 2))
+    with netCDF4.Dataset(path) as nc:
+        assert nc["rho"].chunking()[0] == nc["time"].chunking()[0] == records
+        assert nc["atom_mass"].chunking() == [records, 8]
+        data = sum(v[:].nbytes for v in nc.variables.values())
+    if records <= 11:  # whole chunks written: the file holds its data and HDF5's metadata
+        assert path.stat().st_size < data + 150_000
 
 
 KILLED = """

@@ -66,7 +66,7 @@ def test_compare_reports_atoms_of_both_and_their_rate():
     ds = compare(config, [100, 200], None)
     from solvers.io.cf import check
 
-    assert check(ds) == [] and ds.attrs["Conventions"] == "CF-1.10"  # the file it writes
+    assert check(ds) == [] and ds.attrs["Conventions"] == "CF-1.8"  # the file it writes
     assert ds["time"].values.tolist() == [30.0]
     pde = int(ds["pde_n_atoms"].values[0])
     assert pde >= 1 and ds["particle_n_atoms"].values.tolist() == [[pde], [pde]]
