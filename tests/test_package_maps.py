@@ -115,3 +115,12 @@ def test_the_map_check_can_fail(tmp_path, monkeypatch):
     monkeypatch.setattr(__import__(__name__), "ROOT", tmp_path)
     with pytest.raises(AssertionError, match=r"solvers\.demo\.b"):
         test_package_docstring_lists_every_member(pkg)
+
+
+MAX_LINES = 450
+
+
+def test_no_module_is_too_long():
+    long = {str(p.relative_to(ROOT)): n for d in ("solvers", "spectral") for p in (ROOT / d).rglob("*.py")
+            if (n := len(p.read_text().splitlines())) > MAX_LINES}
+    assert not long, f"modules over {MAX_LINES} lines (split them by concern): {long}"
