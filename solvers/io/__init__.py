@@ -15,5 +15,6 @@
 - :mod:`~solvers.io.safe_paths`, :mod:`~solvers.io.lock`: writing without touching what is not
   ours (no links followed, only our archives replaced) and advisory write locks.
 - :mod:`~solvers.io.errors`: the error of an archive that cannot be read as a run.
+- :mod:`~solvers.io.reader_lock`: a lazy zarr reader's shared lock, so that no overwrite swaps data under it.
 - :mod:`~solvers.io.runs`: the named run configurations (``runs/*.toml``).
 """

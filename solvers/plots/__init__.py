@@ -6,6 +6,7 @@
 - :mod:`~solvers.plots.lemma51`: the Lemma 5.1 figure.
 - :mod:`~solvers.plots.sweeps`: sweep figures (atom counts, masses against sqrt(beta), sensitivity).
 - :mod:`~solvers.plots.bifurcation`: the bifurcation diagram of ``meanfield continue``.
+- :mod:`~solvers.plots.labels`: atom mass labels placed where they collide with nothing.
 - :mod:`~solvers.plots.converge`: the refinement-ladder figure of ``meanfield converge``.
 - :mod:`~solvers.plots.style`: the ``paper`` and ``screen`` styles (fonts, palette);
   :mod:`~solvers.plots.save`: writing figures safely.

@@ -7,6 +7,7 @@
 - :mod:`~solvers.studies.converge`: refinement ladders in space and time.
 - :mod:`~solvers.studies.sweep`: parameter sweeps on dask.distributed;
   :mod:`~solvers.studies.sweep_params`: their ``--param`` values, counted before expanded.
+- :mod:`~solvers.studies.sweep_data`: ``solvers.sweep`` and ``open_sweep``: a sweep as one Dataset.
 - :mod:`~solvers.studies.particles`: the particle system (any dimension).
 - :mod:`~solvers.studies.compare_particles`: PDE against particles.
 - :mod:`~solvers.studies.wasserstein`: exact W1 on the circle.
