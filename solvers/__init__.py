@@ -20,6 +20,8 @@ The public API (imported lazily: ``import solvers`` costs almost nothing)::
     ds = solvers.open_run("output/demo.nc")
     ds = solvers.resume(ds, t_end=3000.0)
     cfg = solvers.load_config("runs/demo.toml", model__beta=3)
+    sw = solvers.sweep("runs/demo.toml", model__beta=[2, 5])       # dims beta, time, ...
+    sw = solvers.open_sweep("output/sweep")                          # a `meanfield sweep` folder
 
 Building blocks: ``simulate`` (time loop on plain arrays, its config and ``rho0`` checked), ``initial_density``, ``initial_state``,
 ``ArchiveWriter``, ``RunConfig``, ``ConfigError``, ``ArchiveError`` (a path that is not a
@@ -38,6 +40,7 @@ configure_numba_cache()  # compiled kernels keyed by their sources (stale-cache 
 _EXPORTS = {
     "run": "solvers.api", "resume": "solvers.api", "open_run": "solvers.api",
     "load_config": "solvers.api",
+    "sweep": "solvers.studies.sweep_data", "open_sweep": "solvers.studies.sweep_data",
     "simulate": "solvers.api", "RunResult": "solvers.timestepping.loop",
     "initial_density": "solvers.io.state", "initial_state": "solvers.io.state", "ArchiveWriter": "solvers.io.archive",
     "RunConfig": "solvers.model.params", "ConfigError": "solvers.model.config",

@@ -15,6 +15,7 @@ type).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
@@ -39,6 +40,26 @@ KNOWN: dict[str, tuple[str, str]] = {
 _INT32 = np.iinfo(np.int32)
 
 
+def package_version() -> str:
+    """Installed version of ``meanfield-spectral`` ("unknown" when not installed)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("meanfield-spectral")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def utc_now() -> str:
+    """The time now in UTC, ISO 8601 to the second (``2026-01-31T12:00:00Z``)."""
+    return datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def creation_history(created: str | None = None) -> str:
+    """The ``history`` line of a new file: ``<UTC time> created by meanfield-spectral <version>``."""
+    return f"{created or utc_now()} created by meanfield-spectral {package_version()}"
+
+
 def _long_name(name: str) -> str:
     return name.replace("_", " ")
 
@@ -59,8 +80,6 @@ def describe(ds: Any, title: str, table: Mapping[str, tuple[str, str]] | None = 
     table : mapping, optional
         ``name -> (units, long_name)`` for this kind of file; :data:`KNOWN` covers shared names.
     """
-    from solvers.io.layout import creation_history
-
     known = {**KNOWN, **(table or {})}
     ds.attrs.setdefault("Conventions", CONVENTIONS)
     ds.attrs.setdefault("title", title)

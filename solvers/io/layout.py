@@ -11,12 +11,12 @@ from __future__ import annotations
 import json
 import platform
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
 
-from solvers.io.cf import CONVENTIONS
+from solvers.io.cf import CONVENTIONS, creation_history, package_version
+from solvers.io.cf import utc_now as _utc_now
 from solvers.model.params import RunConfig, flatten
 
 ARCHIVE_FORMAT = "meanfield-spectral-archive 1"
@@ -135,20 +135,6 @@ def config_attributes(config: RunConfig) -> dict[str, str | int | float]:
     return {param_attr_name(k): attr_value(v) for k, v in flat.items()}
 
 
-def package_version() -> str:
-    """Installed version of ``meanfield-spectral`` ("unknown" when not installed)."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("meanfield-spectral")
-    except PackageNotFoundError:
-        return "unknown"
-
-
-def _utc_now() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
-
-
 def rho_hat(rho: np.ndarray) -> np.ndarray:
     """Fourier coefficients ``c_k``, k = 0..N/2, with ``rho(theta) = sum_k c_k e^{i k theta}``."""
     rho = np.asarray(rho, dtype=float)
@@ -204,11 +190,6 @@ def _make_grid(config: RunConfig, theta: np.ndarray, cell_weight: np.ndarray,
     if not np.allclose(theta, basis.theta, rtol=0, atol=1e-12):
         raise ValueError("S2 archive: theta must be the Gauss colatitudes of SphereBasis(lmax)")
     return _Grid(theta, weight, phi, basis)
-
-
-def creation_history(created: str | None = None) -> str:
-    """The ``history`` line of a new file: ``<UTC time> created by meanfield-spectral <version>``."""
-    return f"{created or _utc_now()} created by meanfield-spectral {package_version()}"
 
 
 def _global_attributes(config: RunConfig) -> dict[str, Any]:
