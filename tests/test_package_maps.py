@@ -52,6 +52,9 @@ def test_core_is_manifold_free():
     for path in core.rglob("*.py"):
         name = path.stem.lower()
         assert not any(w in name for w in ("circle", "sphere", "s1", "s2")), f"{path.name} names a manifold"
+        text = path.read_text()
+        for pkg in ("solvers.circle", "solvers.sphere", "solvers/circle", "solvers/sphere"):
+            assert pkg not in text, f"{path.name} refers to {pkg}: core knows no manifold"
         for dep in imports_of(path):
             assert not dep.startswith(("solvers.circle", "solvers.sphere")), f"{path.name} imports {dep}"
 

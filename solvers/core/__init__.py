@@ -18,7 +18,9 @@ Numerics on any ``S^{d-1}``:
 - :mod:`~solvers.core.atom_tracks`: identities of atoms across snapshots;
   :mod:`~solvers.core.atom_tracks_numba`: its fast path, compiled.
 
-Compiled kernels and their set-up (each manifold's own kernels live with the manifold):
+Compiled kernels and their set-up (each manifold's own kernels live with the manifold; every
+compiled kernel keeps its numpy reference in production, because numba is optional at run time
+and ``MEANFIELD_NUMPY=1`` selects the references, which the tests compare with the kernels):
 
 - :mod:`~solvers.core.backend`: numba or the numpy reference, threads, the memory allocator.
 - :mod:`~solvers.core.numba_cache`: the compiled kernels' cache, keyed by their sources.

@@ -23,9 +23,9 @@ def numba_available() -> bool:
 
 @lru_cache(maxsize=1)
 def fused_steps_available() -> bool:
-    """Whether the numba backend's S^1 steps can run whole in one compiled call: numba and
-    rocket-fft, which gives numba ``numpy.fft`` (:mod:`solvers.circle.grid.kernels_steps_numba`;
-    without it each stage is one compiled call after numpy's FFTs: the same numbers to round-off)."""
+    """Whether steps whose transforms are FFTs can run whole in one compiled call: numba and
+    rocket-fft, which gives numba ``numpy.fft`` (without it each stage is one compiled call after
+    numpy's FFTs: the same numbers to round-off)."""
     return numba_available() and importlib.util.find_spec("rocket_fft") is not None
 
 

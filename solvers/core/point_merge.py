@@ -3,8 +3,7 @@
 The merged point keeps the group's mass and first moment: its mass is the sum, its position the
 mass-weighted mean, normalised back to the sphere (the moment's direction). Groups are the
 connected components of the pairs closer than the radius (chord), so chains merge transitively.
-Used by the S^2 Lagrangian particles (:mod:`solvers.sphere.measure.lagrangian`) and the cell-particle
-check (:mod:`solvers.studies.cell_particles`).
+Used by particle states and the cell-particle check (:mod:`solvers.studies.cell_particles`).
 """
 
 from __future__ import annotations
