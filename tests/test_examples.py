@@ -20,14 +20,18 @@ def readme_snippets() -> list[str]:
 
 
 def test_readme_has_python_snippets():
-    assert len(readme_snippets()) >= 2
+    assert len(readme_snippets()) >= 3
 
 
-@pytest.mark.parametrize("index", range(2))
+@pytest.mark.parametrize("index", range(3))
 def test_readme_snippet_runs(index, monkeypatch):
     monkeypatch.chdir(ROOT)
-    namespace: dict = {}
+    namespace: dict = {"solvers": __import__("solvers")}  # the sweep snippet follows the first
     exec(compile(readme_snippets()[index], f"README.md snippet {index}", "exec"), namespace)
+    if "sw" in namespace:  # the sweep snippet: one run per beta, NaN-padded atoms
+        sw = namespace["sw"]
+        assert sw["rho"].dims == ("beta", "time", "theta") and sw.sizes["beta"] == 2
+        assert set(sw["stop_reason"].values) <= {"t_end", "stationary"}
     if "ds" in namespace:  # the API snippet: the Dataset has the archive's variables
         ds, longer = namespace["ds"], namespace["longer"]
         assert {"rho", "energy", "atom_mass", "mass"} <= set(ds.data_vars)
