@@ -12,7 +12,7 @@ converge exponentially and fv at second order, and the paper's ReLU perceptron, 
 velocity has kinks (the density develops kinks too: both schemes drop in order).
 
 The fv runs use uniform faces (``time.kink_faces = false``): this is the study of the uniform
-scheme's order. With the default kink faces (docs/schemes.md §2) the ReLU W1 errors at t = 2 are
+scheme's order. With the default kink faces (docs/methods.md §6.2) the ReLU W1 errors at t = 2 are
 7.2e-4, 2.4e-4, 4.8e-5, 2.7e-5 at N = 128 ... 1024 (uniform: 7.5e-4, 2.1e-4, 5.0e-5, 1.6e-5;
 both against their own N = 8192 reference, the kink-face CDF on the moved faces): no longer a
 clean second order, the price of the cells of width ``h +- delta`` next to the corners.

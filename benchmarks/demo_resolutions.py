@@ -3,7 +3,8 @@
 Run: ``.venv/bin/python benchmarks/demo_resolutions.py [N ...]`` (default: 128 to 4096, about
 three minutes on two cores). Each N runs ``runs/demo.toml`` to stationarity twice, with
 ``time.kink_faces`` false and true, and prints the final atoms (position in degrees: mass), the
-stopping time, the step count and the mass error. The table in docs/schemes.md §2 is its output.
+stopping time, the step count and the mass error (benchmarks/README.md; faces on the corners:
+docs/methods.md §6.2).
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ snapshots) and prints, for the steps before the first capture (the Dirac run's f
 atom) and after it: the number of steps, the median, smallest and largest step, and what held
 each step after capture: the CFL condition of the faces that move mass (``faces``), that of
 the Dirac atoms (an atom crosses at most a cell per step, ``atoms``), or the Lipschitz bound of
-the nonlocal interaction (``rate``: ``C / L``, docs/schemes.md §8). Counts of steps, not
+the nonlocal interaction (``rate``: ``C / L``, docs/methods.md §6.8). Counts of steps, not
 timings: the figures do not depend on the machine's load.
 
     .venv/bin/python benchmarks/dirac_steps.py [--n 256] [--only demo,10,25,50]

@@ -5,7 +5,7 @@ Each case runs ``runs/paper_s2_descent_relu_particles.toml`` at ``--set domain.r
 time.basin_refine=K`` (to its stationary stop), polishes the last record (``meanfield polish``:
 the exact stationary positions for the atoms' masses) and prints the atoms. Then, for every
 pair of cases, the largest mass difference and the position difference (rad) of every atom,
-atoms matched by position (docs/schemes.md, "Basin-boundary refinement").
+atoms matched by position (docs/methods.md §6.7, basin-boundary refinement).
 
     .venv/bin/python benchmarks/s2_basin_refine.py --cases 63:1,63:4,127:2 [--out DIR]
 

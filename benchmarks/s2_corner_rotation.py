@@ -8,7 +8,7 @@ the atoms' masses (heaviest first) at both resolutions and their largest differe
     .venv/bin/python benchmarks/s2_corner_rotation.py [--degrees 0,0.7,1.4]
 
 Round 11: the gap stayed 3.43e-3 / 3.39e-3 / 3.40e-3: not where the corners fall in the cells
-(on S^1 that was the demo's error before kink faces, docs/schemes.md §2).
+(on S^1 that was the demo's error before kink faces, docs/methods.md §6.2).
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ samples the velocity at faces, so on the uniform grid a sink born at a corner in
 seen only once the sign change reaches the nearest face, a delay of about ``c d / (du/dt)``
 (``c`` the corner's slope, ``d`` the corner's distance to the face). That delay depends on where
 the corner falls in its cell, which is why the paper demo's atom masses jumped by 0.006 between
-N = 256 and N = 288 (docs/schemes.md §2).
+N = 256 and N = 288 (docs/methods.md §6.2).
 
 Here the face nearest each corner is moved onto it. The state stays the cell mass divided by
 ``h`` (``rho``, what every diagnostic and the archive read, with ``cell_weight = h``); the two
@@ -97,7 +97,7 @@ def holds_together(left: np.ndarray, right: np.ndarray, u_left: np.ndarray, u_ri
 
     The rule of both S^1 Dirac states for a concentration to become an atom
     (:func:`solvers.circle.measure.dirac_events.forms_atom`, :func:`solvers.circle.measure.lagrangian.held_runs`;
-    docs/schemes.md, "Capture only what is held together").
+    docs/methods.md §6.2, the Dirac state's capture).
     """
     held = (np.asarray(u_left) >= 0.0) & (np.asarray(u_right) <= 0.0)
     if corners.size:

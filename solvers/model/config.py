@@ -90,7 +90,7 @@ CFL_MAX = {"auto": 1.0, "fv": 0.5, "spectral": 1.0, "lagrangian": 1.0}
 # naming one of these (or [atoms] representation) without time.scheme keeps the finite-volume
 # grid they tune, as before the default method existed
 FV_KNOBS = ("limiter", "cfl_floor", "kink_faces")
-# the S^1 Dirac state's defaults (docs/schemes.md, measure-valued state): weno5, whose diffuse
+# the S^1 Dirac state's defaults (docs/methods.md §6.2, the Dirac state): weno5, whose diffuse
 # density gives the same demo atoms at N = 128 ... 1024 to 8e-4 ("mc": 2.3e-3); and the CFL
 # condition on the faces whose upwind density exceeds 1% of the mean (the mass is in the atoms:
 # stationary atoms within 3e-5 of cfl_floor = 1e-6, with 1.1-3.2x fewer steps at beta 1-10)

@@ -6,7 +6,7 @@ point follows ``dx_k/dt = s grad U(x_k)`` (:mod:`solvers.studies.particles`), so
 are the time step and the initial quadrature. Placing one particle at the centre of every grid
 cell, with the cell's mass (``rho area``), makes that quadrature exact for the attention field at
 t = 0: on S^2 the Gauss grid's centres and areas integrate the spherical harmonics of the
-kernel's band exactly (docs/schemes.md §4), on S^1 the uniform cells integrate the Fourier modes
+kernel's band exactly (docs/methods.md §6.5), on S^1 the uniform cells integrate the Fourier modes
 up to N/2. No mass moves between cells by upwinding, so slow mass (velocities of 1e-4) is
 carried at its own speed instead of being held in place by the grid.
 
@@ -18,7 +18,7 @@ distance from that position): a spread far below ``link`` means the group is an 
 a cloud.
 
 ``benchmarks/s2_cell_particles.py`` runs this on ``runs/paper_s2_descent_relu.toml``
-(docs/schemes.md, "The exact particle flow finds a fifth atom").
+(docs/tutorial.md §6: the particles find a fifth atom).
 """
 
 from __future__ import annotations

@@ -153,7 +153,7 @@ def interpolate(before: Restart, rho: np.ndarray, t_after: float, t: float) -> n
     ``before.rho + w (rho - before.rho)``, ``0 < w <= 1``: the mass is the two states' mass to
     round-off, and for non-negative states every value is non-negative exactly (each rounding
     is monotone and bounded by ``-before.rho``). It is the dense output of a second-order step
-    to second order (the fv SSP schemes, docs/schemes.md §9).
+    to second order (the fv SSP schemes, docs/methods.md §6.8).
     """
     if t >= t_after:
         return rho

@@ -4,7 +4,7 @@ Checked against independent computations: the corners solve ``a.x + b = 0``; the
 at a moved face is the direct sum over the cells' point masses plus the perceptron's exact value;
 the numba kernel equals the numpy reference with non-uniform widths; a run keeps mass to
 round-off and ``rho >= 0``; and on the paper demo the moved faces remove the jump of the heavy
-atom's mass between N = 256 and N = 288 (docs/schemes.md §2).
+atom's mass between N = 256 and N = 288 (docs/methods.md §6.2).
 """
 
 from __future__ import annotations

@@ -248,7 +248,7 @@ def _beta25(*extra: str, base: tuple[str, ...] = tuple(BETA25)):
 def test_default_method_gives_the_corner_atom_of_the_fine_grid():
     """beta = 25, N = 256, t = 60: the fv Dirac state alone puts .1994 in the atom born on the ReLU
     corner at 85.4 degrees (the sub-cell layer of mass beside the corner is smeared before the
-    sink is born, docs/schemes.md); the default method (cells throughout) puts there the grid
+    sink is born, docs/methods.md §6.4); the default method (cells throughout) puts there the grid
     density's mass at N = 1024 (.2031) within 1e-3."""
     def corner(cfg) -> float:
         d = simulate(cfg, initial_density(cfg)).final.diagnostics

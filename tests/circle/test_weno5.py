@@ -2,7 +2,7 @@
 
 Against exact face values of smooth cell averages (fifth order), mass and positivity in runs,
 S^2 refused, and the paper demo's Dirac state giving the same atoms at N = 128 and N = 512
-(docs/schemes.md, measure-valued state). The numba kernel against the numpy reference, with
+(docs/methods.md §6.2, the Dirac state). The numba kernel against the numpy reference, with
 random cell widths: tests/circle/test_kink_faces.py.
 """
 

@@ -112,7 +112,7 @@ def test_density_part_at_points_is_the_spectral_field(kernel):
 @pytest.mark.parametrize("kernel", ["exp", "exp_shifted"])
 def test_closed_form_atom_is_the_spectral_field_of_its_cell(kernel):
     """An atom at a cell centre has the spectral face velocities of its mass spread on that cell
-    (the analysis of a grid density is that of its cell point masses, docs/schemes.md §4)."""
+    (the analysis of a grid density is that of its cell point masses, docs/methods.md §6.5)."""
     disc = _disc(kernel)
     p, f, g = disc.problem, disc.field, disc.grid
     j, k, m = 9, 17, 0.3

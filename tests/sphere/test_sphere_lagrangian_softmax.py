@@ -4,7 +4,7 @@
 A particle moves with ``s (P_x F / f + grad v / 2)``, ``f = c_K sum_j w_j e^{beta x.x_j}`` its own
 mass included. On the cell particles of a grid density this is the grid's softmax velocity at the
 cell centres to round-off: the Gauss quadrature of the grid integrates the kernel exactly up to its
-bandwidth (docs/schemes.md §4), and lmax 31 is past the bandwidth of beta = 4 (24)."""
+bandwidth (docs/methods.md §6.5), and lmax 31 is past the bandwidth of beta = 4 (24)."""
 
 from __future__ import annotations
 

@@ -6,8 +6,8 @@ with the Dirac masses deposited in their cells and turns each basin atom that is
 into a Dirac atom, conserving mass and first moment. :func:`may_capture` is a necessary
 condition for that, checked first: it costs a pass over the faces instead of a basin detection,
 and once every atom is a Dirac mass (the thin stream of density that still flows into them
-cannot form a new one) it rules every check out (docs/schemes.md, "Capture only what is held
-together").
+cannot form a new one) it rules every check out (docs/methods.md §6.2, the
+Dirac state's capture).
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ def forms_atom(core: np.ndarray, u_face: np.ndarray, problem: CircleProblem) -> 
     A concentration pressed together only while a wave of mass passes (descent, the
     perceptron-free arc at beta = 50) spreads again and stays density; so does one carried
     along by the flow, until it comes to rest. Capture cannot be undone, so the test is
-    conservative (docs/schemes.md, "Capture only what is held together").
+    conservative (docs/methods.md §6.2, the Dirac state's capture).
 
     Parameters
     ----------
@@ -144,7 +144,7 @@ def capture(rho: np.ndarray, atoms: DiracAtoms, u_face: np.ndarray, problem: Cir
         peak = basin[np.argmax(rho[basin])]
         # the core's cells in the basin only: beside a sink born on a ReLU corner the next cell
         # can be a source, whose mass partly flows away (capturing it whole made the beta = 50
-        # corner atom 8e-3 too heavy at every N, docs/schemes.md)
+        # corner atom 8e-3 too heavy at every N, docs/methods.md §6.2)
         core = (peak + np.arange(-CORE_CELLS, CORE_CELLS + 1)) % n
         core = core[found.labels[core] == k]
         core_mass = float(rho[core].sum() * h)

@@ -14,7 +14,7 @@ and of Carrillo, Ranetbauer & Wolfram, J. Comput. Phys. 327 (2016), with the ato
 cell whose ends meet becomes (or joins) a Dirac mass, conserving mass and first moment. No
 mass crosses a cell boundary, so the sub-cell position of mass is never smeared: in particular
 the layer of mass beside a ReLU corner, whose share decides where a watershed falls
-(docs/schemes.md), is carried exactly.
+(docs/methods.md §6.4), is carried exactly.
 
 The velocity is that of the whole measure (:mod:`solvers.circle.measure.lagrangian_fields`, re-exported
 here): its attention part from the measure's Fourier coefficients in closed form and the

@@ -12,8 +12,8 @@ The integrator sees the flat state ``[X, m, A, ids]``; only the points move
   case once it is shorter than ``MET h`` (its ends have met: a cluster carried along while it
   collapses; below that, round-off in the positions could turn cells inside out). Under
   descent a cluster pressed together by a passing wave otherwise became an atom that kept its
-  mass for ever (beta = 50: .0352 at N = 256, .0222 at N = 1024; docs/schemes.md, "Capture
-  only what is held together"). A cell beside an atom shorter than ``ABSORB h`` joins the atom;
+  mass for ever (beta = 50: .0352 at N = 256, .0222 at N = 1024; docs/methods.md §6.2,
+  the Dirac state's capture). A cell beside an atom shorter than ``ABSORB h`` joins the atom;
   atoms closer than a grid cell ``h`` merge, with what lies between them. Mass and first moment
   are kept;
 - refinement: a cell longer than ``REFINE h`` that holds mass is split in two, so that a

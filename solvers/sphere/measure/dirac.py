@@ -13,7 +13,7 @@ the velocity at its point and feels no force from itself (``grad_x K(x, x_i) = 0
 - the density's part stays spectral on the grid (Funk-Hecke, docs/math.md §2). At the atoms it is
   the sum over the cells as point masses, ``sum_c rho_c area_c c_K e^{beta x.y_c} P_x y_c``: the
   Gauss analysis of a grid density gives the exact moments of that point-mass measure
-  (docs/schemes.md §4) and the kernel's eigenvalues past the bandwidth ``L`` are below ``1e-17
+  (docs/methods.md §6.5) and the kernel's eigenvalues past the bandwidth ``L`` are below ``1e-17
   lambda_0`` (docs/math.md §2), so this sum *is* the spectral field, evaluated off the grid
   without the ``1/sin(theta)`` of the spherical components at the poles.
 

@@ -116,8 +116,9 @@ class DiracSphereDiscretization(MeasureStateAccess, SphereDiscretization):
         Capture is checked after every step. Checking it every 10 steps (until round 11) let a
         concentrated atom wait up to 10 steps on the grid: on ``runs/paper_s2_descent_relu.toml``
         at lmax 63 that moved 0.003 of mass between the two heaviest atoms at ``cfl >= 0.25``
-        (docs/schemes.md, S^2 Dirac). The basin detection runs only when :func:`may_capture`
-        (a necessary condition: one sparse product over the finite volumes) holds."""
+        (docs/methods.md §6.6, the Dirac state on S^2). The basin detection runs only when
+        :func:`may_capture` (a necessary condition: one sparse product over the finite volumes)
+        holds."""
         rho, atoms = self.density(state).copy(), self.atoms(state)
         atoms = DiracAtoms(atoms.mass, normalise(atoms.position), atoms.ids)
         x, m = atoms.position, atoms.mass

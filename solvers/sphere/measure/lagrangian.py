@@ -13,7 +13,7 @@ f(x_k) + grad v / 2)``, ``f(x) = c_K sum_j w_j e^{beta x.x_j}`` (the term ``j = 
 normaliser counts the particle's own mass, so ``f(x_k) >= c_K w_k e^beta > 0``), so the
 scheme's only errors are the time step and the initial quadrature. That quadrature is exact for
 the attention field: the cell centres and areas of the Gauss grid integrate the kernel's
-spherical harmonics exactly up to the grid's degree (docs/schemes.md §4), and the kernel has no
+spherical harmonics exactly up to the grid's degree (docs/methods.md §6.5), and the kernel has no
 degree past the bandwidth above ``1e-17 lambda_0``. Particles never cross a face, so no mass
 diffuses across a separatrix and a line of mass (a measure on a curve) is carried as points.
 

@@ -4,7 +4,7 @@ The integrator sees the flat state ``[x (n, 3), w (n), ids (n)]`` (a
 :class:`~solvers.core.measure.MeasureLayout` with no grid part); only the positions move, so
 mass is conserved exactly (up to the order of summation in merges) and no density is ever
 negative. A fresh run starts from one particle per fine Gauss cell holding mass (at its centre,
-with its mass, docs/schemes.md §4) plus the config's Dirac atoms. After every accepted step
+with its mass, docs/methods.md §6.5) plus the config's Dirac atoms. After every accepted step
 (:meth:`after_step`) the positions are renormalised and particles closer than ``MERGE`` grid
 widths merge (:func:`~solvers.core.point_merge.merge_close`); a particle of at least
 ``atoms.min_mass`` is a Dirac atom with an identity (the archive's ``dirac_*``), a lighter one is
@@ -15,8 +15,8 @@ the perceptron's (docs/math.md §5), times ``time.rate_factor``: RK4 is stable f
 2.79 / L. There is no CFL condition: a particle may cross cells in a step. A step that crosses a
 ReLU unit's switching set is first order there (for that particle); on
 ``runs/paper_s2_descent_relu_particles.toml`` at lmax 31, steps of 0.5, 0.25 and 0.1 give the
-same atoms to 1e-6 in mass and 1e-4 degrees (docs/schemes.md). Mass pressed onto a switching set
-from both sides (a sink corner) would chatter across it by ``dt |v|``; fix ``time.dt`` there.
+same atoms to 1e-6 in mass and 1e-4 degrees (docs/methods.md §6.7). Mass pressed onto a switching
+set from both sides (a sink corner) would chatter across it by ``dt |v|``; fix ``time.dt`` there.
 
 Snapshots, diagnostics and the archive see the measure as the fv Dirac state does: the diffuse
 particles' exact mass in their fine cells (``rho``) and the Dirac atoms (energy and dissipation

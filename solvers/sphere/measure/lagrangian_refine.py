@@ -5,7 +5,7 @@ boundary between two atoms' basins (a separatrix of the flow) sends all its mass
 each atom's mass is off by O(h) times the density along its basin's boundary, and a soft atom's
 position moves with the masses of the others (``meanfield polish`` reports ``dx/dm``). On
 ``runs/paper_s2_descent_relu_particles.toml`` this error decides the light atoms' positions
-(docs/schemes.md, "Basin-boundary refinement").
+(docs/methods.md §6.7, basin-boundary refinement).
 
 The refinement is an adaptive quadrature of the initial measure, found by a scout run:
 
