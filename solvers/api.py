@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from solvers.model.config import ConfigError, check_resolution, config_from_text, toml_value
+from solvers.model.cost import check_cost
 from solvers.model.config import load_config as _load_toml
 from solvers.model.params import RunConfig
 from solvers.model.validate import check_resume_overrides, validate_config
@@ -99,7 +100,7 @@ def open_run(path: str | os.PathLike) -> xr.Dataset:
 
 def run(config: str | os.PathLike | Mapping[str, Any] | RunConfig, *,
         path: str | os.PathLike | None = None, overwrite: bool = False,
-        progress: bool = False, **overrides: Any) -> xr.Dataset:
+        progress: bool = False, force: bool = False, **overrides: Any) -> xr.Dataset:
     """Run a configuration and return its archive as a Dataset.
 
     Parameters
@@ -115,6 +116,10 @@ def run(config: str | os.PathLike | Mapping[str, Any] | RunConfig, *,
         :class:`~solvers.io.safe_paths.UnsafePathError`); True or False only.
     progress : bool
         Show a progress bar on stderr.
+    force : bool
+        Run even when the estimated cost exceeds the budget
+        (:data:`solvers.model.cost.BUDGET_S`, one hour; else :class:`ConfigError` with the
+        estimate).
     **overrides
         ``section__key=value``.
 
@@ -130,16 +135,18 @@ def run(config: str | os.PathLike | Mapping[str, Any] | RunConfig, *,
 
     overwrite = check_bool(overwrite, "overwrite")  # "no" is not False
     progress = check_bool(progress, "progress")
+    force = check_bool(force, "force")
     path = None if path is None else _path(path, "path")
     cfg = load_config(config, **overrides)
     check_resolution(cfg)
+    check_cost(cfg, force=force)  # before anything is allocated or written
     rho0, atoms0 = initial_state(cfg)  # atoms0: an archived measure's Dirac atoms (Dirac runs)
     return _simulate_to_dataset(cfg, {"rho": rho0, "t0": 0.0, "step0": 0, "dt0": None,
                                       "atoms0": atoms0}, path, overwrite, progress, append=False)
 
 
 def resume(source: str | os.PathLike | xr.Dataset, *, t_end: float | None = None,
-           progress: bool = False, **overrides: Any) -> xr.Dataset:
+           progress: bool = False, force: bool = False, **overrides: Any) -> xr.Dataset:
     """Continue a run from its last snapshot.
 
     Parameters
@@ -150,6 +157,8 @@ def resume(source: str | os.PathLike | xr.Dataset, *, t_end: float | None = None
         in memory; nothing is written).
     t_end : float, optional
         New final time (default: the archived ``time.t_end``, which must not be reached yet).
+    force : bool
+        Run even when the estimated cost exceeds the budget (as :func:`run`).
     **overrides
         ``time__...`` and ``output__...`` only: a resumed run keeps its physics.
 
@@ -161,6 +170,7 @@ def resume(source: str | os.PathLike | xr.Dataset, *, t_end: float | None = None
     from solvers.io.safe_paths import check_bool
 
     progress = check_bool(progress, "progress")
+    force = check_bool(force, "force")
     if t_end is not None:
         if isinstance(t_end, bool) or not isinstance(t_end, (int, float, np.number)):
             raise ConfigError("t_end", f"must be a number (got {t_end!r:.80})")
@@ -174,9 +184,11 @@ def resume(source: str | os.PathLike | xr.Dataset, *, t_end: float | None = None
         state, text = _archived_state(source)
         cfg = _resumed_config(text, items, state["after"])
         _check_grid(cfg, state["rho"], source)
+        check_cost(cfg, force=force, t0=state["t0"])
         return _simulate_to_dataset(cfg, state, source, False, progress, append=True)
     last, text = _last_record(source)
     cfg = _resumed_config(text, items, float(last["time"]))
+    check_cost(cfg, force=force, t0=float(last["time"]))
     record = (float(last["time"]), int(last["step"]), float(last["dt"]),
               np.asarray(last["rho"].values, dtype=float))
     _check_grid(cfg, record[3], "this Dataset")

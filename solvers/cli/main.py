@@ -91,6 +91,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help="replace an existing archive (only one that meanfield wrote: never "
                           "a link, a device, or another file or folder)")
     run.add_argument("--resume", metavar="RUN.nc", help="continue the run stored in RUN.nc")
+    run.add_argument("--force", action="store_true",
+                     help="run even when the estimated cost exceeds the budget (1 hour; "
+                          "docs/cli.md, Run cost)")
     run.add_argument("--polish", action="store_true",
                      help="at the end, polish the last snapshot's atoms (as `meanfield polish`: "
                           "writes RUN.polished.nc)")

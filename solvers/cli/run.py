@@ -74,6 +74,7 @@ def _resume_state(args: argparse.Namespace) -> tuple[RunConfig, dict[str, Any]]:
     if t >= config.time.t_end:
         raise ConfigError("time.t_end", f"the archive already reached t = {t:g} >= t_end = "
                           f"{config.time.t_end:g}; extend it with --set time.t_end=...")
+    _check_cost(config, t, args)
     shape = grid_arrays(config)[1].shape
     if np.shape(rho) != shape:
         raise CliError(f"{path}: state has shape {np.shape(rho)}, the config's grid "
@@ -87,8 +88,20 @@ def _fresh_state(args: argparse.Namespace) -> tuple[RunConfig, dict[str, Any]]:
         overrides.append(f"output.path={toml_value(args.output)}")
     config = load_config(Path(args.config), overrides)
     check_run(config)
+    _check_cost(config, 0.0, args)
     rho0, atoms0 = initial_state(config)  # atoms0: an archived measure's Dirac atoms (Dirac runs)
     return config, {"rho": rho0, "t0": 0.0, "step0": 0, "dt0": None, "atoms0": atoms0}
+
+
+def _check_cost(config: RunConfig, t0: float, args: argparse.Namespace) -> None:
+    """Refuse a run estimated above the budget (unless --force), before anything is built;
+    print a large estimate."""
+    from solvers.model.cost import REPORT_S, check_cost
+
+    estimate = check_cost(config, force=getattr(args, "force", False), t0=t0,
+                          check_resolution=not getattr(args, "no_check", False))
+    if estimate.total_s > REPORT_S:
+        log.info("estimated cost: %s", estimate.describe())
 
 
 def _dirac_mass(config: RunConfig, state: dict[str, Any]) -> float:

@@ -1,0 +1,98 @@
+"""A run's cost is estimated from its config before it starts; above the budget (one hour) it is
+refused, quickly and with the estimate, unless forced; the configs of runs/ stay below it."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+import solvers
+from solvers.cli.main import main
+from solvers.model.config import load_config
+from solvers.model.cost import BUDGET_S, check_cost, estimate_cost, estimated_steps
+
+ROOT = Path(__file__).resolve().parents[2]
+DEMO = ROOT / "runs" / "demo.toml"
+S2 = """[domain]
+manifold = "S2"
+resolution = 2048
+[model]
+beta = 1.0
+[time]
+t_end = 100.0
+"""
+# the cases of the issue: hours (or days) inside the limits of every key
+HOURS = {
+    "lagrangian, rate_factor 1e-6": ["time.scheme=\"lagrangian\"", "time.rate_factor=1e-6",
+                                     "atoms.representation=\"dirac\""],
+    "N = 2^20": ["domain.resolution=1048576"],
+    "zarr, sync_interval 0": ["output.sync_interval=0", "output.snapshot_interval=0.05",
+                              "output.path=\"{tmp}/x.zarr\""],
+}
+
+
+def refused(capsys: pytest.CaptureFixture, argv: list[str]) -> str:
+    start = time.perf_counter()
+    rc = main(argv)
+    err = capsys.readouterr().err
+    assert rc == 2 and time.perf_counter() - start < 20, err
+    assert err.startswith("error: estimated cost: about ") and "exceeds the budget of 1 h" in err
+    assert "--force" in err and len(err.splitlines()) == 1
+    return err
+
+
+@pytest.mark.parametrize("case", sorted(HOURS))
+def test_runs_of_hours_are_refused_with_the_estimate(case: str, tmp_path: Path, capsys) -> None:
+    sets = [a for item in HOURS[case] for a in ("--set", item.replace("{tmp}", str(tmp_path)))]
+    out = ["-o", str(tmp_path / "x.nc")] if "zarr" not in case else []
+    refused(capsys, ["run", str(DEMO), *out, *sets])
+    assert not list(tmp_path.iterdir())  # nothing written
+
+
+def test_lmax_2048_is_refused_before_its_grid_is_built(tmp_path: Path, capsys) -> None:
+    cfg = tmp_path / "s2.toml"
+    cfg.write_text(S2)
+    err = refused(capsys, ["run", str(cfg), "-o", str(tmp_path / "s2.nc")])
+    assert "lmax = 2048" in err
+
+
+def test_every_config_of_runs_stays_below_the_budget() -> None:
+    configs = sorted((ROOT / "runs").glob("*.toml"))
+    assert len(configs) >= 20
+    for path in configs:
+        estimate = estimate_cost(load_config(path))
+        assert 0 < estimate.total_s < BUDGET_S, f"{path.name}: {estimate.describe()}"
+
+
+def test_the_estimate_scales_as_it_should() -> None:
+    """Steps grow with t_end and (grid schemes) with the resolution; a resume counts only
+    what is left; a fixed step counts exactly t_end / dt."""
+    cfg = load_config(DEMO, ["time.scheme=\"fv\""])
+    longer = load_config(DEMO, ["time.scheme=\"fv\"", "time.t_end=10000"])
+    finer = load_config(DEMO, ["time.scheme=\"fv\"", "domain.resolution=1024"])
+    assert estimated_steps(longer) == pytest.approx(2 * estimated_steps(cfg))
+    assert estimated_steps(finer) == pytest.approx(2 * estimated_steps(cfg))
+    assert estimated_steps(cfg, t0=2500.0) == pytest.approx(estimated_steps(cfg) / 2)
+    fixed = load_config(DEMO, ["time.dt=0.5"])
+    assert estimated_steps(fixed) == pytest.approx(10_000)
+    big = load_config(DEMO, ["domain.resolution=1048576"])
+    assert check_cost(big, force=True).total_s > BUDGET_S  # forced: the estimate, no error
+
+
+def test_the_api_refuses_unless_forced(tmp_path: Path) -> None:
+    with pytest.raises(solvers.ConfigError, match="estimated cost: about"):
+        solvers.run(DEMO, path=tmp_path / "x.nc", domain__resolution=1048576)
+    with pytest.raises(solvers.ConfigError, match="force"):
+        solvers.run(DEMO, force="yes")
+    assert not list(tmp_path.iterdir())
+
+
+def test_a_small_run_is_neither_refused_nor_told_its_cost(tmp_path: Path, capsys) -> None:
+    cfg = tmp_path / "run.toml"
+    cfg.write_text(DEMO.read_text().replace("t_end = 5000.0", "t_end = 2.0")
+                   .replace("resolution = 512", "resolution = 64").replace("beta = 5.0",
+                                                                            "beta = 2.0"))
+    assert main(["run", str(cfg), "-o", str(tmp_path / "x.nc"), "--no-check"]) == 0
+    assert "estimated cost" not in capsys.readouterr().err
