@@ -14,6 +14,7 @@ import numpy as np
 
 from solvers.circle.cells import layout_for, sink_corners
 from solvers.core.kernel import kernel_log_shift, max_kernel_second_derivative  # noqa: F401 (re-export)
+from solvers.core.noise import free_energy
 from solvers.model import perceptron
 from solvers.model.params import ModelParams
 from spectral import CircleBasis, kernel_eigenvalues
@@ -235,6 +236,12 @@ class CircleProblem:
         f = b.backward(rho_hat * self._cache["kernel"])
         w = rho * b.cell_weight
         return float(np.dot(w, f) / (2.0 * self.model.beta) + 0.5 * np.dot(w, self._cache["v_center"]))
+
+    def free_energy(self, rho: np.ndarray, energy: float | None = None) -> float:
+        """``F = E - s nu int rho log rho`` (docs/noise.md §1; ``F = E`` without noise) of the
+        grid density ``rho`` (N,); ``energy``: its ``E`` when already known."""
+        energy = self.energy(rho) if energy is None else energy
+        return free_energy(energy, rho, self.basis.cell_weight, self.sign, self.model.noise)
 
     def dissipation(self, rho: np.ndarray, rho_hat: np.ndarray | None = None) -> float:
         """``D = int grad U . V drho`` with ``V`` the unsigned velocity: ``dE/dt = s D``.

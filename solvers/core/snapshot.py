@@ -48,6 +48,9 @@ class Diagnostics:
     atom_labels : ndarray of int, shape (cells,), optional
         The atom (index into ``atom_mass``) each grid cell belongs to, -1 for diffuse cells,
         cells flattened in the order of ``rho.ravel()`` (the archive's mass budget per atom).
+    free_energy : float
+        ``F = E - s nu int rho log rho`` with noise ``nu = model.noise`` (docs/noise.md §1);
+        not given (NaN): ``energy`` (``F = E`` without noise).
     """
 
     mass: float
@@ -68,6 +71,11 @@ class Diagnostics:
     dirac_position: np.ndarray = field(default_factory=lambda: np.zeros(0))
     dirac_id: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=int))
     atom_labels: np.ndarray | None = None
+    free_energy: float = float("nan")
+
+    def __post_init__(self) -> None:
+        if self.free_energy != self.free_energy:  # NaN: not given, F = E without noise
+            object.__setattr__(self, "free_energy", float(self.energy))
 
     @property
     def max_atom_mass(self) -> float:

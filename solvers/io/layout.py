@@ -41,6 +41,8 @@ DIAGNOSTIC_VARIABLES: dict[str, tuple[str, str, str]] = {
     "max_rho": ("f8", _DENSITY, "maximum of the grid density"),
     "energy": ("f8", "1", "energy E = (1/(2 beta)) iint K drho drho + (1/2) int v drho"),
     "dissipation": ("f8", "1", "dissipation int |g|^2 drho (dE/dt = s * dissipation)"),
+    "free_energy": ("f8", "1", "free energy E - s nu int rho log rho, nu = model.noise (E when "
+                    "nu = 0): increases under ascent, decreases under descent"),
     "transport_rate": ("f8", "1", "transport rate ||d rho / dt||_1 of the scheme"),
     "max_support_velocity": ("f8", "radian", "max |velocity| over cells holding mass"),
     "tail_energy": ("f8", "1", "fraction of sum |rho_k|^2 in the top third of resolved modes"),

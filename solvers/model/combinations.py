@@ -17,6 +17,36 @@ def check_combinations(config: RunConfig) -> None:
     check_basin_refine(config)
     check_kink_faces(config)
     check_limiter(config)
+    check_noise(config)
+
+
+def check_noise(config: RunConfig) -> None:
+    """``model.noise > 0`` (docs/noise.md §2) runs a grid density with the heat semigroup:
+    ``time.scheme`` ``"auto"`` or ``"spectral"`` (S1, S2) or ``"fv"`` (S1), no Dirac atoms, no
+    moved faces, unnormalized attention."""
+    m, t = config.model, config.time
+    if m.noise == 0:
+        return
+    if m.attention == "softmax":
+        raise ConfigError("model.attention", "\"softmax\" with model.noise > 0: its drift grad "
+                          "log(K*rho)/beta is not the first variation of any energy, so the noisy "
+                          "flow has no free energy to follow (and meanfield continue no stationary "
+                          "equation for it); use \"unnormalized\", or set model.noise = 0")
+    if config.atoms.representation == "dirac" or t.scheme == "lagrangian":
+        key = "time.scheme" if t.scheme == "lagrangian" else "atoms.representation"
+        raise ConfigError(key, "Dirac atoms and Lagrangian points carry no diffusion, and with "
+                          "model.noise > 0 no atoms form: remove it (the default with noise is "
+                          "the spectral grid) or set model.noise = 0")
+    if t.scheme == "fv" and config.domain.manifold == "S2":
+        raise ConfigError("time.scheme", "\"fv\" on S2 has no exact heat step (its merged polar "
+                          "cells): with model.noise > 0 use \"spectral\" or leave time.scheme out")
+    if t.kink_faces is True:
+        raise ConfigError("time.kink_faces", "with model.noise > 0 the heat step needs the uniform "
+                          "cells: remove it or set it to false")
+    if t.stop_when_stationary and t.stationary_measure == "velocity":
+        raise ConfigError("time.stationary_measure", "\"velocity\" never settles with model.noise "
+                          "> 0 (a noisy stationary state's drift balances its diffusion): use "
+                          "\"transport\" (||d rho/dt||_1 / M)")
 
 
 def check_limiter(config: RunConfig) -> None:
@@ -64,7 +94,8 @@ def check_lagrangian(config: RunConfig) -> None:
     """``time.scheme = "lagrangian"`` (S^1: moving cells; S^2: particles; docs/schemes.md) moves
     the measure-valued state: it needs ``[atoms] representation = "dirac"`` and snapshots that
     land on their times (a step's points are not interpolated)."""
-    cells = config.time.scheme == "auto" and not auto_grid(config.domain.manifold, config.model)
+    cells = config.time.scheme == "auto" and not auto_grid(config.domain.manifold, config.model) \
+        and config.model.noise == 0
     if cells and config.output.snapshot_mode == "interpolate":
         raise ConfigError("output.snapshot_mode", "\"interpolate\" is for the fv scheme; the "
                                                   "default method (no time.scheme) moves cells or "
@@ -94,6 +125,6 @@ def check_auto_cfl(config: RunConfig) -> None:
     """Where the default method runs the fv grid (S2 descent, unnormalized attention), a given
     ``time.cfl`` must keep it positive (<= 0.5)."""
     if config.time.scheme == "auto" and auto_grid(config.domain.manifold, config.model) \
-            and config.time.cfl > 0.5:
+            and config.model.noise == 0 and config.time.cfl > 0.5:
         raise ConfigError("time.cfl", f"must be <= 0.5 here: the default method runs finite "
                                       f"volumes on S2 for descent (positivity; got {config.time.cfl:g})")

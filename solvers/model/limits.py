@@ -70,10 +70,6 @@ def check_run(config: RunConfig) -> int:
     """Everything a run checks before it allocates: :func:`check_limits`, the estimated
     memory (at most half the machine's) and :func:`check_resolution`; returns ``j*``."""
     check_limits(config)
-    if config.model.noise > 0:
-        raise ConfigError("model.noise", f"time stepping with noise: not yet (got "
-                          f"{config.model.noise:g}); set model.noise = 0 to run the dynamics, or "
-                          "compute the noisy stationary states with `meanfield continue`")
     need, have = estimated_memory(config), _physical_memory()
     if need > have // 2:
         raise ConfigError("domain.resolution", f"{config.domain.resolution} needs about "

@@ -13,6 +13,10 @@ The choice rests on measurements (docs/methods.md, "Which method when"):
 - S^2, descent with unnormalized attention: the finite-volume grid with Dirac atoms (descent
   carries atoms out of their cells rather than into them; the particles' pair sums cost
   O(n^2) per stage, 10-100x the grid at lmax 63-127).
+- With noise (``model.noise > 0``), both manifolds: pseudo-spectral with the exact heat
+  semigroup (Lawson steps, docs/noise.md §2). The noise keeps the density smooth and positive
+  (no atoms form: a peak is about ``sqrt(nu / |U''|)`` wide), which the spectral scheme resolves
+  to exponential accuracy; Dirac atoms and Lagrangian points would carry no diffusion.
 
 :func:`choose_method` returns the concrete scheme and the reason; the archive records both.
 """
@@ -40,6 +44,11 @@ def choose_method(config: RunConfig) -> MethodChoice:
     if scheme != "auto":
         return MethodChoice(scheme, f"time.scheme = \"{scheme}\" given in the config", False)
     model = config.model
+    if model.noise > 0:
+        return MethodChoice("spectral", f"default with noise on {config.domain.manifold}: "
+                            "pseudo-spectral with the exact heat semigroup (the noise keeps the "
+                            "density smooth and positive: no atoms; exponential accuracy while the "
+                            "peaks, about sqrt(nu/|U''|) wide, are resolved)", True)
     if config.domain.manifold == "S1":
         return MethodChoice("spectral+lagrangian", "default on S1: pseudo-spectral while the density "
                             "is smooth and resolved, then Lagrangian cells with Dirac atoms (exact "
@@ -54,9 +63,9 @@ def choose_method(config: RunConfig) -> MethodChoice:
 
 
 def concrete(config: RunConfig) -> RunConfig:
-    """``config`` with ``time.scheme = "auto"`` replaced by the S^2 default's scheme (S^1 keeps
-    ``"auto"``: its hand-over is a discretisation of its own)."""
+    """``config`` with ``time.scheme = "auto"`` replaced by the default's scheme (S^1 without
+    noise keeps ``"auto"``: its hand-over is a discretisation of its own)."""
     choice = choose_method(config)
-    if not choice.automatic or config.domain.manifold == "S1":
+    if not choice.automatic or (config.domain.manifold == "S1" and config.model.noise == 0):
         return config
     return replace(config, time=replace(config.time, scheme=choice.scheme))

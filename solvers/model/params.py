@@ -61,8 +61,8 @@ class ModelParams:
     (``grad f / (beta f)``, ``f = K*rho``).
     ``kernel``: ``exp`` = ``exp(beta x.y)``; ``exp_shifted`` = ``exp(beta (x.y - 1))``.
     ``noise``: ``nu >= 0``, the diffusion ``+ nu Laplacian rho`` of the McKean-Vlasov equation
-    (docs/noise.md); 0 (default) is the paper's dynamics. Its stationary states are computed by
-    ``meanfield continue``; the time steppers refuse ``nu > 0`` (:func:`solvers.model.limits.check_run`).
+    (docs/noise.md); 0 (default) is the paper's dynamics. The grid schemes step it exactly
+    (:mod:`solvers.timestepping.lawson`); its stationary states are computed by ``meanfield continue``.
     """
 
     beta: float = 1.0
@@ -293,11 +293,17 @@ class RunConfig:
                 raise ConfigError(name, f"must be a {kind.__name__} (got "
                                   f"{type(getattr(self, name)).__name__}); build it with "
                                   f"dataclasses.replace(config.{name}, ...)")
-        # the default method's state is measure-valued (density plus Dirac atoms)
-        if self.time.scheme == "auto" and self.atoms.representation != "dirac":
+        # the default method's state is measure-valued (density plus Dirac atoms), except with
+        # noise (a grid density: solvers.model.method)
+        try:
+            noisy = self.model.noise > 0
+        except TypeError:  # a bad value: refused by the checks that follow
+            noisy = False
+        if self.time.scheme == "auto" and self.atoms.representation != "dirac" and not noisy:
             object.__setattr__(self, "atoms", replace(self.atoms, representation="dirac"))
         if self.time.cfl is None:  # the method's CFL number
-            cells = self.time.scheme == "auto" and not auto_grid(self.domain.manifold, self.model)
+            cells = self.time.scheme == "auto" and not auto_grid(self.domain.manifold, self.model) \
+                and not noisy
             cfl = AUTO_CFL if cells else GRID_CFL
             object.__setattr__(self, "time", replace(self.time, cfl=cfl))
 

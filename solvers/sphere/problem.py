@@ -20,6 +20,7 @@ import numpy as np
 from scipy import special
 
 from solvers.core.backend import compute_threads, resolve_backend
+from solvers.core.noise import free_energy
 from solvers.core.kernel import kernel_log_shift, max_kernel_second_derivative
 from solvers.model import perceptron
 from solvers.model.activations import get_activation
@@ -333,6 +334,12 @@ class SphereProblem:
         fields = fields or self.centre_fields(rho)
         w = rho * self.grid.area
         return float(np.sum(w * fields["f"]) / (2 * self.model.beta) + 0.5 * np.sum(w * self._c["v_c"]))
+
+    def free_energy(self, rho: np.ndarray, energy: float | None = None) -> float:
+        """``F = E - s nu int rho log rho`` (docs/noise.md §1; ``F = E`` without noise) of the
+        grid density ``rho`` (nlat, nphi); ``energy``: its ``E`` when already known."""
+        energy = self.energy(rho) if energy is None else energy
+        return free_energy(energy, rho, self.grid.area, self.sign, self.model.noise)
 
     def dissipation(self, rho: np.ndarray, fields: dict | None = None) -> float:
         """``D = int grad U . V drho`` with ``dE/dt = s D`` (docs/math.md §1)."""

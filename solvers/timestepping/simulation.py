@@ -29,6 +29,7 @@ from solvers.core.snapshot import Diagnostics, Restart, Snapshot
 from solvers.model.config import DT_MIN_FRACTION
 from solvers.model.params import RunConfig
 from solvers.timestepping.integrators import EmbeddedPair, embedded_step, get_integrator, rk_step
+from solvers.timestepping.lawson import lawson_step, noise_semigroup
 from solvers.timestepping.registry import make_discretization
 from solvers.timestepping.snapshot_queue import Pending, interpolate
 
@@ -54,7 +55,8 @@ class BlowUpError(FloatingPointError):
 
 
 class Solver:
-    """Explicit solver for ``d_t rho = -s div(rho g)`` (paper eq. 2.6) on S^1 or S^2.
+    """Explicit solver for ``d_t rho = -s div(rho g) + nu Laplacian rho`` (paper eq. 2.6; noise
+    ``nu = model.noise``: Lawson steps, :mod:`solvers.timestepping.lawson`) on S^1 or S^2.
 
     Contract
     --------
@@ -104,6 +106,7 @@ class Solver:
         self.citation = self.disc.citation
         self.rhs = self.disc.rhs
         self.table = get_integrator(tp.integrator or self.disc.default_integrator)
+        self.heat = noise_semigroup(config, self.disc, self.table)  # None: no noise
         self.backend = default_backend()  # read once: MEANFIELD_NUMPY is not looked up every step
         self._extremes_kernel = None
         if self.backend == "numba":
@@ -292,13 +295,16 @@ class Solver:
         """One step of size ``dt`` from the current state: ``(new state, accepted)``. With an
         embedded pair it also leaves ``self._error = (ratio, max |err|)``; a step refused by the
         error test sets ``self._refused = "error"`` (the controller picks the retry)."""
+        if self.heat is not None:  # noise: the Laplacian through its exact semigroup
+            rho_new, err, rate = lawson_step(self.table, self.rhs, self.heat, self.rho, dt)
         if self.pair is not None:
-            rho_new, err, rate = embedded_step(self.pair, self.rhs, self.rho, dt, self.backend)
+            if self.heat is None:
+                rho_new, err, rate = embedded_step(self.pair, self.rhs, self.rho, dt, self.backend)
             self._error = self._error_norm(self.rho, rho_new, err)
             if self.controlled and not self._error[0] <= 1.0:  # (too large, or not finite)
                 self._refused = "error"
                 return rho_new, False
-        else:
+        elif self.heat is None:
             rho_new, rate = rk_step(self.table, self.rhs, self.rho, dt, self.backend)
         accept = getattr(self.disc, "accept", None)  # the Lagrangian scheme: points in order
         if accept is not None and not accept(rho_new):

@@ -4,6 +4,7 @@ the snapshot diagnostics of an S^1 grid density (computed at snapshots, not ever
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Callable
 
 import numpy as np
@@ -16,6 +17,7 @@ from solvers.circle.atoms import (
     ring_detector,
 )
 from solvers.circle.grid.fv import fv
+from solvers.circle.grid.heat import CircleHeat
 from solvers.circle.problem import CircleProblem
 from solvers.circle.grid.spectral import (
     averages_to_points,
@@ -42,7 +44,8 @@ class CircleDiscretization:
 
     def __init__(self, config: RunConfig) -> None:
         scheme = config.time.scheme
-        kink_faces = scheme == "fv" and config.time.kink_faces is not False  # None: on for fv
+        kinks = config.time.kink_faces  # None: on for fv without noise (the heat step needs uniform cells)
+        kink_faces = scheme == "fv" and (kinks is True or (kinks is None and config.model.noise == 0))
         self.problem = CircleProblem(config.model, CircleBasis(config.domain.resolution), kink_faces)
         factory, self.default_integrator, self.citation = SCHEMES[scheme]
         self.rhs = factory(self.problem, config.time.limiter, config.time.cfl_floor) \
@@ -53,6 +56,8 @@ class CircleDiscretization:
         self.cell_weight = basis.cell_weight
         self.positivity_cfl = POSITIVITY_CFL if scheme == "fv" else None
         self.k_max = basis.n // 2 if scheme == "fv" else dealias_cutoff(basis.n)
+        noise = config.model.noise  # the Laplacian's exact semigroup (docs/noise.md §2)
+        self.heat = CircleHeat(basis, noise, scheme) if noise > 0 else None
 
     def prepare(self, rho: np.ndarray, fresh: bool) -> np.ndarray:
         """fv: cell averages as they are; spectral: band-limited point values, 2/3-rule projected."""
@@ -64,15 +69,23 @@ class CircleDiscretization:
         return self.problem.lipschitz_bound(mass)
 
     def diagnostics(self, rho: np.ndarray, atoms: AtomParams) -> Diagnostics:
-        return compute_diagnostics(self.problem, self.rhs, rho, atoms, self.k_max)
+        return self._noisy(compute_diagnostics(self.problem, self.rhs, rho, atoms, self.k_max), rho)
+
+    def _noisy(self, diag: Diagnostics, rho: np.ndarray) -> Diagnostics:
+        """``diag`` of the grid density ``rho`` (N,) with the noise: the free energy
+        ``E - s nu int rho log rho`` and the transport rate ``||rhs(rho) + nu Delta rho||_1``."""
+        if self.heat is None:
+            return diag
+        moved = float(np.sum(np.abs(self.rhs(rho)[0] + self.heat.diffusion(rho))) * self.problem.basis.h)
+        return replace(diag, transport_rate=moved, free_energy=self.problem.free_energy(rho, diag.energy))
 
     def diagnostics_batch(self, states: Sequence[np.ndarray], atoms: AtomParams
                           ) -> list[Diagnostics]:
         """:meth:`diagnostics` of each grid density in ``states`` (each (N,)), the same values;
         on the compiled path one forward and one inverse transform serve them all."""
         if len(states) > 1 and _compiled(self.problem, self.rhs):
-            return _compiled_diagnostics_batch(self.problem, self.rhs, np.stack(states), atoms,
-                                               self.k_max)
+            return [self._noisy(d, rho) for d, rho in zip(_compiled_diagnostics_batch(
+                self.problem, self.rhs, np.stack(states), atoms, self.k_max), states)]
         return [self.diagnostics(state, atoms) for state in states]
 
     def spectral_tail_limit(self) -> float | None:

@@ -30,6 +30,7 @@ class SphereDiscretization:
     """Grid, right-hand side and diagnostics on S^2."""
 
     positivity_cfl = 0.5
+    heat = None  # the noise's semigroup (spectral scheme, model.noise > 0)
 
     def __init__(self, config: RunConfig) -> None:
         self.scheme = config.time.scheme
@@ -41,9 +42,13 @@ class SphereDiscretization:
         else:
             from solvers.sphere.grid.spectral import SphereSpectral
 
+            from solvers.sphere.grid.heat import SphereHeat
+
             self.rhs = SphereSpectral(self.problem)
             self.default_integrator = "rk4"
             self.positivity_cfl = None
+            noise = config.model.noise  # the Laplacian's exact semigroup (docs/noise.md §2)
+            self.heat = SphereHeat(self.grid.basis, noise) if noise > 0 else None
         self.citation = CITATIONS[self.scheme]
         self.shape = self.grid.shape
         self.cell_weight = self.grid.area
@@ -74,6 +79,9 @@ class SphereDiscretization:
         mass = float(cell_mass.sum())
         fields = p.centre_fields(rho)
         drho, _ = self.rhs(rho)
+        energy = p.energy(rho, fields)
+        if self.heat is not None:  # noise: d rho/dt = rhs + nu Delta rho
+            drho = drho + self.heat.diffusion(rho)
         speed = np.hypot(fields["vel_theta"], fields["vel_phi"])
         support = rho > SUPPORT_FLOOR * abs(mass) / (4 * np.pi)
         b = g.basis
@@ -83,13 +91,13 @@ class SphereDiscretization:
                              potential=self.flow_potential(fields))
         return Diagnostics(
             mass=mass, min_rho=float(rho.min()), max_rho=float(rho.max()),
-            energy=p.energy(rho, fields), dissipation=p.dissipation(rho, fields),
+            energy=energy, dissipation=p.dissipation(rho, fields),
             transport_rate=float(np.sum(np.abs(drho) * g.area)),
             max_support_velocity=float(speed[support].max()) if support.any() else 0.0,
             tail_energy=degree_tail(b.forward(rho), b.degrees, b.orders, l_max),
             n_atoms=found.count, atom_mass=found.mass, atom_position=found.position,
             atom_core_mass=found.core_mass, diffuse_mass=found.diffuse_mass,
-            atom_labels=found.labels,
+            atom_labels=found.labels, free_energy=p.free_energy(rho, energy),
         )
 
     def flow_potential(self, fields: dict[str, np.ndarray]) -> np.ndarray:
