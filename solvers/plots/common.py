@@ -35,14 +35,16 @@ def _fmt(value: Any) -> str:
 
 
 def run_title(ds: xr.Dataset) -> str:
-    """One-line description: manifold, beta, direction, attention, activation, kernel, scheme,
-    grid (S^1: ``N`` cells; S^2: ``lmax``)."""
+    """One-line description: manifold, beta, direction, noise (when > 0), attention, activation,
+    kernel, scheme, grid (S^1: ``N`` cells; S^2: ``lmax``)."""
     kernel = str(ds.attrs.get("kernel", _param(ds, "model.kernel"))).split(":")[0]
     grid = f"lmax = {_param(ds, 'domain.resolution')}" if "phi" in ds.dims else \
         f"N = {ds.sizes['theta']}"
+    noise = float(_param(ds, "model.noise", 0.0))
     return (
         f"{_param(ds, 'domain.manifold', ds.attrs.get('manifold', '?'))}   "
         f"beta = {_fmt(_param(ds, 'model.beta'))}   {_param(ds, 'model.direction')}   "
+        + (f"noise nu = {noise:g}   " if noise > 0 else "") +
         f"attention: {_param(ds, 'model.attention')}   "
         f"activation: {_param(ds, 'model.perceptron.activation')}   kernel: {kernel}   "
         f"method: {ds.attrs.get('method') or ds.attrs.get('scheme', _param(ds, 'time.scheme'))}   {grid}"
@@ -79,6 +81,10 @@ def panel_energy(ax: Axes, ds: xr.Dataset) -> None:
     time = ds["time"].values
     lines = ax.plot(time, ds["energy"].values, color=COLORS["blue"], label="energy E")
     ax.set(xlabel="time", ylabel="energy E", title="(c) energy, dissipation")
+    if float(ds.attrs.get("model__noise", 0.0)) > 0 and "free_energy" in ds:  # docs/noise.md §1
+        lines += ax.plot(time, ds["free_energy"].values, color=COLORS["green"], ls="-.",
+                         label=r"free energy $F = E - s\nu\int\rho\log\rho$")
+        ax.set_ylabel("E, F")
     time_axis(ax, time, ds["energy"].values)
     diss = ds["dissipation"].values
     if np.any(diss > 0):
