@@ -14,10 +14,19 @@ Overrides are keyword arguments ``section__key=value`` (``model__beta=3``,
 ``perceptron__activation="gelu"``) or ``section.key`` strings in a dict
 (``solvers.run(cfg, **{"model.beta": 3})``); values are Python numbers, strings, booleans or
 lists, written as TOML for :func:`solvers.model.config.load_config`.
+
+Errors: a bad argument, config value or override raises :class:`ConfigError` (a
+``ValueError``) naming the parameter and the fix, as the command line's ``error: ...``; a path
+that is not a readable run archive raises :class:`~solvers.io.errors.ArchiveError`; the file
+system's refusals keep their ``OSError`` (``FileNotFoundError``, ``FileExistsError`` without
+``overwrite``, ``PermissionError``), naming the file; a target the writer will not replace
+raises :class:`~solvers.io.safe_paths.UnsafePathError`, an archive another process writes
+:class:`~solvers.io.lock.ArchiveBusyError`.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import tempfile
 from collections.abc import Mapping
@@ -26,7 +35,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from solvers.model.config import ConfigError, check_resolution, config_from_text, toml_value
+from solvers.model.config import (DT_MIN_FRACTION, ConfigError, check_resolution,
+                                  config_from_text, toml_value)
 from solvers.model.cost import check_cost
 from solvers.model.config import load_config as _load_toml
 from solvers.model.params import RunConfig
@@ -279,24 +289,30 @@ def simulate(config: RunConfig, rho0: Any, **options: Any) -> Any:
     if rho.shape != shape or not np.all(np.isfinite(rho)):
         raise ConfigError("rho0", f"must be a finite grid density of shape {shape} "
                           f"(got shape {rho.shape}); build it with solvers.initial_density")
-    _check_start(options)
+    _check_start(options, config.time.t_end)
     return _simulate(config, rho, **options)
 
 
-def _check_start(options: dict[str, Any]) -> None:
-    """``t0 >= 0``, ``step0`` an integer >= 0, ``dt0`` None or > 0 (simulate's options)."""
+def _check_start(options: dict[str, Any], t_end: float) -> None:
+    """``0 <= t0 < t_end``, ``step0`` an integer >= 0, ``dt0`` None or > 0 (simulate's
+    options)."""
     def real(value: Any) -> bool:
-        return isinstance(value, (int, float, np.number)) and not isinstance(value, bool) \
-            and bool(np.isfinite(value))
+        try:
+            return isinstance(value, (int, float, np.number)) and not isinstance(value, bool) \
+                and math.isfinite(value)
+        except OverflowError:  # an integer beyond any float
+            return False
 
-    if not (real(options.get("t0", 0.0)) and options.get("t0", 0.0) >= 0):
-        raise ConfigError("t0", f"must be a finite time >= 0 (got {options['t0']!r:.80})")
+    if not (real(options.get("t0", 0.0)) and 0 <= options.get("t0", 0.0) < t_end):
+        raise ConfigError("t0", f"must be a time in [0, time.t_end = {t_end:g}) (got "
+                          f"{options['t0']!r:.80})")
     step0 = options.get("step0", 0)
     if isinstance(step0, bool) or not isinstance(step0, (int, np.integer)) or step0 < 0:
         raise ConfigError("step0", f"must be an integer >= 0 (got {step0!r:.80})")
     dt0 = options.get("dt0")
-    if dt0 is not None and not (real(dt0) and dt0 > 0):
-        raise ConfigError("dt0", f"must be None or a step > 0 (got {dt0!r:.80})")
+    if dt0 is not None and not (real(dt0) and DT_MIN_FRACTION * t_end <= dt0 <= t_end):
+        raise ConfigError("dt0", f"must be None or a step in [{DT_MIN_FRACTION:g} t_end, t_end] "
+                          f"(got {dt0!r:.80})")
 
 
 def _run_counts(source: xr.Dataset, last: xr.Dataset) -> dict[str, Any]:

@@ -420,6 +420,9 @@ def config_from_text(text: str, overrides: Iterable[str] = ()) -> RunConfig:
 
 def _read_text(path: Path) -> str:
     """The UTF-8 text of a config file; ConfigError for folders, binary or non-UTF-8 files."""
+    if "\0" in str(path):
+        raise ConfigError("config", f"{str(path)!r:.80} is neither TOML text nor a file name "
+                          "(it holds a NUL character)")
     if path.is_dir():
         raise ConfigError("config", f"{path} is a folder, not a TOML file")
     try:

@@ -299,6 +299,10 @@ class RunConfig:
             noisy = self.model.noise > 0
         except TypeError:  # a bad value: refused by the checks that follow
             noisy = False
+        if not all(isinstance(v, str) for v in (self.time.scheme, self.atoms.representation,
+                                                 self.domain.manifold, self.model.direction,
+                                                 self.model.attention)):
+            return  # a value of the wrong type (dataclasses.replace): the checks refuse it
         if self.time.scheme == "auto" and self.atoms.representation != "dirac" and not noisy:
             object.__setattr__(self, "atoms", replace(self.atoms, representation="dirac"))
         if self.time.cfl is None:  # the method's CFL number

@@ -11,7 +11,7 @@ passes (types, ranges, vocabularies, combinations) and fails with the same
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import MISSING, fields, is_dataclass
+from dataclasses import MISSING, fields, is_dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -59,8 +59,10 @@ def _section_table(name: str, section: Any) -> dict[str, Any]:
         value = getattr(section, f.name)
         if f.name == "perceptron" or value is None:
             continue
-        if name == "initial" and f.name not in ("kind", "mass") + KIND_KEYS.get(
-                section.kind, ()) and not _differs(value, _default(f)):
+        kind_name = getattr(section, "kind", None)
+        used = KIND_KEYS.get(kind_name, ()) if isinstance(kind_name, str) else ()
+        if name == "initial" and f.name not in ("kind", "mass") + used \
+                and not _differs(value, _default(f)):
             continue  # another kind's key, unused
         table[f.name] = _plain(value)
     return table
@@ -90,15 +92,19 @@ def validate_config(config: RunConfig) -> RunConfig:
     bad one) and returned as the reader builds it. Its ``text`` is kept when it describes the
     same run, else replaced by the TOML of the fields (provenance of what runs)."""
     doc = config_doc(config)
-    rebuilt = build_config(doc, dump_toml(doc))
+    rebuilt = build_config(doc)  # every value checked before it is written as TOML
     if isinstance(config.text, str) and config.text.strip():
         try:
             same = _same(config_from_text(config.text), rebuilt)
         except ConfigError:
             same = False
         if same:
-            return build_config(doc, config.text)
-    return rebuilt
+            return replace(rebuilt, text=config.text)
+    try:
+        return replace(rebuilt, text=dump_toml(doc))
+    except (TypeError, ValueError, OverflowError) as err:  # a value TOML cannot hold
+        raise ConfigError("config", f"a field of this RunConfig cannot be written as TOML "
+                          f"({err}); build it with dataclasses.replace and plain values") from None
 
 
 def _same(a: RunConfig, b: RunConfig) -> bool:

@@ -97,7 +97,7 @@ def string(key: str, value: Any) -> str:
 
 def choice(key: str, value: Any, allowed: Iterable[str]) -> str:
     allowed = tuple(allowed)
-    if value not in allowed or not isinstance(value, str):
+    if not isinstance(value, str) or value not in allowed:  # (an array has no truth value)
         close = difflib.get_close_matches(str(value), allowed, n=1)
         hint = f"; did you mean {json.dumps(close[0])}?" if close else ""
         names = ", ".join(json.dumps(a) for a in allowed)
@@ -138,6 +138,11 @@ def toml_value(value: Any) -> str:
         value = value.tolist()
     if isinstance(value, np.generic):
         value = value.item()
+    if isinstance(value, dict):  # an inline table (tomli-w writes a [table] section)
+        return "{" + ", ".join(f"{json.dumps(str(k))} = {toml_value(v)}"
+                               for k, v in value.items()) + "}"
+    if isinstance(value, (list, tuple)) and any(isinstance(v, dict) for v in value):
+        return "[" + ", ".join(toml_value(v) for v in value) + "]"
     return tomli_w.dumps({"x": value}).split("=", 1)[1].strip()
 
 

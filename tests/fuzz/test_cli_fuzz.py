@@ -2,24 +2,21 @@
 every command's options with values that must be refused. The property: exit status 2, one
 line ``error: ...`` on stderr, no traceback, within a time limit (no hang).
 
-The default run tries a modest number of examples per test; the ``slow`` versions (``pytest
--m slow``) try at least 1,000 in all. Examples run in-process (``solvers.cli.main``).
+The default run tries a modest number of examples per test (``MEANFIELD_FUZZ_EXAMPLES=N``: its
+share of N, :mod:`fuzzing`); the ``slow`` versions (``pytest -m slow``) try at least 1,000 in
+all. Examples run in-process (``solvers.cli.main``).
 """
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import math
-import signal
-import tempfile
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
+
+from fuzzing import BASE, assert_clean, budget, config_text, record, run_cli, toml_value, workdir
 
 from solvers.cli.main import main
 from solvers.model.config import (
@@ -36,14 +33,6 @@ from solvers.model.config import (
     WEIGHT_MAX,
 )
 
-BASE = {  # cheap and valid: a wrongly accepted value finishes fast and fails the rc check
-    "domain": {"resolution": 64},
-    "model": {"beta": 2.0, "kernel": "exp_shifted"},
-    "perceptron": {"activation": "relu", "a": [[1.0, 0.0], [-0.6, -0.8]], "omega": [0.6, -0.5]},
-    "time": {"t_end": 0.5, "max_steps": 2000},
-    "output": {"snapshot_interval": 0.25, "progress": False},
-}
-TIME_LIMIT = 30  # seconds per example
 HUGE = st.sampled_from([1e300, 1e308, math.inf, 10.0**20])
 TINY = st.sampled_from([1e-300, 5e-324, 1e-30])
 JUNK = st.one_of(st.booleans(), st.text(max_size=20), st.lists(st.integers(), max_size=3),
@@ -116,68 +105,11 @@ UNKNOWN = st.tuples(st.text(min_size=1, max_size=12).filter(str.isidentifier),
                     st.text(min_size=1, max_size=12).filter(str.isidentifier))
 
 
-def toml_value(value: object) -> str:
-    """TOML text of a Python value (nan and inf as TOML spells them)."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, float):
-        return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf") \
-            if math.isinf(value) else repr(value)
-    if isinstance(value, list):
-        return "[" + ", ".join(toml_value(v) for v in value) + "]"
-    if isinstance(value, dict):
-        return "{" + ", ".join(f"{k} = {toml_value(v)}" for k, v in value.items()) + "}"
-    if isinstance(value, str):
-        return json.dumps(value)
-    return str(value)
-
-
-def config_text(doc: dict) -> str:
-    return "\n".join(f"[{s}]\n" + "\n".join(f"{k} = {toml_value(v)}" for k, v in t.items())
-                     for s, t in doc.items()) + "\n"
-
-
-class Hang(Exception):
-    pass
-
-
-@contextlib.contextmanager
-def time_limit(seconds: int) -> Iterator[None]:
-    def alarm(signum: int, frame: object) -> None:
-        raise Hang(f"no answer within {seconds} s")
-
-    old = signal.signal(signal.SIGALRM, alarm)
-    signal.alarm(seconds)
-    try:
-        yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, old)
-
-
-def run_cli(argv: list[str]) -> tuple[int, str]:
-    err, out = io.StringIO(), io.StringIO()
-    with time_limit(TIME_LIMIT), contextlib.redirect_stderr(err), contextlib.redirect_stdout(out):
-        try:
-            rc = main(argv)
-        except SystemExit as exc:  # argparse
-            rc = exc.code
-    return rc, err.getvalue()
-
-
-def assert_refused(argv: list[str], rc: int, err: str) -> None:
-    shown = " ".join(argv)[:300]
-    assert rc == 2, f"{shown}: exit {rc}, stderr {err[-500:]!r}"
-    lines = err.splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: "), f"{shown}: {err[-800:]!r}"
-    assert "Traceback" not in err and len(err) < 2000
-
-
-@contextlib.contextmanager
-def workdir() -> Iterator[Path]:
-    with tempfile.TemporaryDirectory(prefix="fuzz-") as tmp:
-        (Path(tmp) / "afile").write_text("x")
-        yield Path(tmp)
+def refuse(argv: list[str]) -> None:
+    """The command must be refused: exit 2, one ``error:`` line, no traceback, no hang."""
+    rc, _, err = run_cli(argv)
+    record("cli")
+    assert_clean(argv, rc, err, refused=True)
 
 
 @st.composite
@@ -211,15 +143,13 @@ def check_bad_run(case: tuple[dict, list[str]]) -> None:
         path_given = "output.path" in " ".join(extra) or "path = " in text
         out = [] if path_given else ["-o", str(tmp / "o.nc")]
         argv = ["run", str(cfg), "--no-progress", *out, *extra]
-        assert_refused(argv, *run_cli(argv))
+        refuse(argv)
 
 
-FUZZ = settings(max_examples=40, deadline=None, derandomize=True,
-                suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
-FUZZ_SLOW = settings(FUZZ, max_examples=800, derandomize=False)
+FUZZ_SLOW = settings(budget("cli_config", 800), derandomize=False)
 
 
-@FUZZ
+@budget("cli_config", 25)
 @given(bad_run())
 def test_run_refuses_bad_configs(case: tuple[dict, list[str]]) -> None:
     check_bad_run(case)
@@ -290,7 +220,7 @@ def check_bad_command(argv: list[str]) -> None:
         (tmp / "bin.nc").write_bytes(b"\x89HDF\r\n\x1a\n" + bytes(range(256)) * 8)
         (tmp / "truncated.nc").write_bytes(_archive_bytes()[: 9000])
         argv = [a.replace("{tmp}", str(tmp)) for a in argv]
-        assert_refused(argv, *run_cli(argv))
+        refuse(argv)
 
 
 _ARCHIVE: list[bytes] = []
@@ -307,7 +237,7 @@ def _archive_bytes() -> bytes:
     return _ARCHIVE[0]
 
 
-@FUZZ
+@budget("cli_command", 25)
 @given(bad_command())
 def test_commands_refuse_bad_arguments(argv: list[str]) -> None:
     check_bad_command(argv)

@@ -1,0 +1,123 @@
+"""Shared pieces of the fuzz suite: example budgets, the in-process command line with a time
+limit, and the properties every case must keep.
+
+Budgets: each test has a small default number of examples (the whole suite runs in well under
+a minute). ``MEANFIELD_FUZZ_EXAMPLES=N`` (the "long" profile) shares ``N`` examples between the
+tests by their weights, e.g. ``MEANFIELD_FUZZ_EXAMPLES=5000 pytest tests/fuzz``; every example
+counts in the ``fuzz cases`` line printed at the end (:func:`record`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import math
+import os
+import signal
+import tempfile
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+from hypothesis import HealthCheck, settings
+
+from solvers.cli.main import main
+
+LONG = int(os.environ.get("MEANFIELD_FUZZ_EXAMPLES", "0") or 0)
+TIME_LIMIT = 60  # seconds per example: more is a hang
+WEIGHTS = {"config": 0.40, "cli_config": 0.12, "cli_command": 0.10, "api": 0.20,
+           "archive": 0.18}
+COUNTS: Counter = Counter()
+BASE = {  # cheap and valid: a wrongly accepted value finishes fast and fails the rc check
+    "domain": {"resolution": 64},
+    "model": {"beta": 2.0, "kernel": "exp_shifted"},
+    "perceptron": {"activation": "relu", "a": [[1.0, 0.0], [-0.6, -0.8]], "omega": [0.6, -0.5]},
+    "time": {"t_end": 0.5, "max_steps": 2000},
+    "output": {"snapshot_interval": 0.25, "progress": False},
+}
+
+
+def budget(name: str, default: int) -> settings:
+    """Hypothesis settings with ``default`` examples, or the test's share of the long run."""
+    examples = max(default, int(LONG * WEIGHTS[name])) if LONG else default
+    return settings(max_examples=examples, deadline=None, derandomize=not LONG,
+                    database=None, suppress_health_check=list(HealthCheck))
+
+
+def record(name: str) -> None:
+    COUNTS[name] += 1
+
+
+class Hang(Exception):
+    """An example that did not answer within :data:`TIME_LIMIT`."""
+
+
+@contextlib.contextmanager
+def time_limit(seconds: int = TIME_LIMIT) -> Iterator[None]:
+    def alarm(signum: int, frame: object) -> None:
+        raise Hang(f"no answer within {seconds} s")
+
+    old = signal.signal(signal.SIGALRM, alarm)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+
+
+def run_cli(argv: list[str]) -> tuple[int, str, str]:
+    """``meanfield ARGV`` in this process: exit status, stdout, stderr."""
+    err, out = io.StringIO(), io.StringIO()
+    with time_limit(), contextlib.redirect_stderr(err), contextlib.redirect_stdout(out):
+        try:
+            rc = main(argv)
+        except SystemExit as exc:  # argparse
+            rc = exc.code
+    return rc, out.getvalue(), err.getvalue()
+
+
+def assert_clean(argv: list[str], rc: int, err: str, refused: bool = False) -> None:
+    """No traceback, no builtin exception named; a failure is one ``error:`` line with exit
+    status 2 (``refused``: it must be refused)."""
+    shown = " ".join(argv)[:300]
+    assert "Traceback" not in err and len(err) < 4000, f"{shown}: {err[-800:]!r}"
+    if refused or rc != 0:
+        assert rc == 2, f"{shown}: exit {rc}, stderr {err[-600:]!r}"
+        lines = [line for line in err.splitlines() if not line.startswith("warning: ")]
+        assert len(lines) == 1 and lines[0].startswith("error: "), f"{shown}: {err[-800:]!r}"
+        for builtin in ("KeyError", "IndexError", "TypeError", "AttributeError",
+                        "ZeroDivisionError", "UnboundLocalError", "NameError"):
+            assert f"error: {builtin}" not in err, f"{shown}: {err[-600:]!r}"
+
+
+@contextlib.contextmanager
+def workdir() -> Iterator[Path]:
+    with tempfile.TemporaryDirectory(prefix="fuzz-") as tmp:
+        (Path(tmp) / "afile").write_text("x")
+        yield Path(tmp)
+
+
+def toml_value(value: object) -> str:
+    """TOML text of a Python value (nan and inf as TOML spells them)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf") \
+            if math.isinf(value) else repr(value)
+    if isinstance(value, list):
+        return "[" + ", ".join(toml_value(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{json.dumps(str(k))} = {toml_value(v)}"
+                               for k, v in value.items()) + "}"
+    if isinstance(value, str):
+        return json.dumps(value)
+    return str(value)
+
+
+def config_text(doc: dict) -> str:
+    return "\n".join(f"[{s}]\n" + "\n".join(f"{json.dumps(str(k))} = {toml_value(v)}"
+                                              for k, v in t.items())
+                     if isinstance(t, dict) else f"{json.dumps(str(s))} = {toml_value(t)}"
+                     for s, t in doc.items()) + "\n"
