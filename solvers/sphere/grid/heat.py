@@ -39,8 +39,8 @@ class SphereHeat:
         """``exp(tau nu Delta) rho`` for grid values ``rho`` (nlat, nphi), ``tau >= 0``."""
         if tau == 0.0:
             return rho
-        b = self.basis
-        return b.backward(b.forward(rho) * np.exp(-self.noise * float(tau) * self.symbol))
+        b = self.basis  # the change alone through the transforms (degree 0: exactly none)
+        return rho + b.backward(b.forward(rho) * np.expm1(-self.noise * float(tau) * self.symbol))
 
     def phi(self, rho: np.ndarray, tau: float, order: int) -> np.ndarray:
         """``phi_order(tau nu Delta) rho`` for grid values ``rho`` (nlat, nphi)
