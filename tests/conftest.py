@@ -2,8 +2,16 @@
 
 from __future__ import annotations
 
+import copy
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
 import numpy as np
 import pytest
+import tomli_w
+from scipy.integrate import solve_ivp
 
 from solvers.model.params import (
     AtomParams,
@@ -19,6 +27,52 @@ PAPER_A = np.array([[-0.9967456002240224, 0.0806114658969388], [-0.6198538201675
 PAPER_OMEGA = np.array([0.6324575844117477, -0.4696753890279187])
 # the same weights as the [perceptron] keys of a TOML config
 PAPER_S1_WEIGHTS_TOML = f"a = {PAPER_A.tolist()}\nomega = {PAPER_OMEGA.tolist()}"
+# the S^2 particle code's three ReLU units (runs/paper_s2_descent_relu.toml)
+PAPER_S2_A = np.array([(-0.5603236705120601, 0.0453159888005312, -0.8270331585994134),
+                       (-0.8953385535255107, 0.3575716967547427, -0.2655397451433223),
+                       (0.4791171509290202, 0.151262291683874, -0.8646192658044355)])
+PAPER_S2_OMEGA = np.array([-0.422016341580297, -1.1095875272656244, -0.3624772545416152])
+
+# Two atoms of mass 1/2 at distance 1.2 on S^1 (beta = 2, descent, the Dirac state): their
+# distance solves the ODE of :func:`two_atom_distance`, their midpoint 1.6 stays fixed.
+TWO_ATOMS_S1 = {"domain": {"manifold": "S1", "resolution": 128},
+                "model": {"beta": 2.0, "direction": "descent"},
+                "initial": {"kind": "atoms", "centers": [1.0, 2.2], "weights": [0.5, 0.5]},
+                "atoms": {"representation": "dirac"},
+                "time": {"t_end": 3.0},
+                "output": {"snapshot_interval": 1.0}}
+
+
+def two_atom_distance(t: float) -> float:
+    """docs/math.md §3.3: ``D' = -2 s m exp(beta cos D) sin D`` of :data:`TWO_ATOMS_S1`
+    (``s = -1``, ``m = 1/2``, ``beta = 2``, ``D(0) = 1.2``) at time ``t``, to 1e-13."""
+    return solve_ivp(lambda _, y: [2 * 0.5 * np.exp(2.0 * np.cos(y[0])) * np.sin(y[0])], (0, t),
+                     [1.2], rtol=1e-13, atol=1e-14, method="DOP853").y[0, -1]
+
+
+def toml_config(base: Mapping[str, Mapping[str, Any]] | Path, **keys: Any) -> str:
+    """TOML text of a config with some keys changed.
+
+    Parameters
+    ----------
+    base : dict of sections or Path
+        ``{"model": {"beta": 5.0}, ...}``, or a TOML file (e.g. one of ``runs/``).
+    **keys
+        ``section__key=value`` sets a key (None removes it); ``section={...}`` replaces a whole
+        section (None removes it).
+    """
+    doc = tomllib.loads(base.read_text()) if isinstance(base, Path) else copy.deepcopy(dict(base))
+    for name, value in keys.items():
+        section, _, key = name.partition("__")
+        if key and value is None:
+            doc.get(section, {}).pop(key, None)
+        elif key:
+            doc.setdefault(section, {})[key] = value
+        elif value is None:
+            doc.pop(section, None)
+        else:
+            doc[section] = dict(value)
+    return tomli_w.dumps(doc)
 
 
 def ladder_s1_toml(activation: str = "gelu") -> str:
@@ -67,14 +121,34 @@ def perceptron(activation: str = "relu", a=PAPER_A, omega=PAPER_OMEGA, b=None) -
     return PerceptronParams(activation, a, omega, b)
 
 
+def run_config(model: ModelParams, resolution: int, manifold: str = "S1",
+               snapshot_interval: float | None = None, **time_kw) -> RunConfig:
+    """A config of ``model`` on ``manifold`` (``resolution``: N on S^1, lmax on S^2) without
+    progress output: ``time_kw`` are the [time] keys, snapshots every ``snapshot_interval``
+    (default: at ``t_end`` only)."""
+    time = TimeParams(**time_kw)
+    interval = time.t_end if snapshot_interval is None else snapshot_interval
+    return RunConfig(domain=DomainParams(manifold, resolution), model=model, time=time, atoms=AtomParams(),
+                     output=OutputParams(snapshot_interval=interval, progress=False))
+
+
 def make_config(n: int = 256, beta: float = 1.0, direction: str = "descent", attention: str = "unnormalized",
-                kernel: str = "exp", percep: PerceptronParams | None = None, **time_kw) -> RunConfig:
+                kernel: str = "exp", percep: PerceptronParams | None = None, *, manifold: str = "S1",
+                **time_kw) -> RunConfig:
+    """A grid config (``scheme`` fv unless given, ``t_end`` 1) of the model: ``n`` cells on S^1
+    (snapshots every 0.5 unless ``snapshot_interval`` is given), degree ``n`` on S^2 (snapshots
+    at ``t_end`` only unless given); no perceptron unless ``percep``."""
     time_kw.setdefault("t_end", 1.0)
     time_kw.setdefault("scheme", "fv")  # the grid tests' scheme (the default is "auto")
-    snapshot_interval = time_kw.pop("snapshot_interval", 0.5)
-    model = ModelParams(beta, direction, attention, kernel, percep or PerceptronParams())
-    return RunConfig(domain=DomainParams("S1", n), model=model, time=TimeParams(**time_kw),
-                     atoms=AtomParams(), output=OutputParams(snapshot_interval=snapshot_interval, progress=False))
+    dim = 2 if manifold == "S1" else 3
+    model = ModelParams(beta, direction, attention, kernel, percep or PerceptronParams("none", np.zeros((0, dim))))
+    interval = time_kw.pop("snapshot_interval", 0.5 if manifold == "S1" else None)
+    return run_config(model, n, manifold, interval, **time_kw)
+
+
+def s2_config(lmax: int = 31, **kw) -> RunConfig:
+    """:func:`make_config` on S^2 at degree ``lmax``."""
+    return make_config(lmax, manifold="S2", **kw)
 
 
 @pytest.fixture

@@ -8,15 +8,7 @@ from scipy import special
 from scipy.integrate import solve_ivp
 from scipy.spatial.transform import Rotation
 
-from solvers.model.params import (
-    AtomParams,
-    DomainParams,
-    ModelParams,
-    OutputParams,
-    PerceptronParams,
-    RunConfig,
-    TimeParams,
-)
+from conftest import PAPER_S2_A, PAPER_S2_OMEGA, perceptron, s2_config
 from solvers.sphere.grid.fv import SphereFV
 from solvers.sphere.cells import SphereGrid
 from solvers.sphere.problem import SphereProblem
@@ -24,24 +16,10 @@ from solvers.timestepping.simulation import Solver
 from solvers.timestepping.loop import simulate
 from spectral import kernel_eigenvalues
 
-PAPER_A = np.array([(-0.5603236705120601, 0.0453159888005312, -0.8270331585994134),
-                    (-0.8953385535255107, 0.3575716967547427, -0.2655397451433223),
-                    (0.4791171509290202, 0.151262291683874, -0.8646192658044355)])
-PAPER_OMEGA = np.array([-0.422016341580297, -1.1095875272656244, -0.3624772545416152])
 
-
-def s2_config(lmax=31, beta=1.0, direction="descent", attention="unnormalized", kernel="exp",
-              percep=None, **time_kw):
-    time_kw.setdefault("t_end", 1.0)
-    time_kw.setdefault("scheme", "fv")  # the grid these tests test (the default is "auto")
-    interval = time_kw.pop("snapshot_interval", time_kw["t_end"])
-    model = ModelParams(beta, direction, attention, kernel, percep or PerceptronParams("none", np.zeros((0, 3))))
-    return RunConfig(domain=DomainParams("S2", lmax), model=model, time=TimeParams(**time_kw),
-                     atoms=AtomParams(), output=OutputParams(snapshot_interval=interval, progress=False))
-
-
-def relu(a=PAPER_A, omega=PAPER_OMEGA, activation="relu"):
-    return PerceptronParams(activation, np.asarray(a, float), np.asarray(omega, float), np.zeros(len(omega)))
+def relu(a=PAPER_S2_A, omega=PAPER_S2_OMEGA, activation="relu"):
+    """The S^2 paper perceptron (or ``activation`` with the units ``a``, ``omega``), no biases."""
+    return perceptron(activation, a, omega)
 
 
 def vmf(grid, centre, kappa, mass=1.0):
@@ -137,7 +115,7 @@ def test_rotation_about_the_axis_is_exact():
     rot = Rotation.from_euler("z", shift * grid.dphi)
     rho0 = vmf(grid, [0.5, 0.1, 0.6], 3.0)
     base = s2_config(beta=2.0, percep=relu(activation="gelu"), t_end=1.0, dt=0.02)
-    turned = s2_config(beta=2.0, percep=relu(rot.apply(PAPER_A), activation="gelu"), t_end=1.0, dt=0.02)
+    turned = s2_config(beta=2.0, percep=relu(rot.apply(PAPER_S2_A), activation="gelu"), t_end=1.0, dt=0.02)
     r1 = simulate(base, rho0).final.rho
     r2 = simulate(turned, np.roll(rho0, shift, axis=1)).final.rho
     assert np.max(np.abs(np.roll(r1, shift, axis=1) - r2)) <= 1e-12 * r1.max()
@@ -151,7 +129,7 @@ def test_general_rotation_with_rotated_weights():
     centre = np.array([0.1, 0.8, 0.5])
     runs = []
     for r in (Rotation.identity(), rot):
-        cfg = s2_config(lmax=63, beta=2.0, kernel="exp_shifted", percep=relu(r.apply(PAPER_A), activation="gelu"),
+        cfg = s2_config(lmax=63, beta=2.0, kernel="exp_shifted", percep=relu(r.apply(PAPER_S2_A), activation="gelu"),
                         t_end=3.0)
         runs.append(simulate(cfg, vmf(grid, r.apply(centre), 4.0)).final.diagnostics)
     assert runs[0].energy == pytest.approx(runs[1].energy, rel=2e-3)

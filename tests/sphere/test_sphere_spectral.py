@@ -3,14 +3,8 @@
 import numpy as np
 import pytest
 
-from solvers.model.params import (
-    DomainParams,
-    ModelParams,
-    OutputParams,
-    PerceptronParams,
-    RunConfig,
-    TimeParams,
-)
+from conftest import run_config
+from solvers.model.params import ModelParams, PerceptronParams
 from solvers.sphere.grid.discretization import SphereDiscretization
 from solvers.sphere.cells import SphereGrid
 from solvers.sphere.problem import SphereProblem
@@ -41,9 +35,7 @@ def _scheme(model, lmax=12):
 
 
 def _config(model, lmax, dt, t_end):
-    return RunConfig(domain=DomainParams("S2", lmax), model=model,
-                     time=TimeParams(scheme="spectral", dt=dt, t_end=t_end),
-                     output=OutputParams(snapshot_interval=t_end, progress=False))
+    return run_config(model, lmax, "S2", scheme="spectral", dt=dt, t_end=t_end)
 
 
 def _smooth_density(rhs):
