@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from scipy.integrate import solve_ivp
 
+from conftest import TWO_ATOMS_S1, toml_config, two_atom_distance
 from solvers.api import load_config
 from solvers.circle.measure.dirac import (
     CircleMeasureField,
@@ -24,38 +24,17 @@ from solvers.model.params import AtomParams
 from solvers.timestepping.loop import simulate
 from spectral import CircleBasis
 
-TWO_ATOMS = """
-[domain]
-manifold = "S1"
-resolution = 128
-[model]
-beta = 2.0
-direction = "descent"
-[initial]
-kind = "atoms"
-centers = [1.0, 2.2]
-weights = [0.5, 0.5]
-[atoms]
-representation = "dirac"
-[time]
-t_end = 3.0
-dt = 0.002
-integrator = "rk4"
-[output]
-snapshot_interval = 1.0
-"""
+TWO_ATOMS = toml_config(TWO_ATOMS_S1, time__dt=0.002, time__integrator="rk4")
 
 
 @pytest.mark.parametrize("scheme", ["fv", "lagrangian"])
 def test_two_atoms_follow_their_ode(scheme):
     """docs/math.md §3.3: ``D' = -2 s m exp(beta cos D) sin D``, midpoint fixed (the fv Dirac state
     and the Lagrangian cells, tests/circle/test_lagrangian.py)."""
-    cfg = load_config(TWO_ATOMS.replace("[time]\n", f'[time]\nscheme = "{scheme}"\n'))
+    cfg = load_config(TWO_ATOMS, time__scheme=scheme)
     res = simulate(cfg, initial_density(cfg))
     x = np.sort(res.final.diagnostics.dirac_position)
-    exact = solve_ivp(lambda t, y: [2 * 0.5 * np.exp(2.0 * np.cos(y[0])) * np.sin(y[0])], (0, 3.0),
-                      [1.2], rtol=1e-13, atol=1e-14, method="DOP853").y[0, -1]
-    assert abs((x[1] - x[0]) - exact) < 1e-10
+    assert abs((x[1] - x[0]) - two_atom_distance(3.0)) < 1e-10
     assert abs(0.5 * (x[0] + x[1]) - 1.6) < 1e-12
 
 
@@ -166,10 +145,9 @@ def test_dirac_archive_reads_back_and_resumes(tmp_path):
 
 def test_config_rules():
     with pytest.raises(ConfigError):
-        load_config(TWO_ATOMS.replace('representation = "dirac"', 'representation = "grid"'))
+        load_config(TWO_ATOMS, atoms__representation="grid")
     with pytest.raises(ConfigError):
-        load_config(
-            TWO_ATOMS.replace('direction = "descent"', 'direction = "descent"\nattention = "softmax"'))
+        load_config(TWO_ATOMS, model__attention="softmax")
     demo = load_config("runs/demo.toml")  # no scheme named: the default method, measure-valued
     assert demo.time.scheme == "auto" and demo.atoms.representation == "dirac"
 
