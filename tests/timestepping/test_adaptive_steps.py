@@ -10,8 +10,8 @@ import warnings
 
 import numpy as np
 import pytest
-from scipy.integrate import solve_ivp
 
+from conftest import TWO_ATOMS_S1, toml_config, two_atom_distance
 from solvers.io.state import initial_density
 from solvers.model.config import ConfigError, load_config
 from solvers.model.limits import ATOL_RANGE, RTOL_RANGE
@@ -21,58 +21,25 @@ from solvers.timestepping.loop import simulate
 
 PAIRS = ("bs32", "dopri5", "ssprk3_2")
 
-# tests/circle/test_dirac.py's TWO_ATOMS as Lagrangian cells, without dt and integrator
-TWO_ATOMS = """
-[domain]
-manifold = "S1"
-resolution = 128
-[model]
-beta = 2.0
-direction = "descent"
-[initial]
-kind = "atoms"
-centers = [1.0, 2.2]
-weights = [0.5, 0.5]
-[atoms]
-representation = "dirac"
-[time]
-scheme = "lagrangian"
-t_end = 3.0
-[output]
-snapshot_interval = 1.0
-"""
+# tests/circle/test_dirac.py's two atoms as Lagrangian cells
+TWO_ATOMS = toml_config(TWO_ATOMS_S1, time__scheme="lagrangian")
 
 # descent from a perturbed uniform density: it relaxes to uniform, a stiff-ish decay (the
 # rate bound rate_factor / L allows 0.0067; stability alone about 0.15)
-RELAX = """
-[domain]
-manifold = "S1"
-resolution = 128
-[model]
-beta = 5.0
-direction = "descent"
-[initial]
-kind = "uniform"
-modes = [[1, 0.3], [3, 0.2]]
-[time]
-scheme = "{scheme}"
-t_end = 4.0
-[output]
-snapshot_interval = 1.0
-"""
+RELAX = {"domain": {"manifold": "S1", "resolution": 128}, "model": {"beta": 5.0, "direction": "descent"},
+         "initial": {"kind": "uniform", "modes": [[1, 0.3], [3, 0.2]]},
+         "time": {"t_end": 4.0}, "output": {"snapshot_interval": 1.0}}
 
 
-def _exact_distance() -> float:
-    """docs/math.md §3.3: ``D' = -2 s m exp(beta cos D) sin D``, D(0) = 1.2 (as test_dirac.py)."""
-    return solve_ivp(lambda t, y: [2 * 0.5 * np.exp(2.0 * np.cos(y[0])) * np.sin(y[0])], (0, 3.0),
-                     [1.2], rtol=1e-13, atol=1e-14, method="DOP853").y[0, -1]
+def _relax(scheme: str) -> str:
+    return toml_config(RELAX, time__scheme=scheme)
 
 
 def _two_atoms(integrator: str, *overrides: str):
     cfg = load_config(TWO_ATOMS, [f'time.integrator="{integrator}"', *overrides])
     res = simulate(cfg, initial_density(cfg))
     x = np.sort(res.final.diagnostics.dirac_position)
-    return res, abs((x[1] - x[0]) - _exact_distance()), abs(0.5 * (x[0] + x[1]) - 1.6)
+    return res, abs((x[1] - x[0]) - two_atom_distance(3.0)), abs(0.5 * (x[0] + x[1]) - 1.6)
 
 
 @pytest.mark.parametrize("integrator", PAIRS)
@@ -111,12 +78,12 @@ def test_stiff_relaxation_rejects_steps_and_stays_stable(scheme, integrator):
     bound) where the controller rejects some: they are counted, the snapshots carry the
     count, and the result agrees with RK4 at dt = 1e-3 to the tolerance's order (measured at
     rtol 1e-3: 1.4e-5 to 1.8e-4 with 23-42 steps, 2-8 rejected; RK4 at the rate bound: 600)."""
-    cfg = load_config(RELAX.format(scheme=scheme), [f'time.integrator="{integrator}"', "time.rtol=1e-3",
+    cfg = load_config(_relax(scheme), [f'time.integrator="{integrator}"', "time.rtol=1e-3",
                                                     "time.atol=1e-6"])
     snaps = []
     with _quiet():
         res = simulate(cfg, initial_density(cfg), trackers=[snaps.append])
-    ref_cfg = load_config(RELAX.format(scheme=scheme), ['time.integrator="rk4"', "time.dt=0.001"])
+    ref_cfg = load_config(_relax(scheme), ['time.integrator="rk4"', "time.dt=0.001"])
     with _quiet():
         ref = simulate(ref_cfg, initial_density(ref_cfg))
     assert res.n_rejected > 0 and res.n_steps < 60
@@ -138,7 +105,7 @@ def test_solver_counts_and_controller():
     """The solver's bookkeeping step by step: accepted + rejected steps, the error ratio of every
     accepted step at most 1, no growth of the step right after a rejection, and the time error
     the sum of the accepted estimates."""
-    cfg = load_config(RELAX.format(scheme="spectral"), ['time.integrator="bs32"', "time.rtol=1e-3",
+    cfg = load_config(_relax("spectral"), ['time.integrator="bs32"', "time.rtol=1e-3",
                                                         "time.atol=1e-6"])
     s = Solver(cfg, initial_density(cfg))
     total, before = 0.0, 0.0
@@ -161,7 +128,7 @@ def test_resume_takes_the_same_steps(tmp_path, integrator):
     bitwise where the run straight through does."""
     from solvers.api import open_run, resume, run
 
-    text = RELAX.format(scheme="fv")
+    text = _relax("fv")
     overrides = dict(time__integrator=integrator, time__rtol=1e-4, time__atol=1e-7)
     run(text, path=tmp_path / "a.nc", time__t_end=2.0, **overrides)
     resume(tmp_path / "a.nc", t_end=4.0)
@@ -193,7 +160,7 @@ def test_archive_records_the_bookkeeping():
     long_name): non-decreasing, the last equal to the run's; 0 without a pair."""
     from solvers.api import run
 
-    text = RELAX.format(scheme="fv")
+    text = _relax("fv")
     ds = run(text, time__integrator="bs32", time__rtol=1e-3, time__atol=1e-6)
     for name in ("steps_rejected", "time_error_estimate"):
         var = ds[name]
