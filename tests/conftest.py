@@ -27,6 +27,8 @@ PAPER_A = np.array([[-0.9967456002240224, 0.0806114658969388], [-0.6198538201675
 PAPER_OMEGA = np.array([0.6324575844117477, -0.4696753890279187])
 # the same weights as the [perceptron] keys of a TOML config
 PAPER_S1_WEIGHTS_TOML = f"a = {PAPER_A.tolist()}\nomega = {PAPER_OMEGA.tolist()}"
+# and as the [perceptron] section of a dict config (the paper's two ReLU units)
+PAPER_S1_PERCEPTRON = {"activation": "relu", "a": PAPER_A.tolist(), "omega": PAPER_OMEGA.tolist()}
 # the S^2 particle code's three ReLU units (runs/paper_s2_descent_relu.toml)
 PAPER_S2_A = np.array([(-0.5603236705120601, 0.0453159888005312, -0.8270331585994134),
                        (-0.8953385535255107, 0.3575716967547427, -0.2655397451433223),

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from scipy.integrate import quad, solve_ivp
 
+from conftest import PAPER_S1_PERCEPTRON, TWO_ATOMS_S1, toml_config
 from solvers.api import load_config
 from solvers.circle.measure import lagrangian as lg
 from solvers.circle.measure import lagrangian_fields as lf
@@ -25,61 +26,27 @@ from spectral import CircleBasis
 
 TWO_PI = 2 * np.pi
 
-SMOOTH = """
-[domain]
-manifold = "S1"
-resolution = {n}
-[model]
-beta = 5.0
-attention = "softmax"
-direction = "ascent"
-kernel = "exp_shifted"
-[perceptron]
-activation = "relu"
-a = [[-0.9967456002240224, 0.0806114658969388], [-0.6198538201675943, -0.784717300448792]]
-omega = [0.6324575844117477, -0.4696753890279187]
-[initial]
-kind = "von_mises"
-centers = [1.0, 4.0]
-kappas = [2.0, 1.0]
-weights = [0.6, 0.4]
-[atoms]
-representation = "{rep}"
-[time]
-scheme = "{scheme}"
-t_end = 1.0
-stop_when_stationary = false
-{time}
-[output]
-snapshot_interval = 0.5
-progress = false
-"""
+SMOOTH = {"domain": {"manifold": "S1"},
+          "model": {"beta": 5.0, "attention": "softmax", "direction": "ascent", "kernel": "exp_shifted"},
+          "perceptron": PAPER_S1_PERCEPTRON,
+          "initial": {"kind": "von_mises", "centers": [1.0, 4.0], "kappas": [2.0, 1.0], "weights": [0.6, 0.4]},
+          "time": {"t_end": 1.0, "stop_when_stationary": False},
+          "output": {"snapshot_interval": 0.5, "progress": False}}
 
-TWO_ATOMS = """
-[domain]
-manifold = "S1"
-resolution = 128
-[model]
-beta = {beta}
-attention = "softmax"
-direction = "{direction}"
-kernel = "{kernel}"
-[initial]
-kind = "atoms"
-centers = [1.0, 2.2]
-weights = [0.5, 0.5]
-[atoms]
-representation = "dirac"
-[time]
-scheme = "lagrangian"
-t_end = 4.0
-dt = 0.01
-integrator = "rk4"
-stop_when_stationary = false
-[output]
-snapshot_interval = 0.5
-progress = false
-"""
+
+def _smooth(n: int, rep: str, scheme: str, **keys) -> str:
+    """A von Mises mixture at ``n`` cells, ``representation = rep``, ``time.scheme``; ``keys``
+    as :func:`toml_config`'s."""
+    return toml_config(SMOOTH, domain__resolution=n, atoms__representation=rep, time__scheme=scheme, **keys)
+
+
+def _two_atoms(beta: float, kernel: str, direction: str) -> str:
+    """tests/conftest.py's two atoms with softmax attention, Lagrangian, rk4 (dt = 0.01) to t = 4."""
+    return toml_config(TWO_ATOMS_S1, model={"beta": beta, "attention": "softmax", "direction": direction,
+                                            "kernel": kernel},
+                       time={"scheme": "lagrangian", "t_end": 4.0, "dt": 0.01, "integrator": "rk4",
+                             "stop_when_stationary": False},
+                       output={"snapshot_interval": 0.5, "progress": False})
 
 
 def _model(beta: float, kernel: str = "exp"):
@@ -156,7 +123,7 @@ def test_velocity_of_a_smooth_state_matches_the_grid():
     5.48e-5, 1.37e-5, 3.43e-6 at N = 128, 256, 512 (|u| <= 0.43)."""
     errors = []
     for n in (128, 256, 512):
-        cfg = load_config(SMOOTH.format(n=n, rep="dirac", scheme="lagrangian", time=""))
+        cfg = load_config(_smooth(n, "dirac", "lagrangian"))
         rho = initial_density(cfg)
         p = CircleProblem(cfg.model, CircleBasis(n))
         grid = p.velocity(p.basis.forward(rho), "face")
@@ -171,12 +138,12 @@ def test_snapshot_diagnostics_match_the_grid():
     """At t = 0 the Lagrangian cells are the grid's cells: the Dirac diagnostics (softmax path)
     of the state equal the grid's softmax diagnostics (energy, dissipation int grad U . V drho,
     largest speed) to round-off."""
-    cfg = load_config(SMOOTH.format(n=256, rep="dirac", scheme="lagrangian", time=""))
+    cfg = load_config(_smooth(256, "dirac", "lagrangian"))
     rho = initial_density(cfg)
     disc = LagrangianCircleDiscretization(cfg)
     state = disc.prepare_state(rho, None, fresh=True)
     got = disc.diagnostics(state, cfg.atoms)
-    grid = CircleDiscretization(load_config(SMOOTH.format(n=256, rep="grid", scheme="fv", time="")))
+    grid = CircleDiscretization(load_config(_smooth(256, "grid", "fv")))
     want = grid.diagnostics(rho, cfg.atoms)
     for name in ("mass", "energy", "dissipation", "max_support_velocity"):
         assert getattr(got, name) == pytest.approx(getattr(want, name), rel=1e-12), name
@@ -202,10 +169,10 @@ def test_short_run_matches_the_grid():
     averages as point masses, O(h^2) = 6e-4 times E''; the Lagrangian's converges at second
     order, 2.3e-6 at N = 512); Lagrangian against fv 3.5e-4 and 7.0e-6. Tolerances: 2 to 3 times
     those."""
-    time = "dt = 0.005\nintegrator = \"rk4\""
-    lag_m, lag_e = _mode_and_energy(load_config(SMOOTH.format(n=256, rep="dirac", scheme="lagrangian", time=time)))
-    fv_m, fv_e = _mode_and_energy(load_config(SMOOTH.format(n=256, rep="grid", scheme="fv", time="")))
-    ref_m, ref_e = _mode_and_energy(load_config(SMOOTH.format(n=512, rep="grid", scheme="spectral", time="")))
+    lag_m, lag_e = _mode_and_energy(load_config(_smooth(256, "dirac", "lagrangian", time__dt=0.005,
+                                                        time__integrator="rk4")))
+    fv_m, fv_e = _mode_and_energy(load_config(_smooth(256, "grid", "fv")))
+    ref_m, ref_e = _mode_and_energy(load_config(_smooth(512, "grid", "spectral")))
     assert lag_m[0] == pytest.approx(1.0, abs=1e-14)
     assert np.abs(lag_m - ref_m).max() < 5e-4 and np.abs(lag_m - fv_m).max() < 8e-4
     assert np.abs(fv_m - ref_m).max() < 1e-3  # the grid's own accuracy
@@ -229,7 +196,7 @@ def test_two_atoms_follow_their_softmax_ode(beta, kernel, direction):
     finite differences of the spectral ``f`` at the atoms (central, step 1e-5: measured 1.4e-11), and
     the run (rk4, dt = 0.01) follows the ODE (measured 8.4e-12) with the midpoint fixed and the
     atoms' masses exactly 1/2."""
-    cfg = load_config(TWO_ATOMS.format(beta=beta, kernel=kernel, direction=direction))
+    cfg = load_config(_two_atoms(beta, kernel, direction))
     s = cfg.model.sign
     st = lg.LagrangianState(np.array([1.0, 2.2]), np.zeros(2), np.array([0.5, 0.5]), np.array([0, 1]))
     w, h = lg.gradient_weights(cfg.model), 1e-5
@@ -258,7 +225,7 @@ def test_two_atom_diagnostics_closed_form():
     ``dE/dt = s`` times the dissipation (the energy of the run's snapshots, central differences
     with step 0.05: measured 8.3e-4 relative)."""
     beta, m, D = 5.0, 0.5, 1.2
-    cfg = load_config(TWO_ATOMS.format(beta=beta, kernel="exp_shifted", direction="ascent"),
+    cfg = load_config(_two_atoms(beta, "exp_shifted", "ascent"),
                       output__snapshot_interval=0.05)
     disc = LagrangianCircleDiscretization(cfg)
     state = disc.prepare_state(initial_density(cfg), None, fresh=True)
