@@ -7,6 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as hst
 
+from conftest import toml_config
 from solvers.api import load_config
 from solvers.circle.measure import lagrangian as lg
 from solvers.circle.measure.lagrangian_discretization import LagrangianCircleDiscretization
@@ -18,28 +19,11 @@ TWO_PI = 2 * np.pi
 ROOT = __import__("pathlib").Path(__file__).resolve().parents[2]
 
 
-DEMO = """
-[domain]
-manifold = "S1"
-resolution = {n}
-[model]
-beta = 5.0
-direction = "descent"
-kernel = "exp_shifted"
-[perceptron]
-activation = "relu"
-a = [[-0.9967456002240224, 0.0806114658969388], [-0.6198538201675943, -0.784717300448792]]
-omega = [0.6324575844117477, -0.4696753890279187]
-[atoms]
-representation = "dirac"
-[time]
-scheme = "lagrangian"
-t_end = 5000.0
-stop_when_stationary = true
-stationary_tol = 1e-5
-[output]
-snapshot_interval = 10.0
-"""
+def _demo(n: int, **keys) -> str:
+    """The paper's S^1 descent in Lagrangian cells (runs/paper_s1_descent_lagrangian.toml) at
+    ``n`` cells, without its output path; ``keys`` as :func:`toml_config`'s."""
+    return toml_config(ROOT / "runs" / "paper_s1_descent_lagrangian.toml", domain__resolution=n,
+                       output__path=None, **keys)
 
 
 def _state(n: int = 48, seed: int = 0) -> lg.LagrangianState:
@@ -140,7 +124,7 @@ def test_cell_masses_are_exact_and_from_grid_round_trips():
 
 
 def test_a_run_conserves_mass_and_keeps_points_in_order():
-    cfg = load_config(DEMO.format(n=96).replace("t_end = 5000.0", "t_end = 200.0"))
+    cfg = load_config(_demo(96, time__t_end=200.0))
     disc = LagrangianCircleDiscretization(cfg)
     res = simulate(cfg, initial_density(cfg))
     d = res.final.diagnostics
@@ -155,7 +139,7 @@ def test_demo_atoms_agree_at_n_128_and_256():
     1e-3 and positions within 1e-3 rad (issue target; measured 4.5e-4 and 4.2e-4 rad)."""
     out = []
     for n in (128, 256):
-        cfg = load_config(DEMO.format(n=n))
+        cfg = load_config(_demo(n))
         res = simulate(cfg, initial_density(cfg))
         d = res.final.diagnostics
         o = np.argsort(d.dirac_position)
@@ -187,7 +171,7 @@ def test_cli_run_polish_and_resume(tmp_path, capsys):
     from solvers.studies.polish import polish_archive
 
     cfg = tmp_path / "demo.toml"
-    cfg.write_text(DEMO.format(n=128))
+    cfg.write_text(_demo(128))
     path = tmp_path / "lag.nc"
     assert main(["run", str(cfg), "-o", str(path), "--no-progress", "--polish",
                  "--set", "time.t_end=1000", "--set", "time.stop_when_stationary=false"]) == 0
