@@ -7,7 +7,7 @@ gradient flow of ``F = E - s nu int rho log rho`` (``E`` the paper's energy, eq.
 decreases under descent. Without noise ``F = E``.
 
 The heat semigroup ``exp(tau nu Delta)`` and the ``phi`` functions of ``tau nu Delta`` are
-multipliers in the grid's basis (:mod:`solvers.circle.grid.heat`, :mod:`solvers.sphere.grid.heat`).
+multipliers in the grid's basis (each manifold's ``grid.heat`` module).
 """
 
 from __future__ import annotations

@@ -3,6 +3,8 @@
 - :mod:`~solvers.timestepping.integrators`: explicit Runge-Kutta schemes as validated Butcher
   tables (with Shu-Osher forms and citations); :mod:`~solvers.timestepping.order_conditions`:
   the order conditions they are checked against (rooted trees).
+- :mod:`~solvers.timestepping.lawson`: the steps with noise (ETDRK4 for rk4, Lawson for the
+  other tables), the Laplacian through its exact semigroup.
 - :mod:`~solvers.timestepping.registry`: ``make_discretization``, the scheme registry.
 - :mod:`~solvers.timestepping.simulation`: ``Solver`` (``step`` does the bookkeeping,
   ``_step_impl`` the numerics, the step-size control).
