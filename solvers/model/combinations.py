@@ -21,7 +21,7 @@ def check_combinations(config: RunConfig) -> None:
 
 
 def check_noise(config: RunConfig) -> None:
-    """``model.noise > 0`` (docs/noise.md §2) runs a grid density with the heat semigroup:
+    """``model.noise > 0`` (docs/noise.md §5) runs a grid density with the heat semigroup:
     ``time.scheme`` ``"auto"`` or ``"spectral"`` (S1, S2) or ``"fv"`` (S1), no Dirac atoms, no
     moved faces, unnormalized attention."""
     m, t = config.model, config.time

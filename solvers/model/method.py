@@ -14,7 +14,7 @@ The choice rests on measurements (docs/methods.md, "Which method when"):
   carries atoms out of their cells rather than into them; the particles' pair sums cost
   O(n^2) per stage, 10-100x the grid at lmax 63-127).
 - With noise (``model.noise > 0``), both manifolds: pseudo-spectral with the exact heat
-  semigroup (Lawson steps, docs/noise.md §2). The noise keeps the density smooth and positive
+  semigroup (Lawson steps, docs/noise.md §5). The noise keeps the density smooth and positive
   (no atoms form: a peak is about ``sqrt(nu / |U''|)`` wide), which the spectral scheme resolves
   to exponential accuracy; Dirac atoms and Lagrangian points would carry no diffusion.
 

@@ -1,4 +1,4 @@
-"""Exponential Runge-Kutta steps for the noisy dynamics (docs/noise.md §2).
+"""Exponential Runge-Kutta steps for the noisy dynamics (docs/noise.md §5).
 
 With noise the equation is ``du/dt = F(u) + nu Delta u``: the transport ``F`` of the scheme's
 right-hand side and a Laplacian that is diagonal in the grid's basis, whose semigroup

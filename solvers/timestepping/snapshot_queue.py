@@ -142,7 +142,7 @@ def snapshot_mode(config: RunConfig) -> str:
     mode = config.output.snapshot_mode
     if mode != "auto":
         return mode
-    # with noise the steps are not limited by the diffusion (docs/noise.md §2): a straight line
+    # with noise the steps are not limited by the diffusion (docs/noise.md §5): a straight line
     # across one would miss its exponential decay
     free = config.time.scheme == "fv" and config.time.dt is None and config.model.noise == 0
     return "interpolate" if free else "land"

@@ -1,4 +1,4 @@
-"""Noise in the S^1 time stepping (docs/noise.md §2): the heat semigroup against expm of the
+"""Noise in the S^1 time stepping (docs/noise.md §5): the heat semigroup against expm of the
 discrete Laplacian and the exact heat solution, mass and positivity, the free energy's
 monotonicity, the noisy growth rates ``s r_j - nu j^2`` (docs/math.md §3.2) and the stationary
 state against the continued branch."""

@@ -1,4 +1,4 @@
-"""Noise in the S^2 time stepping (docs/noise.md §2): pure diffusion against the exact heat
+"""Noise in the S^2 time stepping (docs/noise.md §5): pure diffusion against the exact heat
 solution, mass, positivity and the free energy's monotonicity, and the noisy growth rates
 ``s M l(l+1) i_l(beta)/beta - nu l(l+1)`` (docs/math.md §3.2) against the time stepper."""
 

@@ -56,7 +56,7 @@ class CircleDiscretization:
         self.cell_weight = basis.cell_weight
         self.positivity_cfl = POSITIVITY_CFL if scheme == "fv" else None
         self.k_max = basis.n // 2 if scheme == "fv" else dealias_cutoff(basis.n)
-        noise = config.model.noise  # the Laplacian's exact semigroup (docs/noise.md §2)
+        noise = config.model.noise  # the Laplacian's exact semigroup (docs/noise.md §5)
         self.heat = CircleHeat(basis, noise, scheme) if noise > 0 else None
 
     def prepare(self, rho: np.ndarray, fresh: bool) -> np.ndarray:

@@ -1,4 +1,4 @@
-"""The heat semigroup of the S^1 grid schemes: the noise ``+ nu Laplacian rho`` (docs/noise.md §2).
+"""The heat semigroup of the S^1 grid schemes: the noise ``+ nu Laplacian rho`` (docs/noise.md §5).
 
 The Laplacian is diagonal in the Fourier basis, so its semigroup is one multiplier per mode:
 

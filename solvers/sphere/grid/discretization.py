@@ -47,7 +47,7 @@ class SphereDiscretization:
             self.rhs = SphereSpectral(self.problem)
             self.default_integrator = "rk4"
             self.positivity_cfl = None
-            noise = config.model.noise  # the Laplacian's exact semigroup (docs/noise.md §2)
+            noise = config.model.noise  # the Laplacian's exact semigroup (docs/noise.md §5)
             self.heat = SphereHeat(self.grid.basis, noise) if noise > 0 else None
         self.citation = CITATIONS[self.scheme]
         self.shape = self.grid.shape

@@ -1,5 +1,5 @@
 """The heat semigroup of the S^2 pseudo-spectral scheme: the noise ``+ nu Laplacian rho``
-(docs/noise.md §2).
+(docs/noise.md §5).
 
 The Laplace-Beltrami operator is diagonal in the spherical harmonics, ``Delta Y_lm = -l(l+1)
 Y_lm``, so ``exp(tau nu Delta)`` multiplies degree ``l`` by ``exp(-nu l(l+1) tau)``: exact for
@@ -7,7 +7,7 @@ every ``tau >= 0`` (no step limit from ``nu lmax^2``). Degree 0 has multiplier 1
 Gauss quadrature of a band-limited field) is kept to round-off.
 
 Only the spectral scheme has it: the finite volumes' merged polar cells make their discrete
-Laplacian neither diagonal in a basis nor cheap to exponentiate (docs/noise.md §2).
+Laplacian neither diagonal in a basis nor cheap to exponentiate (docs/noise.md §5).
 """
 
 from __future__ import annotations
