@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from conftest import PAPER_S2_A, PAPER_S2_OMEGA, toml_config
 from solvers.api import load_config
 from solvers.io.state import initial_density
 from solvers.sphere.measure import lagrangian as lg
@@ -21,41 +22,22 @@ from solvers.sphere.problem import tangent_frame
 from solvers.studies.cell_particles import cell_particles
 from solvers.timestepping.loop import simulate
 
-SMOOTH = """
-[domain]
-manifold = "S2"
-resolution = 31
-[model]
-beta = 4.0
-attention = "softmax"
-direction = "{direction}"
-kernel = "exp_shifted"
-{perceptron}
-[initial]
-kind = "von_mises"
-centers = [[0.3, 0.2, 0.93], [-0.5, 0.8, -0.33]]
-kappas = [3.0, 2.0]
-weights = [0.6, 0.4]
-[atoms]
-representation = "{rep}"
-[time]
-scheme = "{scheme}"
-t_end = 2.0
-stop_when_stationary = false
-[output]
-snapshot_interval = 0.5
-progress = false
-"""
-
-RELU = """[perceptron]
-activation = "relu"
-a = [[-0.5603236705120601, 0.0453159888005312, -0.8270331585994134],
-     [-0.8953385535255107, 0.3575716967547427, -0.2655397451433223]]
-omega = [-0.422016341580297, -1.1095875272656244]"""
+SMOOTH = {"domain": {"manifold": "S2", "resolution": 31},
+          "model": {"beta": 4.0, "attention": "softmax", "kernel": "exp_shifted"},
+          "initial": {"kind": "von_mises", "centers": [[0.3, 0.2, 0.93], [-0.5, 0.8, -0.33]],
+                      "kappas": [3.0, 2.0], "weights": [0.6, 0.4]},
+          "time": {"t_end": 2.0, "stop_when_stationary": False},
+          "output": {"snapshot_interval": 0.5, "progress": False}}
+# the first two units of the S^2 paper perceptron
+RELU = {"activation": "relu", "a": PAPER_S2_A[:2].tolist(), "omega": PAPER_S2_OMEGA[:2].tolist()}
 
 
-def _config(rep: str = "dirac", scheme: str = "lagrangian", direction: str = "ascent", perceptron: str = RELU):
-    return load_config(SMOOTH.format(rep=rep, scheme=scheme, direction=direction, perceptron=perceptron))
+def _config(rep: str = "dirac", scheme: str = "lagrangian", direction: str = "ascent",
+            perceptron: dict | None = RELU, **keys):
+    """:data:`SMOOTH` with ``representation = rep``, ``time.scheme``, ``model.direction`` and the
+    [perceptron] section (None: none); ``keys`` as :func:`toml_config`'s."""
+    return load_config(toml_config(SMOOTH, atoms__representation=rep, time__scheme=scheme,
+                                   model__direction=direction, perceptron=perceptron, **keys))
 
 
 @pytest.mark.parametrize("direction", ["ascent", "descent"])
@@ -80,9 +62,8 @@ def test_particle_velocity_equals_the_grid_softmax(direction):
         got = np.stack([np.sum(v * e_t, axis=1), np.sum(v * e_p, axis=1)], axis=1)
         assert np.abs(got - want).max() < 1e-13 * scale, method
         assert np.abs(np.sum(v * x, axis=1)).max() < 1e-15  # tangent
-    unnormalized = lg.velocity(x, w, load_config(SMOOTH.format(
-        rep="dirac", scheme="lagrangian", direction=direction, perceptron=RELU).replace(
-        'attention = "softmax"', 'attention = "unnormalized"')).model, -cfg.model.beta)
+    unnormalized = lg.velocity(x, w, _config(direction=direction, model__attention="unnormalized").model,
+                               -cfg.model.beta)
     assert np.abs(unnormalized - v).max() > 0.1 * scale
 
 
@@ -131,8 +112,7 @@ def test_run_conserves_mass_and_pure_attention_energy_rises():
     """A softmax ascent run without perceptron (t = 0.6, lmax 31): mass to round-off, the energy of
     the whole measure rises (``dE/dt = int |grad f|^2 / (beta^2 f) dmu >= 0``) at the rate of the
     recorded dissipation (central differences of the snapshots 0.1 apart: measured 1.0e-3)."""
-    cfg = load_config(SMOOTH.format(rep="dirac", scheme="lagrangian", direction="ascent", perceptron=""),
-                      output__snapshot_interval=0.1, time__t_end=0.6)
+    cfg = _config(perceptron=None, output__snapshot_interval=0.1, time__t_end=0.6)
     log = []
     res = simulate(cfg, initial_density(cfg), trackers=[lambda snap: log.append(
         (snap.t, snap.diagnostics.mass, snap.diagnostics.energy, snap.diagnostics.dissipation))])
@@ -146,11 +126,8 @@ def test_run_conserves_mass_and_pure_attention_energy_rises():
 
 def test_atoms_conserve_mass_exactly():
     """Two atoms alone (softmax, ascent): the particles' masses never change; they approach."""
-    cfg = load_config(SMOOTH.format(rep="dirac", scheme="lagrangian", direction="ascent", perceptron="")
-                      .replace('kind = "von_mises"\ncenters = [[0.3, 0.2, 0.93], [-0.5, 0.8, -0.33]]\n'
-                               'kappas = [3.0, 2.0]\nweights = [0.6, 0.4]',
-                               'kind = "atoms"\ncenters = [[1.0, 0.0, 0.0], [0.6, 0.8, 0.0]]\n'
-                               'weights = [0.5, 0.5]\nmass = 1.0'))
+    cfg = _config(perceptron=None, initial={"kind": "atoms", "centers": [[1.0, 0.0, 0.0], [0.6, 0.8, 0.0]],
+                                            "weights": [0.5, 0.5], "mass": 1.0})
     res = simulate(cfg, initial_density(cfg))
     d = res.final.diagnostics
     np.testing.assert_array_equal(np.sort(d.dirac_mass), [0.5, 0.5])
