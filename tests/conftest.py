@@ -52,13 +52,13 @@ def two_atom_distance(t: float) -> float:
                      [1.2], rtol=1e-13, atol=1e-14, method="DOP853").y[0, -1]
 
 
-def toml_config(base: Mapping[str, Mapping[str, Any]] | Path, **keys: Any) -> str:
-    """TOML text of a config with some keys changed.
+def config_sections(base: Mapping[str, Mapping[str, Any]] | Path, **keys: Any) -> dict[str, dict[str, Any]]:
+    """A config's sections with some keys changed (a dict config of :func:`solvers.load_config`).
 
     Parameters
     ----------
     base : dict of sections or Path
-        ``{"model": {"beta": 5.0}, ...}``, or a TOML file (e.g. one of ``runs/``).
+        ``{"model": {"beta": 5.0}, ...}`` (not modified), or a TOML file (e.g. one of ``runs/``).
     **keys
         ``section__key=value`` sets a key (None removes it); ``section={...}`` replaces a whole
         section (None removes it).
@@ -74,7 +74,12 @@ def toml_config(base: Mapping[str, Mapping[str, Any]] | Path, **keys: Any) -> st
             doc.pop(section, None)
         else:
             doc[section] = dict(value)
-    return tomli_w.dumps(doc)
+    return doc
+
+
+def toml_config(base: Mapping[str, Mapping[str, Any]] | Path, **keys: Any) -> str:
+    """The TOML text of :func:`config_sections` ``(base, **keys)``."""
+    return tomli_w.dumps(config_sections(base, **keys))
 
 
 def ladder_s1_toml(activation: str = "gelu") -> str:

@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 import solvers
+from conftest import config_sections, toml_config
 from solvers.api import load_config
 from solvers.io.archive import ArchiveWriter, read_dirac, read_snapshot
 from solvers.io.state import grid_arrays, initial_density, initial_state
@@ -25,51 +26,20 @@ from solvers.timestepping.loop import simulate
 
 ROOT_DEMO = Path(__file__).resolve().parents[2] / "runs" / "demo.toml"
 
-S1_SOURCE = """
-[domain]
-manifold = "S1"
-resolution = 128
-[model]
-beta = 5.0
-direction = "descent"
-kernel = "exp_shifted"
-[initial]
-kind = "atoms"
-centers = [1.0, 2.5, 4.4]
-weights = [0.3, 0.25, 0.2]
-mass = 1.0
-[atoms]
-representation = "dirac"
-[time]
-t_end = 4.0
-[output]
-snapshot_interval = 2.0
-"""
-
-S2_SOURCE = """
-[domain]
-manifold = "S2"
-resolution = 31
-[model]
-beta = 2.0
-direction = "descent"
-[initial]
-kind = "atoms"
-centers = [[0.0, 0.0, 1.0], [0.6, 0.0, 0.8], [0.0, -1.0, 0.0]]
-weights = [0.3, 0.25, 0.2]
-mass = 1.0
-[atoms]
-representation = "dirac"
-[time]
-t_end = 1.0
-[output]
-snapshot_interval = 0.5
-"""
+# Dirac atoms of masses 0.3, 0.25 and 0.2 over a uniform remainder of mass 0.25, on S^1 and S^2
+S1_SOURCE = {"domain": {"manifold": "S1", "resolution": 128},
+             "model": {"beta": 5.0, "direction": "descent", "kernel": "exp_shifted"},
+             "initial": {"kind": "atoms", "centers": [1.0, 2.5, 4.4], "weights": [0.3, 0.25, 0.2], "mass": 1.0},
+             "atoms": {"representation": "dirac"}, "time": {"t_end": 4.0}, "output": {"snapshot_interval": 2.0}}
+S2_SOURCE = config_sections(S1_SOURCE, domain__manifold="S2", domain__resolution=31,
+                            model={"beta": 2.0, "direction": "descent"},
+                            initial__centers=[[0.0, 0.0, 1.0], [0.6, 0.0, 0.8], [0.0, -1.0, 0.0]],
+                            time__t_end=1.0, output__snapshot_interval=0.5)
 
 
-def _archive(text: str, path) -> str:
-    """Run ``text`` (Dirac atoms over a uniform remainder) into the NetCDF archive ``path``."""
-    cfg = load_config(text)
+def _archive(source: dict, path) -> str:
+    """Run ``source`` (Dirac atoms over a uniform remainder) into the NetCDF archive ``path``."""
+    cfg = load_config(source)
     theta, weight, phi = grid_arrays(cfg)
     with ArchiveWriter(path, cfg, theta, weight, phi=phi) as writer:
         simulate(cfg, initial_density(cfg), trackers=[writer])
@@ -86,13 +56,12 @@ def s2_archive(tmp_path_factory) -> str:
     return _archive(S2_SOURCE, tmp_path_factory.mktemp("s2") / "source.nc")
 
 
-def _from(source_text: str, path: str, representation: str, mass: float = 1.0, time=None):
-    """A config that starts from ``path``'s record (nearest ``time``) with ``representation``."""
-    text = source_text.split("[initial]")[0] + (
-        f'[initial]\nkind = "archive"\npath = "{path}"\nmass = {mass}\n'
-        + (f"time = {time}\n" if time is not None else "")
-        + f'[atoms]\nrepresentation = "{representation}"\n[time]\nt_end = 1.0\n')
-    return load_config(text)
+def _from(source: dict, path: str, representation: str, mass: float = 1.0, time=None):
+    """A config of ``source``'s domain and model that starts from ``path``'s record (nearest
+    ``time``) with ``representation``."""
+    initial = {"kind": "archive", "path": path, "mass": mass, **({} if time is None else {"time": time})}
+    return load_config({"domain": source["domain"], "model": source["model"], "initial": initial,
+                        "atoms": {"representation": representation}, "time": {"t_end": 1.0}})
 
 
 def _weights(cfg) -> np.ndarray:
@@ -105,8 +74,8 @@ def _weights(cfg) -> np.ndarray:
 def _start(which: str, s1_archive: str, s2_archive: str, representation: str):
     """``(archived atoms, archived rho, config, rho0, atoms0)`` of a run of ``representation``
     started from the last record of the S^1 or S^2 source archive."""
-    path, text = (s1_archive, S1_SOURCE) if which == "s1" else (s2_archive, S2_SOURCE)
-    cfg = _from(text, path, representation)
+    path, source = (s1_archive, S1_SOURCE) if which == "s1" else (s2_archive, S2_SOURCE)
+    cfg = _from(source, path, representation)
     return (read_dirac(path), read_snapshot(path)[2], cfg, *initial_state(cfg))
 
 
@@ -166,9 +135,9 @@ def test_cli_run_from_a_dirac_archive(s1_archive, tmp_path):
     from solvers.cli.main import main
 
     cfg_path = tmp_path / "from.toml"
-    cfg_path.write_text(S1_SOURCE.split("[initial]")[0] + f'[initial]\nkind = "archive"\npath = "{s1_archive}"\n'
-                        '[atoms]\nrepresentation = "dirac"\n[time]\nt_end = 1.0\n[output]\n'
-                        f'path = "{tmp_path / "out.nc"}"\nsnapshot_interval = 0.5\n')
+    cfg_path.write_text(toml_config(S1_SOURCE, initial={"kind": "archive", "path": s1_archive},
+                                    time={"t_end": 1.0},
+                                    output={"path": str(tmp_path / "out.nc"), "snapshot_interval": 0.5}))
     assert main(["-q", "run", str(cfg_path)]) == 0
     ds = solvers.open_run(tmp_path / "out.nc")
     src = solvers.open_run(s1_archive).isel(time=-1)
