@@ -32,29 +32,21 @@ from solvers.core.backend import spinning_thread_waits  # noqa: E402
 
 spinning_thread_waits()  # as `meanfield run` does, before shtns loads libgomp
 
-from solvers.model.params import (  # noqa: E402
-    DomainParams,
-    ModelParams,
-    OutputParams,
-    PerceptronParams,
-    RunConfig,
-    TimeParams,
-)
+from solvers.model.config import load_config  # noqa: E402
+from solvers.model.params import RunConfig  # noqa: E402
 from solvers.sphere.grid.fv import SphereFV  # noqa: E402
 from solvers.sphere.cells import SphereGrid  # noqa: E402
 from solvers.timestepping.simulation import Solver  # noqa: E402
 
-A = np.array([(-0.5603236705120601, 0.0453159888005312, -0.8270331585994134),
-              (-0.8953385535255107, 0.3575716967547427, -0.2655397451433223),
-              (0.4791171509290202, 0.151262291683874, -0.8646192658044355)])
-OMEGA = np.array([-0.422016341580297, -1.1095875272656244, -0.3624772545416152])
+RUN = ROOT / "runs" / "paper_s2_descent_relu.toml"
 
 
 def config(lmax: int, scheme: str, t_end: float, integrator: str | None = None) -> RunConfig:
-    model = ModelParams(1.0, "descent", "unnormalized", "exp_shifted", PerceptronParams("relu", A, OMEGA, np.zeros(3)))
-    return RunConfig(domain=DomainParams("S2", lmax), model=model,
-                     time=TimeParams(t_end=t_end, scheme=scheme, integrator=integrator),
-                     output=OutputParams(snapshot_interval=t_end, progress=False))
+    """The paper's S^2 descent (``RUN``: beta = 1, 3 ReLU units) at ``lmax``, one snapshot at
+    ``t_end``, no stationary stop (the runs start from :func:`initial`)."""
+    sets = [f"domain.resolution={lmax}", f'time.scheme="{scheme}"', f"time.t_end={t_end}",
+            "time.stop_when_stationary=false", f"output.snapshot_interval={t_end}", "output.progress=false"]
+    return load_config(RUN, sets + ([f'time.integrator="{integrator}"'] if integrator else []))
 
 
 def initial(lmax: int) -> np.ndarray:

@@ -28,29 +28,21 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from solvers.model.params import (  # noqa: E402
-    DomainParams,
-    ModelParams,
-    OutputParams,
-    PerceptronParams,
-    RunConfig,
-    TimeParams,
-)
+from solvers.model.config import load_config  # noqa: E402
+from solvers.model.params import RunConfig  # noqa: E402
 from solvers.timestepping.loop import simulate  # noqa: E402
 
-A = np.array([[-0.9967456002240224, 0.0806114658969388], [-0.6198538201675943, -0.784717300448792]])
-OMEGA = np.array([0.6324575844117477, -0.4696753890279187])
+RUN = ROOT / "runs" / "paper_s1_descent.toml"  # beta = 5, the paper's two units, exp_shifted
 N_REF = 2048
 
 
 def config(activation: str, n: int, scheme: str, t_end: float) -> RunConfig:
-    percep = PerceptronParams(activation, A, OMEGA, np.zeros(2))
-    model = ModelParams(5.0, "descent", "unnormalized", "exp_shifted", percep)
-    dt = 2e-3 if scheme == "spectral" else None
-    return RunConfig(domain=DomainParams("S1", n), model=model,
-                     time=TimeParams(t_end=t_end, scheme=scheme, dt=dt, cfl=0.2,
-                                     kink_faces=False if scheme == "fv" else None),
-                     output=OutputParams(snapshot_interval=t_end, progress=False))
+    """``RUN`` with ``activation`` at ``n`` cells, one snapshot at ``t_end``, no stationary stop;
+    spectral at dt = 2e-3, fv with uniform faces (cfl 0.2 both)."""
+    sets = [f"domain.resolution={n}", f'perceptron.activation="{activation}"', f'time.scheme="{scheme}"',
+            f"time.t_end={t_end}", "time.cfl=0.2", "time.stop_when_stationary=false",
+            f"output.snapshot_interval={t_end}", "output.progress=false"]
+    return load_config(RUN, sets + (["time.dt=2e-3"] if scheme == "spectral" else ["time.kink_faces=false"]))
 
 
 def initial(n: int) -> np.ndarray:
