@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import copy
-import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -12,6 +11,11 @@ import numpy as np
 import pytest
 import tomli_w
 from scipy.integrate import solve_ivp
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib
 
 from solvers.model.params import (
     AtomParams,
