@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,18 +19,26 @@ from solvers.model.config import clip
 log = logging.getLogger(__name__)
 
 
+@contextlib.contextmanager
+def _archive_errors(path: Path, what: str) -> Iterator[None]:
+    """A ValueError (not a run archive, an empty one; a bad format, no ffmpeg) or a KeyError (a
+    NetCDF file without a variable that the ``what`` needs) as a CliError."""
+    try:
+        yield
+    except ValueError as err:
+        raise CliError(str(err)) from None
+    except KeyError as err:
+        raise CliError(f"{path} lacks the variable {err} that the {what} needs") from None
+
+
 def cmd_plot(args: argparse.Namespace) -> int:
     """``meanfield plot``: figure of a run (see :func:`solvers.plots.run.plot_run`)."""
     path = _existing(args.run, "run archive")
     out = args.output or str(path.with_suffix(".png"))
     from solvers.plots.run import plot_run
 
-    try:
+    with _archive_errors(path, "figure"):
         plot_run(path, out, style=args.style)
-    except ValueError as err:  # not a run archive, or an empty one
-        raise CliError(str(err)) from None
-    except KeyError as err:  # a NetCDF file without a variable the figure needs
-        raise CliError(f"{path} lacks the variable {err} that the figure needs") from None
     print(f"wrote {out}")
     return 0
 
@@ -41,14 +51,10 @@ def cmd_animate(args: argparse.Namespace) -> int:
     out = Path(args.output) if args.output else path.with_suffix(".gif")
     from solvers.plots.run import animate_run
 
-    try:
-        with Counter(0, "frames", enabled=not getattr(args, "quiet", False)) as frames:
-            animate_run(path, out, fps=args.fps, view=args.view,
-                        progress=lambda done, total: frames.update(1, total=total))
-    except ValueError as err:  # bad format, no ffmpeg, not a run archive, an empty one
-        raise CliError(str(err)) from None
-    except KeyError as err:  # a NetCDF file without a variable the frames need
-        raise CliError(f"{path} lacks the variable {err} that the animation needs") from None
+    with (_archive_errors(path, "animation"),
+          Counter(0, "frames", enabled=not getattr(args, "quiet", False)) as frames):
+        animate_run(path, out, fps=args.fps, view=args.view,
+                    progress=lambda done, total: frames.update(1, total=total))
     print(f"wrote {out}")
     return 0
 
