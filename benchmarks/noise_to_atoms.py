@@ -1,12 +1,12 @@
-"""The demo setup continued in noise towards nu = 0: the atoms of the stationary states against the flow's.
+"""The demo continued in noise towards nu = 0: the stationary states' atoms against the flow's.
 
-    .venv/bin/python benchmarks/noise_to_atoms.py [CONFIG] [--to 1e-4] [--radius 0.15]
+    .venv/bin/python benchmarks/noise_to_atoms.py [CONFIG] [--start 1] [--radius 0.15]
         [--segments 1e-2:512,1e-3:1024,1e-4:2048] [--figure output/noise_to_atoms.png]
 
 ``CONFIG`` (default ``runs/demo.toml``: S^1, beta = 5, descent, the paper's ReLU perceptron,
-shifted kernel) with ``model.noise = 1`` is continued in ``model.noise`` down to ``--to``
-(``continue_states``, docs/noise.md §4), segment by segment on finer grids (``NU:N``: down to
-``NU`` on ``N`` points), since a peak of ``rho = M exp(-U/nu)/Z`` is about ``sqrt(nu/|U''|)`` wide.
+shifted kernel) with ``model.noise = --start`` is continued in ``model.noise`` down to the
+last segment's ``NU`` (``continue_states``, docs/noise.md §4), segment by segment on finer
+grids (``NU:N``: down to ``NU`` on ``N`` points), since a peak of ``rho = M exp(-U/nu)/Z`` is about ``sqrt(nu/|U''|)`` wide.
 Descent has one stationary state per ``nu`` (docs/noise.md §1), so one branch. At every
 continuation point the density is evaluated on a fine grid (``--fine`` points, from the same
 coefficients: ``U`` lies in the kernel's bandwidth, ``exp(-U/nu)`` is evaluated pointwise) and

@@ -26,7 +26,10 @@ ROOT = Path(__file__).resolve().parents[1]
                                   ["s2_cell_particles.py", "--lmax", "31", "--times", "50"],
                                   ["bench_particles_s2.py", "--skip-runs", "--repeat", "1",
                                    "--max-direct", "3000"],
-                                  ["s2_basin_refine.py", "--cases", "31:1,31:2", "--t-end", "20"]])
+                                  ["s2_basin_refine.py", "--cases", "31:1,31:2", "--t-end", "20"],
+                                  ["phase_diagram.py", "--betas", "2.3:2.6:0.3", "--figure", ""],
+                                  ["noise_to_atoms.py", "--segments", "1e-2:256", "--fine", "4096",
+                                   "--figure", ""]])
 def test_benchmark_script_runs(args):
     done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / args[0]), *args[1:]],
                           cwd=ROOT, capture_output=True, text=True, timeout=600)
