@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import solvers.timestepping.simulation
+import solvers.timestepping.loop
 from solvers.cli.main import ProgressBar, main
 from solvers.core.snapshot import Diagnostics, Snapshot
 from solvers.io.archive import open_run
@@ -304,7 +304,7 @@ def test_interrupt_keeps_the_archive(tmp_path, capsys, monkeypatch, error, rc_ex
         warnings.warn("density negative at t=0.5", RuntimeWarning)
         raise error
 
-    monkeypatch.setattr(solvers.timestepping.simulation, "simulate", simulate)
+    monkeypatch.setattr(solvers.timestepping.loop, "simulate", simulate)
     out = str(tmp_path / "run.nc")
     rc, _, err = cli(capsys, "run", write(tmp_path, TINY), "-o", out)
     assert rc == rc_expected

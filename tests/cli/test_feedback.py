@@ -15,7 +15,7 @@ import pytest
 from test_cli import TINY, cli, fake_snapshot, write
 
 import solvers.cli.progress as progress_module
-import solvers.timestepping.simulation
+import solvers.timestepping.loop
 from solvers.cli.progress import Counter, ProgressBar
 from solvers.core.snapshot import Stationarity
 from solvers.model.params import TimeParams
@@ -161,7 +161,7 @@ def test_warnings_are_one_line_each(tmp_path, capsys, monkeypatch) -> None:
         warnings.warn("under-resolved at t=0\nsecond line", RuntimeWarning)
         raise FloatingPointError("stop here")
 
-    monkeypatch.setattr(solvers.timestepping.simulation, "simulate", simulate)
+    monkeypatch.setattr(solvers.timestepping.loop, "simulate", simulate)
     rc, _, err = cli(capsys, "run", write(tmp_path, TINY), "-o", str(tmp_path / "w.nc"))
     lines = err.splitlines()
     assert rc == 1 and lines[0] == "warning: under-resolved at t=0 second line"

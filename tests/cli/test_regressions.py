@@ -14,7 +14,7 @@ import pytest
 import xarray as xr
 from test_cli import TINY, cli, fake_snapshot, write
 
-import solvers.timestepping.simulation
+import solvers.timestepping.loop
 from solvers.io.archive import open_run
 from solvers.io.lock import lock_path
 from solvers.io.state import initial_density
@@ -222,7 +222,7 @@ def test_negative_density_fails_the_run(tmp_path, capsys, monkeypatch) -> None:
                 tracker(snap)
         return RunResult(snaps[-1], "t_end", 3, 0.1)
 
-    monkeypatch.setattr(solvers.timestepping.simulation, "simulate", fake)
+    monkeypatch.setattr(solvers.timestepping.loop, "simulate", fake)
     rc, out, err = cli(capsys, "run", write(tmp_path, TINY), "-o", str(tmp_path / "o.nc"))
     assert rc == 1 and "finished" in out
     one_line(rc, err, 1, "density went negative", "t = 1")
