@@ -140,20 +140,28 @@ def replace_folder(new: Path, target: Path, scratch: Path) -> None:
 # ------------------------------------------------------------------- whose file is it
 
 
-def _read_small(path: Path, limit: int) -> bytes | None:
-    """The bytes of the plain file ``path`` (no link followed), or None."""
+@contextmanager
+def plain_file(path: Path) -> Iterator[tuple[int, os.stat_result] | None]:
+    """``(fd, stat)`` of the plain file ``path`` opened read-only without following a link (or
+    blocking on a FIFO), closed on exit; None when it is not a plain file or cannot be opened."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError:
-        return None
+        yield None
+        return
     try:
         st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_size > limit:
-            return None
-        with os.fdopen(os.dup(fd), "rb") as fh:
-            return fh.read(limit)
+        yield (fd, st) if stat.S_ISREG(st.st_mode) else None
     finally:
         os.close(fd)
+
+
+def _read_small(path: Path, limit: int) -> bytes | None:
+    """The bytes of the plain file ``path`` (no link followed), or None."""
+    with plain_file(path) as opened:
+        if opened is None or opened[1].st_size > limit:
+            return None
+        return os.pread(opened[0], limit, 0)
 
 
 def _our_attributes(attrs: dict[str, Any], variables: Any) -> bool:

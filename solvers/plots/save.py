@@ -14,12 +14,11 @@ Anything else (a user's data or text file, a folder, a link, a device) raises
 from __future__ import annotations
 
 import os
-import stat
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from solvers.io.safe_paths import UnsafePathError, check_target, write_via_private
+from solvers.io.safe_paths import UnsafePathError, check_target, plain_file, write_via_private
 
 _HEAD = 64 << 10  # bytes read to recognise a figure (matplotlib's mark sits near the top)
 _TAIL = 64 << 10  # and at the end (a PDF's /Creator, /Producer)
@@ -52,19 +51,11 @@ _FORMATS: dict[str, tuple[Any, bool]] = {
 
 def _head_and_tail(path: Path) -> tuple[bytes, bytes] | None:
     """The first and last bytes of the plain file ``path`` (no link followed), or None."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError:
-        return None
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
+    with plain_file(path) as opened:
+        if opened is None:
             return None
-        head = os.pread(fd, _HEAD, 0)
-        tail = os.pread(fd, _TAIL, max(0, st.st_size - _TAIL))
-        return head, tail
-    finally:
-        os.close(fd)
+        fd, st = opened
+        return os.pread(fd, _HEAD, 0), os.pread(fd, _TAIL, max(0, st.st_size - _TAIL))
 
 
 def is_figure_file(path: str | os.PathLike) -> bool:
