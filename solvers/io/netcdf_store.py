@@ -17,6 +17,7 @@ import netCDF4
 import numpy as np
 
 from solvers.core.snapshot import Restart
+from solvers.io.errors import ArchiveError
 from solvers.io.layout import (
     ATOM_CELL,
     COMPRESSION,
@@ -82,12 +83,31 @@ def _records_per_chunk(nc: netCDF4.Dataset) -> int:
     return 1 if chunks == "contiguous" else int(chunks[0])
 
 
+RECORDS_WRITTEN = "records_written"  # set once a block's records and state are synced
+
+
+def _count_attribute(nc: netCDF4.Dataset, name: str) -> int | None:
+    if name not in nc.ncattrs():
+        return None
+    try:
+        return int(np.asarray(nc.getncattr(name)).reshape(-1)[0])
+    except (TypeError, ValueError, OverflowError, IndexError):
+        raise ArchiveError(f"{nc.filepath()} is damaged: its {name} attribute is not a count "
+                           f"({nc.getncattr(name)!r:.60})") from None
+
+
 def valid_records(nc: netCDF4.Dataset) -> int:
-    """Number of complete records: the ``records_complete`` count, or, in archives written
-    before it, the records up to the last finite ``time`` (then written last in a record)."""
+    """Number of complete records: the ``records_complete`` count, or ``records_written`` when
+    that is larger (a block synced whole, records and state, before a kill stopped its count:
+    counted, so that a resume continues from the state the archive holds); in archives written
+    before the counts, the records up to the last finite ``time`` (written last in a record)."""
     size = len(nc.dimensions["time"])
-    if RECORDS_COMPLETE in nc.ncattrs():
-        return min(int(nc.getncattr(RECORDS_COMPLETE)), size)
+    complete = _count_attribute(nc, RECORDS_COMPLETE)
+    if complete is not None:
+        written = _count_attribute(nc, RECORDS_WRITTEN)
+        if written is not None and complete < written <= size:
+            return written
+        return max(0, min(complete, size))
     t = np.ma.filled(np.ma.asarray(nc["time"][:], dtype=float), np.nan)
     finite = np.flatnonzero(np.isfinite(t))
     return int(finite[-1]) + 1 if finite.size else 0
@@ -186,6 +206,8 @@ class NetCDFStore:
             variables[RESTART][...] = restart.rho.reshape(variables[RESTART].shape)
             variables[RESTART].setncatts(restart_attributes(restart, float(block["time"][-1])))
         variables["time"][i:i + count] = block["time"]
+        nc.sync()
+        nc.setncattr(RECORDS_WRITTEN, np.int64(i + count))  # only once all of it is synced
         nc.sync()
         self.n += count
         nc.setncattr(RECORDS_COMPLETE, np.int64(self.n))

@@ -109,11 +109,9 @@ def open_run(path: str | os.PathLike) -> xr.Dataset:
         The file is not a NetCDF4 run archive.
     """
     if is_zarr(path):
-        from solvers.io.zarr_store import open_zarr_run
+        from solvers.io.zarr_store import load_run
 
-        ds = open_zarr_run(_existing(path)).load()
-        ds.close()  # in memory: the store's read lock goes (solvers.io.reader_lock)
-        return ds
+        return load_run(_existing(path))
     with _readable(path) as readable:
         with _reading(readable, shown=path) as nc:  # validates
             n = _valid_records(nc)
@@ -155,13 +153,9 @@ def read_run_counts(path: str | os.PathLike) -> dict[str, Any]:
     import json
 
     if is_zarr(path):
-        from solvers.io.zarr_store import open_zarr_run
+        from solvers.io.zarr_store import count_values
 
-        ds = open_zarr_run(_existing(path))
-        last = ds.isel(time=-1) if ds.sizes.get("time", 0) else None
-        values = {name: (last[name].values if last is not None and name in ds else None)
-                  for name in ("steps_rejected", "time_error_estimate")}
-        history = ds.attrs.get("method_history")
+        values, history = count_values(_existing(path))
     else:
         with _reading(path) as nc:
             i = _valid_records(nc) - 1
@@ -173,9 +167,16 @@ def read_run_counts(path: str | os.PathLike) -> dict[str, Any]:
         value = None if value is None else np.ma.filled(np.ma.asarray(value, float), np.nan)
         return kind(0) if value is None or not np.isfinite(value) else kind(value)
 
+    try:
+        history0 = json.loads(str(history)) if history else []
+        if not isinstance(history0, list):
+            raise ValueError(f"a {type(history0).__name__}, not a list")
+    except ValueError as err:
+        raise ArchiveError(f"{path} is damaged: its method_history attribute is not a JSON "
+                           f"list ({err})") from None
     return {"rejected0": number(values["steps_rejected"], int),
             "time_error0": number(values["time_error_estimate"], float),
-            "history0": json.loads(str(history)) if history else []}
+            "history0": history0}
 
 
 def read_restart(path: str | os.PathLike) -> tuple[float, int, float, np.ndarray] | None:

@@ -17,9 +17,12 @@ attributes of ``restart_rho`` (:func:`solvers.io.restart.restart_attributes`, as
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import os
 import shutil
 import warnings
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -86,13 +89,15 @@ class ZarrStore:
 
     def __init__(self, path: Path, grid: _Grid) -> None:
         self.path = path
-        self.group = zarr.open_group(str(path), mode="r+", use_consolidated=False)
-        missing = [v for v in REQUIRED_VARIABLES if v not in self.group]
-        if missing:
-            raise ArchiveError(f"{path} is not a meanfield-spectral archive: missing {missing}")
-        self.n = _count(self.group)
-        self.records = int(self.group["rho"].chunks[0])
-        self.spectral = f"{spectrum_prefix(grid)}_real" in self.group
+        with _damaged(path):
+            self.group = zarr.open_group(str(path), mode="r+", use_consolidated=False)
+            missing = [v for v in REQUIRED_VARIABLES if v not in self.group]
+            if missing:
+                raise ArchiveError(f"{path} is not a meanfield-spectral archive: missing "
+                                   f"{missing}")
+            self.n = _count(self.group)
+            self.records = int(self.group["rho"].chunks[0])
+            self.spectral = f"{spectrum_prefix(grid)}_real" in self.group
 
     @classmethod
     def create(cls, path: Path, config: RunConfig, grid: _Grid, spectral: bool,
@@ -131,7 +136,8 @@ class ZarrStore:
         return name in self.group
 
     def read(self, name: str, index: Any = slice(None)) -> np.ndarray:
-        return np.asarray(self.group[name][index])
+        with _damaged(self.path):
+            return np.asarray(self.group[name][index])
 
     def get_attr(self, name: str) -> Any:
         return self.group.attrs.get(name)
@@ -202,8 +208,35 @@ class ZarrStore:
         """Nothing to release: every block is on disk when written."""
 
 
+def _complete(count: Any, times: Any, path: Any) -> int:
+    """Complete records: the ``records_complete`` count, or all records when every ``time``
+    past it is written (``time`` is written last in a block, after its records and state: a
+    kill between it and the count loses nothing, and the state matches the records)."""
+    try:
+        n = int(count)
+    except (TypeError, ValueError, OverflowError):
+        raise ArchiveError(f"{path} is damaged: its {RECORDS_COMPLETE} attribute is not a count "
+                           f"({count!r:.60})") from None
+    size = int(times.shape[0])
+    if 0 <= n < size and np.all(np.isfinite(np.asarray(times[n:size], dtype=float))):
+        return size
+    return max(0, min(n, size))
+
+
 def _count(group: zarr.Group) -> int:
-    return min(int(group.attrs.get(RECORDS_COMPLETE, 0)), int(group["time"].shape[0]))
+    return _complete(group.attrs.get(RECORDS_COMPLETE, 0), group["time"], group.store)
+
+
+def _open_dataset(path: Path) -> xr.Dataset:
+    """The arrays' own metadata, as the writer sees them (the consolidated copy is stale after
+    a kill between a block and its consolidation); the consolidated copy when the arrays'
+    sizes disagree (a kill while a block resized them: the block was not written)."""
+    try:
+        return xr.open_zarr(str(path), consolidated=False)
+    except ValueError as err:
+        if "conflicting sizes" not in str(err):
+            raise
+        return xr.open_zarr(str(path), consolidated=True)
 
 
 def open_zarr_run(path: Path) -> xr.Dataset:
@@ -214,12 +247,12 @@ def open_zarr_run(path: Path) -> xr.Dataset:
     try:
         with warnings.catch_warnings():  # caught between a block's count and consolidation
             warnings.simplefilter("ignore", RuntimeWarning)
-            ds = xr.open_zarr(str(path), consolidated=None)
+            ds = _open_dataset(path)
         missing = [v for v in REQUIRED_VARIABLES if v not in ds.variables]
         if missing:
             raise ArchiveError(f"{path} is not a meanfield-spectral archive: missing {missing}")
-        n = min(int(ds.attrs.get(RECORDS_COMPLETE, 0)), ds.sizes["time"])
-    except (OSError, ValueError, KeyError) as err:
+        n = _complete(ds.attrs.get(RECORDS_COMPLETE, 0), ds["time"].values, path)
+    except (OSError, ValueError, KeyError, RuntimeError, TypeError, AttributeError) as err:
         if fd is not None:
             os.close(fd)
         if isinstance(err, ArchiveError):
@@ -228,6 +261,51 @@ def open_zarr_run(path: Path) -> xr.Dataset:
     return attach(ds.isel(time=slice(0, n)), fd)
 
 
+@contextlib.contextmanager
+def _damaged(path: Path) -> Iterator[None]:
+    """Errors of reading a damaged store (a truncated chunk fails to decompress, a metadata
+    file is not JSON, an attribute has the wrong type) as :class:`ArchiveError` naming the
+    store and the cause."""
+    try:
+        yield
+    except (ArchiveError, FileNotFoundError):
+        raise
+    except (RuntimeError, ValueError, KeyError, TypeError, IndexError, AttributeError,
+            OSError) as err:
+        raise ArchiveError(f"{path} is damaged: cannot read it ({type(err).__name__}: "
+                           f"{err})") from None
+
+
+def _damaged_is_archive_error(read: Callable[..., Any]) -> Callable[..., Any]:
+    """A reader of ``path`` whose errors on a damaged store are :class:`ArchiveError`."""
+    @functools.wraps(read)
+    def guarded(path: Path, *args: Any) -> Any:
+        with _damaged(path):
+            return read(path, *args)
+    return guarded
+
+
+@_damaged_is_archive_error
+def load_run(path: Path) -> xr.Dataset:
+    """:func:`open_zarr_run` loaded into memory (its read lock released)."""
+    ds = open_zarr_run(path).load()
+    ds.close()  # in memory: the store's read lock goes (solvers.io.reader_lock)
+    return ds
+
+
+@_damaged_is_archive_error
+def count_values(path: Path) -> tuple[dict[str, Any], Any]:
+    """The last complete record's ``steps_rejected`` and ``time_error_estimate`` (None where
+    absent) and the ``method_history`` attribute (see
+    :func:`solvers.io.reading.read_run_counts`)."""
+    ds = open_zarr_run(path)
+    last = ds.isel(time=-1) if ds.sizes.get("time", 0) else None
+    values = {name: (last[name].values if last is not None and name in ds else None)
+              for name in ("steps_rejected", "time_error_estimate")}
+    return values, ds.attrs.get("method_history")
+
+
+@_damaged_is_archive_error
 def last_state(path: Path) -> tuple[float, int, float, np.ndarray]:
     """``(t, step, dt, rho)`` of the last complete record (for resuming)."""
     ds = open_zarr_run(path)
@@ -238,6 +316,7 @@ def last_state(path: Path) -> tuple[float, int, float, np.ndarray]:
             np.asarray(last["rho"].values, dtype=float))
 
 
+@_damaged_is_archive_error
 def restart_of(path: Path) -> tuple[float, int, float, np.ndarray] | None:
     """The step state behind an interpolated last record, or None (see
     :func:`solvers.io.reading.read_restart`)."""
@@ -247,6 +326,7 @@ def restart_of(path: Path) -> tuple[float, int, float, np.ndarray] | None:
     return restart_state(ds[RESTART].attrs, ds[RESTART].values, float(ds["time"][-1]))
 
 
+@_damaged_is_archive_error
 def restart_atoms_of(path: Path) -> Any:
     """The Dirac atoms of the step state behind an interpolated last record of a
     measure-valued run, or None (see :func:`solvers.io.reading.read_restart_atoms`)."""
@@ -256,6 +336,7 @@ def restart_atoms_of(path: Path) -> Any:
     return restart_atoms(ds[RESTART].attrs, float(ds["time"][-1]), 3 if "dirac_x" in ds else 1)
 
 
+@_damaged_is_archive_error
 def dirac_near(path: Path, time: float | None) -> Any:
     """The Dirac atoms of the record nearest ``time`` (the last one if None), or None without
     Dirac variables (see :func:`solvers.io.reading.read_dirac`)."""
@@ -283,6 +364,7 @@ def _nearest(times: np.ndarray, time: float) -> int:
     return int(np.argmin(np.abs(np.asarray(times, dtype=float) - time)))
 
 
+@_damaged_is_archive_error
 def snapshot_near(path: Path, time: float | None) -> tuple[float, Any, np.ndarray]:
     """``(t, grid, rho)`` of the record nearest ``time`` (the last one if None)."""
     ds = open_zarr_run(path)

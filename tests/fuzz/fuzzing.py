@@ -22,6 +22,7 @@ from pathlib import Path
 
 from hypothesis import HealthCheck, settings
 
+from solvers.cli import guard
 from solvers.cli.main import main
 
 LONG = int(os.environ.get("MEANFIELD_FUZZ_EXAMPLES", "0") or 0)
@@ -67,29 +68,53 @@ def time_limit(seconds: int = TIME_LIMIT) -> Iterator[None]:
         signal.signal(signal.SIGALRM, old)
 
 
+CAUGHT: list[BaseException] = []  # the exceptions the last run_cli turned into error lines
+
+
 def run_cli(argv: list[str]) -> tuple[int, str, str]:
-    """``meanfield ARGV`` in this process: exit status, stdout, stderr."""
+    """``meanfield ARGV`` in this process: exit status, stdout, stderr. The exceptions that
+    reach the command's guard are kept in :data:`CAUGHT` (their types are checked)."""
     err, out = io.StringIO(), io.StringIO()
-    with time_limit(), contextlib.redirect_stderr(err), contextlib.redirect_stdout(out):
-        try:
-            rc = main(argv)
-        except SystemExit as exc:  # argparse
-            rc = exc.code
+    CAUGHT.clear()
+    describe = guard.describe
+
+    def recording(error: BaseException) -> str:
+        CAUGHT.append(error)
+        return describe(error)
+
+    guard.describe = recording
+    try:
+        with time_limit(), contextlib.redirect_stderr(err), contextlib.redirect_stdout(out):
+            try:
+                rc = main(argv)
+            except SystemExit as exc:  # argparse
+                rc = exc.code
+    finally:
+        guard.describe = describe
     return rc, out.getvalue(), err.getvalue()
 
 
+def project_error(error: BaseException) -> bool:
+    """The project's exceptions, and the OS's (a file's error names the file)."""
+    return type(error).__module__.startswith(("solvers.", "spectral.")) or isinstance(
+        error, (OSError, RecursionError, MemoryError))
+
+
 def assert_clean(argv: list[str], rc: int, err: str, refused: bool = False) -> None:
-    """No traceback, no builtin exception named; a failure is one ``error:`` line with exit
-    status 2 (``refused``: it must be refused)."""
+    """No traceback, no builtin exception reaching the user; a failure is one ``error:`` line
+    with exit status 2 (``refused``: it must be refused), or 1 for a run that fails at run
+    time (a tampered archive's state that blows up)."""
     shown = " ".join(argv)[:300]
     assert "Traceback" not in err and len(err) < 4000, f"{shown}: {err[-800:]!r}"
     if refused or rc != 0:
-        assert rc == 2, f"{shown}: exit {rc}, stderr {err[-600:]!r}"
+        assert rc == 2 or (rc == 1 and not refused), f"{shown}: exit {rc}, stderr {err[-600:]!r}"
         lines = [line for line in err.splitlines() if not line.startswith("warning: ")]
         assert len(lines) == 1 and lines[0].startswith("error: "), f"{shown}: {err[-800:]!r}"
         for builtin in ("KeyError", "IndexError", "TypeError", "AttributeError",
                         "ZeroDivisionError", "UnboundLocalError", "NameError"):
             assert f"error: {builtin}" not in err, f"{shown}: {err[-600:]!r}"
+    for error in CAUGHT:
+        assert project_error(error), f"{shown}: {type(error).__name__} reached the user: {err!r}"
 
 
 @contextlib.contextmanager

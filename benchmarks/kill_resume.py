@@ -1,0 +1,262 @@
+"""``kill -9`` at random moments, then ``meanfield run --resume``: the finished archive must equal
+the uninterrupted run's bitwise, every variable.
+
+Four cases: a NetCDF file and a zarr store, each for the fv grid (``time.scheme = "fv"``,
+adaptive steps, records interpolated between steps) and for the default method (spectral, then
+Lagrangian cells with Dirac atoms). Each kill starts ``meanfield run`` in a subprocess, sends
+SIGKILL after a random wall time (up to the uninterrupted run's), resumes the archive (or
+starts again when the kill came before the first record) until it finishes, and compares.
+A kill may also be placed exactly between a block's data sync and its count sync
+(``--between``: the store's count update exits the process).
+
+    python benchmarks/kill_resume.py --kills 14 --seed 1          # 14 kills per case
+    python benchmarks/kill_resume.py --kills 2 --between           # the sync window
+
+Prints one line per kill and a table of the counts; exit status 1 if any archive differs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+PERCEPTRON = """[perceptron]
+activation = "relu"
+a = [[-0.9967456002240224, 0.0806114658969388], [-0.6198538201675943, -0.784717300448792]]
+omega = [0.6324575844117477, -0.4696753890279187]
+"""
+BASE = f"""[domain]
+manifold = "S1"
+resolution = 256
+[model]
+beta = 5.0
+direction = "descent"
+kernel = "exp_shifted"
+{PERCEPTRON}[initial]
+kind = "uniform"
+modes = [[1, 0.05], [3, 0.02]]
+[time]
+t_end = {{t_end}}
+{{scheme}}
+[output]
+snapshot_interval = 0.5
+sync_interval = {{sync}}
+progress = false
+"""
+CASES = {  # name: (suffix, scheme line, t_end, sync_interval)
+    "nc-fv": (".nc", 'scheme = "fv"', 20.0, 0),
+    "zarr-fv": (".zarr", 'scheme = "fv"', 12.0, 0),
+    "nc-default": (".nc", "", 20.0, 0),
+    "zarr-default": (".zarr", "", 12.0, 0),
+}
+# runs a `meanfield run` whose store exits at its count update of block K (after the data sync)
+BETWEEN = """
+import os, sys
+import solvers.io.netcdf_store as n, solvers.io.zarr_store as z
+from solvers.io.layout import RECORDS_COMPLETE
+K = int(os.environ["KILL_AT_BLOCK"])
+blocks = [0]
+
+class Attrs(dict):
+    def __init__(self, inner): self.inner = inner
+    def __setitem__(self, k, v):
+        if k == RECORDS_COMPLETE and blocks[0] >= K: os._exit(137)
+        self.inner[k] = v
+    def __getattr__(self, a): return getattr(self.inner, a)
+    def get(self, *a): return self.inner.get(*a)
+
+class Proxy:
+    def __init__(self, inner): self.__dict__["inner"] = inner
+    def __getattr__(self, a):
+        if a == "attrs": return Attrs(self.inner.attrs)
+        return getattr(self.inner, a)
+    def __getitem__(self, k): return self.inner[k]
+    def __contains__(self, k): return k in self.inner
+    def setncattr(self, k, v):
+        if k == RECORDS_COMPLETE and blocks[0] >= K: os._exit(137)
+        return self.inner.setncattr(k, v)
+
+def hook(cls, name):
+    write = cls.write_block
+    def write_block(self, *args, **kwargs):
+        blocks[0] += 1
+        inner = getattr(self, name)
+        setattr(self, name, Proxy(inner))
+        try:
+            return write(self, *args, **kwargs)
+        finally:
+            setattr(self, name, inner)
+    cls.write_block = write_block
+
+hook(n.NetCDFStore, "nc")
+hook(z.ZarrStore, "group")
+from solvers.cli.main import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+@dataclass
+class Tally:
+    kills: int = 0
+    before_first_record: int = 0
+    finished_first: int = 0
+    resumes: int = 0
+    equal: int = 0
+    different: list[str] = field(default_factory=list)
+
+
+def meanfield(*args: str, cwd: Path, env: dict | None = None,
+              script: str | None = None) -> subprocess.Popen:
+    """``python -m solvers ARGS`` (or ``python -c script ARGS``) in ``cwd``."""
+    full = dict(os.environ, PYTHONPATH=str(ROOT), **(env or {}))
+    head = ["-c", script] if script else ["-m", "solvers"]
+    return subprocess.Popen([sys.executable, *head, *args], cwd=cwd, env=full,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+
+
+def finish(proc: subprocess.Popen, what: str) -> None:
+    _, err = proc.communicate(timeout=1800)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{what} failed ({proc.returncode}): {err[-600:]}")
+
+
+def records(path: Path) -> int:
+    """Complete records of the archive (0 when unreadable or absent)."""
+    from solvers.io.reading import read_run_counts  # noqa: F401  (imports the readers)
+    from solvers.io.archive import open_run
+
+    try:
+        return int(open_run(path).sizes.get("time", 0))
+    except (OSError, ValueError):
+        return 0
+
+
+def variables(path: Path) -> dict[str, np.ndarray]:
+    from solvers.io.archive import open_run
+
+    ds = open_run(path)
+    return {name: np.asarray(ds[name].values) for name in ds.variables}
+
+
+def differences(a: Path, b: Path) -> list[str]:
+    """Names of the variables that differ (values, shapes or dtypes; NaN equals NaN)."""
+    va, vb = variables(a), variables(b)
+    out = sorted(set(va) ^ set(vb))
+    for name in sorted(set(va) & set(vb)):
+        x, y = va[name], vb[name]
+        same = x.shape == y.shape and x.dtype == y.dtype and (
+            np.array_equal(x, y, equal_nan=x.dtype.kind in "fc"))
+        if not same:
+            gap = ""
+            if x.shape == y.shape and x.dtype.kind == "f":
+                gap = f" (max |diff| {np.nanmax(np.abs(x - y)):.2e})"
+            out.append(name + gap)
+    return out
+
+
+def complete(cfg: Path, out: Path, cwd: Path, tally: Tally) -> None:
+    """Resume ``out`` until it finishes (a fresh run when it holds no record)."""
+    if records(out) == 0:
+        tally.before_first_record += 1
+        if out.exists():
+            shutil.rmtree(out) if out.is_dir() else out.unlink()
+        finish(meanfield("run", str(cfg), "-o", str(out), "--no-check", cwd=cwd), "rerun")
+        return
+    proc = meanfield("run", "--resume", str(out), "--no-check", cwd=cwd)
+    _, err = proc.communicate(timeout=1800)
+    if proc.returncode == 2 and "already reached" in err:  # killed after its last record
+        tally.finished_first += 1
+        return
+    if proc.returncode != 0:
+        raise RuntimeError(f"resume failed ({proc.returncode}): {err[-600:]}")
+    tally.resumes += 1
+
+
+def kill_once(case: str, cfg: Path, reference: Path, wall: float, k: int, work: Path,
+              rng: random.Random, tally: Tally, between: bool) -> None:
+    suffix = CASES[case][0]
+    out = work / f"{case}-{k}{suffix}"
+    if between:
+        block = rng.randint(2, 12)
+        proc = meanfield("run", str(cfg), "-o", str(out), "--no-check", cwd=work,
+                         env={"KILL_AT_BLOCK": str(block)}, script=BETWEEN)
+        proc.communicate(timeout=1800)
+        when = f"block {block}"
+    else:
+        proc = meanfield("run", str(cfg), "-o", str(out), "--no-check", cwd=work)
+        delay = rng.uniform(0.3, 0.9 * wall)
+        time.sleep(delay)
+        when = f"{delay:.2f} s"
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGKILL)
+        proc.communicate(timeout=1800)
+    tally.kills += 1
+    held = records(out)
+    if proc.returncode == 0:
+        tally.finished_first += 1
+    else:
+        complete(cfg, out, work, tally)
+    diff = differences(out, reference)
+    tally.equal += not diff
+    if diff:
+        tally.different.append(f"{case}-{k}: {', '.join(diff[:6])}")
+    print(f"{case:13s} kill {k:3d} at {when:>9s}: {held:3d} records kept, "
+          f"{'bitwise equal' if not diff else 'DIFFERS: ' + ', '.join(diff[:4])}", flush=True)
+    shutil.rmtree(out) if out.is_dir() else out.unlink(missing_ok=True)
+
+
+def run_case(case: str, kills: int, work: Path, rng: random.Random, between: bool) -> Tally:
+    """``kills`` kills of one case in the folder ``work``, each compared with the case's
+    uninterrupted run."""
+    work.mkdir(parents=True, exist_ok=True)
+    suffix, scheme, t_end, sync = CASES[case]
+    cfg = work / f"{case}.toml"
+    cfg.write_text(BASE.format(t_end=t_end, scheme=scheme, sync=sync))
+    reference = work / f"{case}-whole{suffix}"
+    start = time.perf_counter()
+    finish(meanfield("run", str(cfg), "-o", str(reference), "--no-check", cwd=work), "reference")
+    wall = time.perf_counter() - start
+    tally = Tally()
+    for k in range(kills):
+        kill_once(case, cfg, reference, wall, k, work, rng, tally, between)
+    return tally
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--kills", type=int, default=14, help="kills per case (default 14)")
+    parser.add_argument("--cases", default=",".join(CASES), help="comma-separated case names")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--between", action="store_true",
+                        help="exit between a block's data sync and its count sync")
+    args = parser.parse_args(argv)
+    rng = random.Random(args.seed)
+    tallies = {}
+    with tempfile.TemporaryDirectory(prefix="kill-resume-") as tmp:
+        for case in args.cases.split(","):
+            tallies[case] = run_case(case, args.kills, Path(tmp), rng, args.between)
+    print(f"\n{'case':13s} {'kills':>5s} {'none kept':>9s} {'finished':>8s} {'resumed':>7s} "
+          f"{'bitwise':>7s}")
+    for case, t in tallies.items():
+        print(f"{case:13s} {t.kills:5d} {t.before_first_record:9d} {t.finished_first:8d} "
+              f"{t.resumes:7d} {t.equal:7d}")
+    different = [d for t in tallies.values() for d in t.different]
+    for line in different:
+        print("DIFFERS", line)
+    return 1 if different else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
