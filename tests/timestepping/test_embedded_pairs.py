@@ -9,18 +9,8 @@ import numpy as np
 import pytest
 
 from solvers.model.params import INTEGRATOR_NAMES
-from solvers.timestepping.integrators import (
-    INTEGRATORS,
-    PAIRS,
-    EmbeddedPair,
-    embedded_step,
-    get_integrator,
-    order_conditions,
-    order_residuals,
-    rooted_trees,
-    rk_step,
-    tree_density,
-)
+from solvers.timestepping.integrators import INTEGRATORS, PAIRS, EmbeddedPair, embedded_step, get_integrator, rk_step
+from solvers.timestepping.order_conditions import order_conditions, order_residuals, rooted_trees, tree_density
 
 
 def test_rooted_trees_give_the_classical_conditions():
