@@ -18,6 +18,7 @@ the run stops when all four hold::
 
 from __future__ import annotations
 
+import os
 import sys
 import time as wallclock
 from typing import Any
@@ -27,6 +28,19 @@ from solvers.cli.logs import stderr_is_terminal
 NEGATIVE_TOL = 1e-9  # min rho below -NEGATIVE_TOL * max rho: not a probability density
 LINE_EVERY = 10.0  # seconds between two plain progress lines (stderr not a terminal)
 CRITERIA = ("window", "transport", "atoms", "masses")
+MAX_WIDTH = 100  # widest bar (characters), and never wider than the terminal
+
+
+def bar_width() -> int:
+    """Columns of a bar: the terminal's (``COLUMNS`` when set, else stderr's size), at most
+    :data:`MAX_WIDTH`; tqdm cuts a longer line to it."""
+    columns = os.environ.get("COLUMNS", "")
+    if not columns.isdigit() or int(columns) == 0:
+        try:
+            columns = os.get_terminal_size(sys.stderr.fileno()).columns
+        except (ValueError, OSError, AttributeError):  # not a terminal (a test's stream)
+            columns = MAX_WIDTH
+    return max(10, min(int(columns), MAX_WIDTH))
 
 
 def _clock(seconds: float) -> str:
@@ -75,7 +89,7 @@ class ProgressBar:
             fmt = ("t={n:.3f}/{total:g} [{elapsed}{postfix}]" if self.stationary else
                    "{percentage:3.0f}%|{bar}| t={n:.3f}/{total:g} [{elapsed}<{remaining}{postfix}]")
             self.bar = tqdm(total=t_end, initial=t0, file=sys.stderr, bar_format=fmt,
-                            dynamic_ncols=True, leave=True)
+                            ncols=bar_width(), leave=True)
 
     def track(self, snap: Any) -> None:
         """Tracker (``tracker(snapshot)``): keeps the snapshot's stop criteria for the bar."""
@@ -145,7 +159,7 @@ class Counter:
         if enabled and (stderr_is_terminal() if terminal is None else terminal):
             from tqdm import tqdm
 
-            self.bar = tqdm(total=total, desc=what, file=sys.stderr, dynamic_ncols=True,
+            self.bar = tqdm(total=total, desc=what, file=sys.stderr, ncols=bar_width(),
                             leave=False, bar_format="{desc}: {n_fmt}/{total_fmt} |{bar}| "
                                                     "[{elapsed}<{remaining}{postfix}]")
 

@@ -19,6 +19,22 @@ from solvers.model.config import clip
 log = logging.getLogger(__name__)
 
 
+def _new_folder(out: str | Path) -> Path | None:
+    """The folder of ``out`` when it does not exist yet (the figure's writer creates it; the
+    command says so), else None. A file where a folder should be: CliError naming ``-o``."""
+    folder = Path(out).parent
+    for part in (folder, *folder.parents):
+        if part.exists():
+            if not part.is_dir():
+                raise CliError(f"-o: {part} is a file, not a folder: choose another path")
+            return None if part == folder else folder
+    return folder
+
+
+def _wrote(out: str | Path, folder: Path | None) -> None:
+    print(f"wrote {out}" + (f" (created the folder {folder})" if folder is not None else ""))
+
+
 @contextlib.contextmanager
 def _archive_errors(path: Path, what: str) -> Iterator[None]:
     """A ValueError (not a run archive, an empty one; a bad format, no ffmpeg) or a KeyError (a
@@ -35,11 +51,12 @@ def cmd_plot(args: argparse.Namespace) -> int:
     """``meanfield plot``: figure of a run (see :func:`solvers.plots.run.plot_run`)."""
     path = _existing(args.run, "run archive")
     out = args.output or str(path.with_suffix(".png"))
+    folder = _new_folder(out)
     from solvers.plots.run import plot_run
 
     with _archive_errors(path, "figure"):
         plot_run(path, out, style=args.style)
-    print(f"wrote {out}")
+    _wrote(out, folder)
     return 0
 
 
@@ -49,13 +66,14 @@ def cmd_animate(args: argparse.Namespace) -> int:
     if args.fps <= 0:
         raise CliError(f"--fps must be a positive integer (got {args.fps})")
     out = Path(args.output) if args.output else path.with_suffix(".gif")
+    folder = _new_folder(out)
     from solvers.plots.run import animate_run
 
     with (_archive_errors(path, "animation"),
           Counter(0, "frames", enabled=not getattr(args, "quiet", False)) as frames):
         animate_run(path, out, fps=args.fps, view=args.view,
                     progress=lambda done, total: frames.update(1, total=total))
-    print(f"wrote {out}")
+    _wrote(out, folder)
     return 0
 
 
