@@ -61,9 +61,11 @@ def _base_document(config: Any) -> tuple[dict[str, Any], str]:
     elif isinstance(config, Mapping):
         text = dump_toml(dict(config))
     elif isinstance(config, (str, os.PathLike)):
-        path = Path(config)
-        is_file = "\n" not in str(config) and "=" not in str(config) and path.is_file()
-        text = path.read_text(encoding="utf-8") if is_file else str(config)
+        text = str(config)
+        if "\n" not in text and "=" not in text:  # a path, not TOML text
+            if not Path(text).is_file():
+                raise ConfigError("config", f"{text}: no such file (a path to a TOML config)")
+            text = Path(text).read_text(encoding="utf-8")
     else:
         raise ConfigError("config", "must be a path, TOML text, a dict or a RunConfig "
                           f"(got {type(config).__name__})")

@@ -98,6 +98,11 @@ def test_bad_arguments_name_the_fix(kwargs, match):
         solvers.sweep(DEMO, **kwargs)
 
 
+def test_a_missing_config_file_is_named():
+    with pytest.raises(ConfigError, match="runs/nothere.toml: no such file"):
+        solvers.sweep("runs/nothere.toml", model__beta=[1.0])
+
+
 def test_open_sweep_of_a_folder_without_summary(tmp_path):
     with pytest.raises(FileNotFoundError, match="summary.nc"):
         solvers.open_sweep(tmp_path)
