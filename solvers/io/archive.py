@@ -78,6 +78,7 @@ import numpy as np
 
 from solvers.core.atom_tracks import AtomTracks, link_radius
 from solvers.core.snapshot import Snapshot
+from solvers.io.errors import ArchiveError
 from solvers.io.layout import (  # noqa: F401  (public names re-exported)
     _HDF5_SIGNATURE,
     ARCHIVE_FORMAT,
@@ -286,9 +287,9 @@ class ArchiveWriter:
             if (old is None) != (ours is None) or (old is not None and (
                     old.shape != ours.shape or not np.allclose(old, ours, rtol=0, atol=1e-12))):
                 size = "none" if old is None else old.size
-                raise ValueError(f"cannot append to {self.path}: its {name} grid (size {size}) "
-                                 f"differs from this run's (size "
-                                 f"{'none' if ours is None else ours.size})")
+                raise ArchiveError(f"cannot append to {self.path}: its {name} grid (size "
+                                   f"{size}) differs from this run's (size "
+                                   f"{'none' if ours is None else ours.size})")
 
     @property
     def n_records(self) -> int:
@@ -392,8 +393,8 @@ def _open_append(path: Path) -> netCDF4.Dataset:
     try:
         nc = netCDF4.Dataset(path, "a")
     except OSError as err:
-        raise ValueError(f"cannot open {path} for appending: not a NetCDF4 file, or open "
-                         f"elsewhere (another run, or an unclosed reader) ({err})") from err
+        raise ArchiveError(f"cannot open {path} for appending: not a NetCDF4 file, or open "
+                           f"elsewhere (another run, or an unclosed reader) ({err})") from err
     _check_archive(nc, path)
     return nc
 

@@ -88,9 +88,12 @@ def _reading(path: str | os.PathLike, shown: str | os.PathLike | None = None
         _check_archive(nc, shown)
         try:
             yield nc
-        except (OSError, RuntimeError) as err:  # damaged inside: netCDF4 raises RuntimeError
-            raise ArchiveError(f"{shown} is damaged: cannot read it "
-                             f"({_named(err, readable, shown)})") from None
+        except ArchiveError:
+            raise
+        except (OSError, RuntimeError, AttributeError, KeyError, IndexError, TypeError,
+                ValueError) as err:  # damaged inside (netCDF4: RuntimeError, AttributeError)
+            raise ArchiveError(f"{shown} is damaged: cannot read it ({type(err).__name__}: "
+                               f"{_named(err, readable, shown)})") from None
         finally:
             nc.close()
 
@@ -117,7 +120,7 @@ def open_run(path: str | os.PathLike) -> xr.Dataset:
             n = _valid_records(nc)
         try:
             ds = xr.load_dataset(readable, engine="netcdf4")
-        except (OSError, RuntimeError, KeyError) as err:
+        except (OSError, RuntimeError, KeyError, AttributeError, TypeError, ValueError) as err:
             raise ArchiveError(f"{path} is damaged: cannot read it "
                              f"({_named(err, readable, path)})") from None
     return ds.isel(time=slice(0, n))

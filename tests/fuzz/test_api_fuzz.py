@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from fuzzing import BASE, budget, config_text, record, time_limit
+from fuzzing import BASE, budget, config_text, time_limit
 from hypothesis import given
 from hypothesis import strategies as st
 from test_cli_fuzz import BAD_VALUES
@@ -38,7 +38,6 @@ JUNK = st.one_of(st.none(), st.integers(min_value=-(2**80), max_value=2**80),
 
 def call(function, *args, **kwargs) -> None:
     """Call with a time limit; anything but the documented errors fails the property."""
-    record("api")
     with time_limit():
         try:
             function(*args, **kwargs)
@@ -86,7 +85,6 @@ def test_refused_overrides_raise_config_error(item: tuple[str, object]) -> None:
     key, value = item
     if key == "output.path":
         return  # a path: the API's path= argument, fuzzed below
-    record("api")
     with time_limit(), pytest.raises(solvers.ConfigError):
         solvers.run(CONFIG, **{key.replace(".", "__"): value})
 

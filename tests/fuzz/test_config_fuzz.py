@@ -12,7 +12,7 @@ from __future__ import annotations
 import copy
 import math
 
-from fuzzing import BASE, budget, config_text, record, time_limit
+from fuzzing import BASE, budget, config_text, time_limit
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -70,7 +70,6 @@ def mutated(draw: st.DrawFn) -> dict:
 
 
 def check(text: str) -> None:
-    record("config")
     with time_limit():
         try:
             config = config_from_text(text)
