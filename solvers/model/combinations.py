@@ -91,9 +91,9 @@ def check_representation(config: RunConfig) -> None:
 
 
 def check_lagrangian(config: RunConfig) -> None:
-    """``time.scheme = "lagrangian"`` (S^1: moving cells; S^2: particles; docs/schemes.md) moves
-    the measure-valued state: it needs ``[atoms] representation = "dirac"`` and snapshots that
-    land on their times (a step's points are not interpolated)."""
+    """``time.scheme = "lagrangian"`` (S^1: moving cells; S^2: particles; docs/methods.md §6.4,
+    §6.7) moves the measure-valued state: it needs ``[atoms] representation = "dirac"`` and
+    snapshots that land on their times (a step's points are not interpolated)."""
     cells = config.time.scheme == "auto" and not auto_grid(config.domain.manifold, config.model) \
         and config.model.noise == 0
     if cells and config.output.snapshot_mode == "interpolate":

@@ -140,21 +140,22 @@ class TimeParams:
     distance with ``bs32``, 5e-7 with ``ssprk3_2``, 9e-8 with ``dopri5``.
     ``cfl_floor``: the fv CFL condition counts the faces whose upwind cell holds more than this
     fraction of the mean density (the faces that move mass); the outflow limiter keeps the
-    others positive and conservative at any step (docs/schemes.md §8).
+    others positive and conservative at any step (docs/methods.md §6.8).
     ``limiter``: the fv reconstruction, a MUSCL slope limiter (``mc``, ``minmod``, ``vanleer``,
     ``none``) or, on S^1, ``weno5`` (fifth-order WENO face values); default ``mc``, and
     ``weno5`` for the S^1 Dirac state (``[atoms] representation = "dirac"``) when not given.
     ``cfl_floor`` defaults to 1e-6, and to 1e-2 for the S^1 Dirac state when not given.
     ``kink_faces`` (S^1, fv): put the face nearest each corner of the perceptron velocity (ReLU,
     leaky ReLU: ``a_j.x + b_j = 0``) on the corner (:mod:`solvers.circle.cells`,
-    docs/schemes.md §2). None (default): on for the S^1 fv scheme, off elsewhere; ``false``:
+    docs/methods.md §6.2). None (default): on for the S^1 fv scheme, off elsewhere; ``false``:
     uniform faces; ``true``: required (an error on S^2 or with the spectral scheme).
     (``one_sided_kinks`` and ``lagrangian_until`` are retired: :data:`RETIRED` names what
     replaces them.)
     ``basin_refine`` (S^2, ``scheme = "lagrangian"``): ``K > 1`` starts the cells on the
     boundaries between atoms' basins, found by a scout run (to ``t_end``, or until no particle
     moves faster than ``stationary_tol`` with ``stop_when_stationary``), as ``K x K`` particles
-    (:mod:`solvers.sphere.measure.lagrangian_refine`, docs/schemes.md); 1 (default): one particle a cell.
+    (:mod:`solvers.sphere.measure.lagrangian_refine`, docs/methods.md §6.7); 1 (default): one
+    particle a cell.
     """
 
     t_end: float = 10.0
@@ -263,7 +264,7 @@ class OutputParams:
     snapshot is a step state; ``"interpolate"`` lets the steps run free and records the linear
     interpolant in time of the two step states around each snapshot time (exact mass,
     ``rho >= 0``, second order; the archive keeps the step state, so a resume takes the same
-    steps, docs/schemes.md §9; with Dirac atoms the density and masses are interpolated on
+    steps, docs/methods.md §6.8; with Dirac atoms the density and masses are interpolated on
     straight lines and the atoms along their path); ``"auto"`` (default): interpolate for the
     fv scheme with adaptive steps, land otherwise (fixed ``time.dt``, the spectral scheme's
     higher-order integrators).
