@@ -6,8 +6,10 @@ adaptive steps, records interpolated between steps) and for the default method (
 Lagrangian cells with Dirac atoms). Each kill starts ``meanfield run`` in a subprocess, sends
 SIGKILL after a random wall time (up to the uninterrupted run's), resumes the archive (or
 starts again when the kill came before the first record) until it finishes, and compares.
-A kill may also be placed exactly between a block's data sync and its count sync
-(``--between``: the store's count update exits the process).
+A kill may also be placed exactly between a block's syncs (``--between``): at its
+``records_complete`` count (records, state and marker synced; the default), or with
+``--points records_written`` at its marker (the state a resume continues from written but not
+yet synced: the window that remains, a single slot of state being rewritten in place).
 
     python benchmarks/kill_resume.py --kills 14 --seed 1          # 14 kills per case
     python benchmarks/kill_resume.py --kills 2 --between           # the sync window
@@ -65,14 +67,14 @@ CASES = {  # name: (suffix, scheme line, t_end, sync_interval)
 BETWEEN = """
 import os, sys
 import solvers.io.netcdf_store as n, solvers.io.zarr_store as z
-from solvers.io.layout import RECORDS_COMPLETE
 K = int(os.environ["KILL_AT_BLOCK"])
+ATTR = os.environ["KILL_AT_ATTRIBUTE"]  # records_written (after the records' sync) or _complete
 blocks = [0]
 
 class Attrs(dict):
     def __init__(self, inner): self.inner = inner
     def __setitem__(self, k, v):
-        if k == RECORDS_COMPLETE and blocks[0] >= K: os._exit(137)
+        if k == ATTR and blocks[0] >= K: os._exit(137)
         self.inner[k] = v
     def __getattr__(self, a): return getattr(self.inner, a)
     def get(self, *a): return self.inner.get(*a)
@@ -85,7 +87,7 @@ class Proxy:
     def __getitem__(self, k): return self.inner[k]
     def __contains__(self, k): return k in self.inner
     def setncattr(self, k, v):
-        if k == RECORDS_COMPLETE and blocks[0] >= K: os._exit(137)
+        if k == ATTR and blocks[0] >= K: os._exit(137)
         return self.inner.setncattr(k, v)
 
 def hook(cls, name):
@@ -185,15 +187,18 @@ def complete(cfg: Path, out: Path, cwd: Path, tally: Tally) -> None:
 
 
 def kill_once(case: str, cfg: Path, reference: Path, wall: float, k: int, work: Path,
-              rng: random.Random, tally: Tally, between: bool) -> None:
+              rng: random.Random, tally: Tally, between: bool,
+              points: tuple[str, ...] = ("records_complete",)) -> None:
     suffix = CASES[case][0]
     out = work / f"{case}-{k}{suffix}"
     if between:
         block = rng.randint(2, 12)
+        attr = points[k % len(points)]
         proc = meanfield("run", str(cfg), "-o", str(out), "--no-check", cwd=work,
-                         env={"KILL_AT_BLOCK": str(block)}, script=BETWEEN)
+                         env={"KILL_AT_BLOCK": str(block), "KILL_AT_ATTRIBUTE": attr},
+                         script=BETWEEN)
         proc.communicate(timeout=1800)
-        when = f"block {block}"
+        when = f"block {block} {attr.split('_')[1]}"
     else:
         proc = meanfield("run", str(cfg), "-o", str(out), "--no-check", cwd=work)
         delay = rng.uniform(0.3, 0.9 * wall)
@@ -212,12 +217,13 @@ def kill_once(case: str, cfg: Path, reference: Path, wall: float, k: int, work: 
     tally.equal += not diff
     if diff:
         tally.different.append(f"{case}-{k}: {', '.join(diff[:6])}")
-    print(f"{case:13s} kill {k:3d} at {when:>9s}: {held:3d} records kept, "
+    print(f"{case:13s} kill {k:3d} at {when:>16s}: {held:3d} records kept, "
           f"{'bitwise equal' if not diff else 'DIFFERS: ' + ', '.join(diff[:4])}", flush=True)
     shutil.rmtree(out) if out.is_dir() else out.unlink(missing_ok=True)
 
 
-def run_case(case: str, kills: int, work: Path, rng: random.Random, between: bool) -> Tally:
+def run_case(case: str, kills: int, work: Path, rng: random.Random, between: bool,
+             points: tuple[str, ...] = ("records_complete",)) -> Tally:
     """``kills`` kills of one case in the folder ``work``, each compared with the case's
     uninterrupted run."""
     work.mkdir(parents=True, exist_ok=True)
@@ -230,7 +236,7 @@ def run_case(case: str, kills: int, work: Path, rng: random.Random, between: boo
     wall = time.perf_counter() - start
     tally = Tally()
     for k in range(kills):
-        kill_once(case, cfg, reference, wall, k, work, rng, tally, between)
+        kill_once(case, cfg, reference, wall, k, work, rng, tally, between, points)
     return tally
 
 
@@ -241,12 +247,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--between", action="store_true",
                         help="exit between a block's data sync and its count sync")
+    parser.add_argument("--points", default="records_complete",
+                        help="with --between: where, comma-separated: records_complete (after "
+                             "the block's marker), records_written (its state written, "
+                             "not yet synced: the window that remains)")
     args = parser.parse_args(argv)
     rng = random.Random(args.seed)
     tallies = {}
     with tempfile.TemporaryDirectory(prefix="kill-resume-") as tmp:
         for case in args.cases.split(","):
-            tallies[case] = run_case(case, args.kills, Path(tmp), rng, args.between)
+            tallies[case] = run_case(case, args.kills, Path(tmp), rng, args.between,
+                                     tuple(args.points.split(",")))
     print(f"\n{'case':13s} {'kills':>5s} {'none kept':>9s} {'finished':>8s} {'resumed':>7s} "
           f"{'bitwise':>7s}")
     for case, t in tallies.items():

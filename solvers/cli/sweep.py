@@ -63,7 +63,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 def _check_values(config: Path, params: Sequence[Any], overrides: Sequence[str]) -> None:
     """A swept value that is invalid by itself is a usage error, found before any run starts;
     errors of combinations (or about other keys) stay failed runs of the sweep."""
-    from solvers.model.config import ConfigError, load_config
+    from solvers.model.config import ConfigError, config_from_text
     from solvers.studies.sweep import SweepError
 
     text = config.read_text(encoding="utf-8")
@@ -72,7 +72,7 @@ def _check_values(config: Path, params: Sequence[Any], overrides: Sequence[str])
             continue
         for raw in param.raw:
             try:
-                load_config(text, [*overrides, f"{param.key}={raw}"])
+                config_from_text(text, [*overrides, f"{param.key}={raw}"])  # never a file name
             except ConfigError as err:
                 if err.key.split("[")[0] == param.key:  # the value itself, not a combination
                     raise SweepError(f"--param {param.key}={raw}: {err}") from None

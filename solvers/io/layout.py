@@ -27,6 +27,7 @@ KERNEL_CONVENTIONS = {
 }
 _ATOM_CHUNK = 8  # atoms per chunk of a (time, atom) variable (most runs keep a few atoms)
 RECORDS_COMPLETE = "records_complete"  # global attribute: records that readers may trust
+RECORDS_WRITTEN = "records_written"  # global attribute: a block written whole, records and state
 CHUNK_BYTES = 2 << 20  # target size of one uncompressed time chunk of rho
 MAX_CHUNK_RECORDS = 64  # longest time chunk (small grids; NetCDF allocates chunks whole)
 # NetCDF compression of the records: shuffle + zlib (docs/archive.md has the measurements)

@@ -22,6 +22,7 @@ from solvers.io.layout import (
     ATOM_CELL,
     COMPRESSION,
     RECORDS_COMPLETE,
+    RECORDS_WRITTEN,
     RESTART,
     VarSpec,
     _Grid,
@@ -81,9 +82,6 @@ def define_atom_tracks(nc: netCDF4.Dataset) -> None:
 def _records_per_chunk(nc: netCDF4.Dataset) -> int:
     chunks = nc["rho"].chunking()
     return 1 if chunks == "contiguous" else int(chunks[0])
-
-
-RECORDS_WRITTEN = "records_written"  # set once a block's records and state are synced
 
 
 def _count_attribute(nc: netCDF4.Dataset, name: str) -> int | None:
@@ -181,9 +179,13 @@ class NetCDFStore:
 
     def write_block(self, block: dict[str, np.ndarray], width: int,
                     tracks: dict[str, np.ndarray], restart: Restart | None = None) -> None:
-        """Write records ``n ..`` from ``block`` (``time`` last), the per-identity records,
-        the step state behind the last record when it is interpolated (``restart``), and
-        sync; then count them complete and sync again."""
+        """Write records ``n ..`` from ``block`` (``time`` last) and sync; then the state a
+        resume continues from (the per-identity records, the cells' atom identities, the step
+        state behind the last record when it is interpolated: ``restart``) with the block's
+        marker ``records_written``, and sync; then count the records complete and sync again.
+        A kill before the second sync leaves the state of the counted records (nothing of it
+        is changed before the block's records are on disk); after it, the marker counts the
+        block (:func:`valid_records`)."""
         nc, i = self.nc, self.n
         count, variables = len(block["time"]), nc.variables  # not nc[name]: it parses a path
         for name, values in block.items():
@@ -195,6 +197,8 @@ class NetCDFStore:
                     var[i:i + count, 0:values.shape[1]] = values
             else:
                 var[i:i + count, ...] = values
+        variables["time"][i:i + count] = block["time"]
+        nc.sync()
         k = len(tracks.get("atom_birth_time", ()))
         for name, values in tracks.items():
             if name == ATOM_CELL:
@@ -205,9 +209,7 @@ class NetCDFStore:
         if restart is not None and RESTART in variables:
             variables[RESTART][...] = restart.rho.reshape(variables[RESTART].shape)
             variables[RESTART].setncatts(restart_attributes(restart, float(block["time"][-1])))
-        variables["time"][i:i + count] = block["time"]
-        nc.sync()
-        nc.setncattr(RECORDS_WRITTEN, np.int64(i + count))  # only once all of it is synced
+        nc.setncattr(RECORDS_WRITTEN, np.int64(i + count))
         nc.sync()
         self.n += count
         nc.setncattr(RECORDS_COMPLETE, np.int64(self.n))

@@ -139,13 +139,25 @@ def read_last_state(path: str | os.PathLike) -> tuple[float, int, float, np.ndar
     if is_zarr(path):
         from solvers.io.zarr_store import last_state
 
-        return last_state(_existing(path))
+        return _finite_state(path, *last_state(_existing(path)))
     with _reading(path) as nc:
         i = _valid_records(nc) - 1
         if i < 0:
             raise ArchiveError(f"archive {path} holds no snapshots")
-        rho = np.asarray(nc["rho"][i, ...], dtype=float)
-        return float(nc["time"][i]), int(nc["step"][i]), float(nc["dt"][i]), rho
+        rho = np.asarray(np.ma.filled(np.ma.asarray(nc["rho"][i, ...], float), np.nan))
+        return _finite_state(path, float(np.ma.filled(nc["time"][i], np.nan)), nc["step"][i],
+                             float(np.ma.filled(nc["dt"][i], np.nan)), rho)
+
+
+def _finite_state(path: Any, t: float, step: Any, dt: float,
+                  rho: np.ndarray) -> tuple[float, int, float, np.ndarray]:
+    """The last record as read, or ArchiveError when its time, step, step size or density is
+    not finite (a damaged archive: nothing to continue from)."""
+    if not (np.isfinite(t) and np.isfinite(dt) and dt > 0 and np.all(np.isfinite(rho))) or \
+            np.ma.is_masked(step):
+        raise ArchiveError(f"{path} is damaged: its last record's time, step, step size or "
+                           f"density is missing or not finite (t = {t}, dt = {dt})")
+    return float(t), int(step), float(dt), rho
 
 
 def read_run_counts(path: str | os.PathLike) -> dict[str, Any]:

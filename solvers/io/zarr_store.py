@@ -38,6 +38,7 @@ from solvers.io.layout import (
     ATOM_CELL,
     RAGGED_DIMS,
     RECORDS_COMPLETE,
+    RECORDS_WRITTEN,
     REQUIRED_VARIABLES,
     RESTART,
     VarSpec,
@@ -125,12 +126,14 @@ class ZarrStore:
 
     @property
     def atom_width(self) -> int:
-        return int(self.group["atom_mass"].shape[1])
+        with _damaged(self.path):
+            return int(self.group["atom_mass"].shape[1])
 
     @property
     def dirac_width(self) -> int:
         """Columns of the ``dirac`` dimension (0 without Dirac variables)."""
-        return int(self.group["dirac_mass"].shape[1]) if "dirac_mass" in self.group else 0
+        with _damaged(self.path):
+            return int(self.group["dirac_mass"].shape[1]) if "dirac_mass" in self.group else 0
 
     def has(self, name: str) -> bool:
         return name in self.group
@@ -188,6 +191,8 @@ class ZarrStore:
                     arr[i:i + count, :values.shape[1]] = values
             else:
                 arr[i:i + count] = values
+        self.group["time"][i:i + count] = block["time"]
+        # the state a resume continues from, changed only now that the records are written
         for name, values in tracks.items():
             if name == ATOM_CELL:
                 if name in self.group:
@@ -199,7 +204,7 @@ class ZarrStore:
             attrs = restart_attributes(restart, float(block["time"][-1]))
             self.group[RESTART].attrs.update(
                 {name: v.tolist() if isinstance(v, np.ndarray) else v for name, v in attrs.items()})
-        self.group["time"][i:i + count] = block["time"]
+        self.group.attrs[RECORDS_WRITTEN] = i + count  # records and state: the block is whole
         self.n += count
         self.group.attrs[RECORDS_COMPLETE] = self.n
         _consolidate(self.path)
@@ -208,23 +213,22 @@ class ZarrStore:
         """Nothing to release: every block is on disk when written."""
 
 
-def _complete(count: Any, times: Any, path: Any) -> int:
-    """Complete records: the ``records_complete`` count, or all records when every ``time``
-    past it is written (``time`` is written last in a block, after its records and state: a
-    kill between it and the count loses nothing, and the state matches the records)."""
-    try:
-        n = int(count)
-    except (TypeError, ValueError, OverflowError):
-        raise ArchiveError(f"{path} is damaged: its {RECORDS_COMPLETE} attribute is not a count "
-                           f"({count!r:.60})") from None
-    size = int(times.shape[0])
-    if 0 <= n < size and np.all(np.isfinite(np.asarray(times[n:size], dtype=float))):
-        return size
-    return max(0, min(n, size))
+def _complete(attrs: Any, size: int, path: Any) -> int:
+    """Complete records: the ``records_complete`` count, or ``records_written`` when larger (a
+    block whose records and state were written whole before a kill stopped its count)."""
+    counts = []
+    for name in (RECORDS_COMPLETE, RECORDS_WRITTEN):
+        try:
+            counts.append(int(attrs.get(name, 0)))
+        except (TypeError, ValueError, OverflowError):
+            raise ArchiveError(f"{path} is damaged: its {name} attribute is not a count "
+                               f"({attrs.get(name)!r:.60})") from None
+    n, written = counts
+    return written if n < written <= size else max(0, min(n, size))
 
 
 def _count(group: zarr.Group) -> int:
-    return _complete(group.attrs.get(RECORDS_COMPLETE, 0), group["time"], group.store)
+    return _complete(group.attrs, int(group["time"].shape[0]), group.store)
 
 
 def _open_dataset(path: Path) -> xr.Dataset:
@@ -251,7 +255,7 @@ def open_zarr_run(path: Path) -> xr.Dataset:
         missing = [v for v in REQUIRED_VARIABLES if v not in ds.variables]
         if missing:
             raise ArchiveError(f"{path} is not a meanfield-spectral archive: missing {missing}")
-        n = _complete(ds.attrs.get(RECORDS_COMPLETE, 0), ds["time"].values, path)
+        n = _complete(ds.attrs, ds.sizes["time"], path)
     except (OSError, ValueError, KeyError, RuntimeError, TypeError, AttributeError) as err:
         if fd is not None:
             os.close(fd)
