@@ -78,7 +78,7 @@ def cmd_animate(args: argparse.Namespace) -> int:
 
 
 def cmd_info(args: argparse.Namespace) -> int:
-    """``meanfield info``: parameters, snapshot count, time range, final diagnostics, atoms."""
+    """``meanfield info``: verdict, snapshots, final diagnostics, atoms, then the parameters."""
     from solvers.io.archive import open_run
 
     path = _existing(args.run, "run archive")
@@ -105,23 +105,34 @@ def _restart_lines(ds: Any, last: float) -> list[str]:
 
 
 def info_lines(ds: Any, path: Path) -> list[str]:
-    """The text of ``meanfield info`` for a run dataset (see :mod:`solvers.io.archive`)."""
+    """The text of ``meanfield info`` for a run dataset (see :mod:`solvers.io.archive`): the
+    accuracy verdict, the snapshots, the final diagnostics and atoms, then the provenance and
+    the parameters (the longest part) last."""
     lines = [f"run: {clip(path, 500)}"]
     if "verdict" in ds.attrs:  # the accuracy statement first (solvers.studies.verdict)
         lines += [clip(s, 300) for s in str(ds.attrs["verdict"]).splitlines()[:50]]
     else:
         lines.append("accuracy: no verdict archived (an interrupted run, or an older archive)")
-    for key in ("version", "created", "manifold", "scheme", "kernel"):
-        if key in ds.attrs:
-            lines.append(f"  {key}: {clip(ds.attrs[key], 200)}")
+    return lines + _record_lines(ds) + _provenance_lines(ds)
+
+
+def _provenance_lines(ds: Any) -> list[str]:
+    """Version, creation, method, kernel, and the parameters (or the config text)."""
+    lines = [f"  {key}: {clip(ds.attrs[key], 200)}"
+             for key in ("version", "created", "manifold", "scheme", "kernel") if key in ds.attrs]
     params = {clip(k.replace("__", "."), 80): v for k, v in ds.attrs.items() if "__" in k}
     lines += ["parameters:"] + [f"  {k} = {clip(v, 200)}" for k, v in params.items()] \
         if params else []
     if not params and "config_text" in ds.attrs:
         lines += ["config:"] + ["  " + clip(s, 200)
                                 for s in str(ds.attrs["config_text"]).splitlines()[:500]]
+    return lines
+
+
+def _record_lines(ds: Any) -> list[str]:
+    """Snapshot count, time range, final diagnostics, atoms and their history."""
     n = int(ds.sizes.get("time", 0))
-    lines.append(f"snapshots: {n}")
+    lines = [f"snapshots: {n}"]
     if n == 0:
         return lines
     times = ds["time"].values

@@ -81,3 +81,14 @@ def test_output_below_a_file_is_refused(archive, tmp_path, capsys):
     err = capsys.readouterr().err
     assert "-o:" in err and "is a file, not a folder" in err
     assert (tmp_path / "afile").read_text() == "mine"
+
+
+def test_info_opens_with_the_verdict_and_ends_with_the_parameters(archive, capsys):
+    assert main(["info", str(archive)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    first = {key: next(i for i, line in enumerate(lines) if line.startswith(key))
+             for key in ("accuracy:", "snapshots:", "final:", "atoms:", "parameters:")}
+    assert first["accuracy:"] == 1
+    assert first["accuracy:"] < first["snapshots:"] < first["final:"] < first["atoms:"] \
+        < first["parameters:"]
+    assert all(line.startswith("  ") for line in lines[first["parameters:"] + 1:])
