@@ -10,6 +10,7 @@ from pathlib import Path
 
 import netCDF4
 import numpy as np
+import pytest
 import xarray as xr
 from conftest import paper_s1_toml
 
@@ -82,6 +83,7 @@ DIRAC = paper_s1_toml(1024, 5.0, t_end=3000.0, snapshot_interval=1.0,
                       extra='progress = false\nsync_interval = 0.2\n[atoms]\nrepresentation = "dirac"\n')
 
 
+@pytest.mark.slow  # 21 s
 def test_killed_dirac_run_resumes_from_its_step_state(tmp_path):
     """Adaptive steps, Dirac atoms, records interpolated between the steps: SIGKILL leaves a
     readable archive whose mass (density plus atoms) is 1, and --resume continues from the

@@ -134,6 +134,7 @@ def test_refinement_divides_the_boundary_error_of_the_basin_masses():
     assert errors[4] < errors[1] / 2 and errors[8] < errors[1] / 4
 
 
+@pytest.mark.slow  # 25 s
 def test_a_refined_run_starts_from_more_particles_and_keeps_mass():
     cfg = load_config(PAPER, domain__resolution=31, time__t_end=40.0, time__basin_refine=2,
                       time__stop_when_stationary=False)

@@ -46,7 +46,8 @@ def _bumps(g: SphereGrid, seed: int, kappa: float) -> np.ndarray:
 
 @pytest.mark.parametrize("lmax", [15, 31, 63])
 @pytest.mark.parametrize("seed", range(4))
-@pytest.mark.parametrize("kappa", [30.0, 300.0, 5000.0])
+# kappa = 5000 (cells about the width of a bump: 12 cases, 100 s) runs in the slow step
+@pytest.mark.parametrize("kappa", [30.0, 300.0, pytest.param(5000.0, marks=pytest.mark.slow)])
 def test_bumps_on_a_floor(lmax, seed, kappa):
     """Random bumps (wide, narrow, and at the cell scale) on a uniform floor, with the density
     itself and with a smooth potential as the flow."""

@@ -55,6 +55,7 @@ def test_velocity_series_equals_pair_sums():
         lg.attention_sums(x0, w0, 1.0, -1.0, method="fmm")
 
 
+@pytest.mark.slow  # 35 s
 def test_run_conserves_mass_merges_and_descends(tmp_path):
     """lmax 31, t <= 150: particles merge into Dirac atoms (mass to round-off, the density's
     deposit non-negative), the energy of the whole measure decreases, the archive reads back and
