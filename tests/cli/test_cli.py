@@ -338,7 +338,7 @@ def test_animate_s1(finished_run, tmp_path, capsys, monkeypatch) -> None:
     gif = tmp_path / "movie" / "run.gif"
     rc, stdout, err = cli(capsys, "animate", out, "-o", str(gif), "--fps", "2")
     assert rc == 0, err
-    assert stdout == f"wrote {gif}\n"
+    assert stdout == f"wrote {gif} (created the folder {gif.parent})\n"  # -o into a new folder
     with Image.open(gif) as image:
         assert image.n_frames == 3
     monkeypatch.setattr(matplotlib.animation.FFMpegWriter, "isAvailable",
