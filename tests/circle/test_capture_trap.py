@@ -107,6 +107,7 @@ def test_a_spike_carried_by_the_flow_is_not_captured():
     assert forms_atom(np.arange(at_corner - 1, at_corner + 2), u, p)
 
 
+@pytest.mark.slow  # 10 s: the CI's slow step
 def test_beta50_default_method_has_the_fine_grid_atoms():
     """beta = 50, t = 5000: the default method (spectral, then Lagrangian cells) at N = 256
     against the grid density at N = 2048 (`benchmarks/dirac_resolution.py --beta 50 --grid

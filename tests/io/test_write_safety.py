@@ -84,6 +84,7 @@ def assert_one_line(err: str, *words: str) -> None:
         assert word in err, err
 
 
+@pytest.mark.slow  # 14 s: the CI's slow step
 def test_overwrite_of_a_live_run_is_refused_and_the_run_survives(tmp_path, config) -> None:
     out = tmp_path / "x.nc"
     # long enough to outlive the two refused processes (t_end 60: 60,000 fixed steps)
