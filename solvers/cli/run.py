@@ -82,15 +82,30 @@ def _resume_state(args: argparse.Namespace) -> tuple[RunConfig, dict[str, Any]]:
     return config, {**resume_start((t, step, dt, rho), restart), "atoms0": atoms0, **counts}
 
 
-def _fresh_state(args: argparse.Namespace) -> tuple[RunConfig, dict[str, Any]]:
+def _fresh_config(args: argparse.Namespace) -> RunConfig:
     overrides = list(args.set)
     if args.output:
         overrides.append(f"output.path={toml_value(args.output)}")
     config = load_config(Path(args.config), overrides)
     check_run(config)
     _check_cost(config, 0.0, args)
+    return config
+
+
+def _fresh_state(config: RunConfig) -> dict[str, Any]:
     rho0, atoms0 = initial_state(config)  # atoms0: an archived measure's Dirac atoms (Dirac runs)
-    return config, {"rho": rho0, "t0": 0.0, "step0": 0, "dt0": None, "atoms0": atoms0}
+    return {"rho": rho0, "t0": 0.0, "step0": 0, "dt0": None, "atoms0": atoms0}
+
+
+def _start_companion(config: RunConfig, args: argparse.Namespace) -> Any:
+    """The verdict's half-resolution run, started in a child process beside this run (None:
+    no check asked, one core; :mod:`solvers.studies.companion`). Started before any numerics,
+    so the forked child inherits no thread pool."""
+    if getattr(args, "no_check", False) or config.time.t_end <= 0:
+        return None
+    from solvers.studies.companion import Companion
+
+    return Companion.start(config)
 
 
 def _check_cost(config: RunConfig, t0: float, args: argparse.Namespace) -> None:
@@ -131,7 +146,22 @@ def cmd_run(args: argparse.Namespace) -> int:
     from solvers.core.backend import spinning_thread_waits
 
     spinning_thread_waits()  # before shtns / numba load libgomp (threaded S^2 steps)
-    config, state = _resume_state(args) if args.resume else _fresh_state(args)
+    if args.resume:
+        config, state = _resume_state(args)
+        companion = _start_companion(config, args)
+    else:
+        config = _fresh_config(args)
+        companion = _start_companion(config, args)
+        state = _fresh_state(config)
+    try:
+        return _run(config, state, args, companion)
+    finally:
+        if companion is not None:
+            companion.close()
+
+
+def _run(config: RunConfig, state: dict[str, Any], args: argparse.Namespace, companion: Any) -> int:
+    """:func:`cmd_run` once the config and starting state are known."""
     from solvers.timestepping.loop import simulate
 
     from solvers.core.backend import keep_freed_memory
@@ -156,7 +186,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                                   progress=bar, stop=stop, atoms0=state.get("atoms0"),
                                   rejected0=state.get("rejected0", 0),
                                   time_error0=state.get("time_error0", 0.0))
-                verdict = _verdict(config, result, writer, args, state)
+                verdict = _verdict(config, result, writer, args, state, companion)
         except KeyboardInterrupt:  # raised before the handler was in place, or by a tracker
             bar.close()
             print(_interrupted_line(path, bar.t), file=sys.stderr)
@@ -178,7 +208,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def _verdict(config: RunConfig, result: Any, writer: Any, args: argparse.Namespace,
-             state: dict[str, Any]) -> Any:
+             state: dict[str, Any], companion: Any = None) -> Any:
     """The run's accuracy verdict (:mod:`solvers.studies.verdict`), archived as attributes; None
     for an interrupted run. ``--no-check`` skips the half-resolution companion run. A resumed
     run's verdict keeps the archived method history before its start (``state``)."""
@@ -187,7 +217,7 @@ def _verdict(config: RunConfig, result: Any, writer: Any, args: argparse.Namespa
     from solvers.studies.verdict import run_verdict
 
     verdict = run_verdict(config, result, check_resolution=not getattr(args, "no_check", False),
-                          t0=state["t0"], history0=state.get("history0", ()))
+                          t0=state["t0"], history0=state.get("history0", ()), companion=companion)
     writer.set_attributes(verdict.attributes())
     return verdict
 

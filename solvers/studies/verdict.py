@@ -249,15 +249,22 @@ def resumed_history(earlier: Any, new: Any, t0: float) -> list:
 
 
 def run_verdict(config: RunConfig, result: Any, check_resolution: bool = True, *,
-                t0: float = 0.0, history0: Any = ()) -> Verdict:
+                t0: float = 0.0, history0: Any = (), companion: Any = None) -> Verdict:
     """:func:`judge` of a finished :func:`~solvers.timestepping.loop.simulate` result, with
     the half-resolution companion run (``check_resolution``) and the exact atom speed. A resumed
     run (from ``t0``) passes its archived method history ``history0``; its time error is the
-    archived estimate plus this segment's when simulate continued the count (``time_error0``)."""
+    archived estimate plus this segment's when simulate continued the count (``time_error0``).
+    ``companion``: a :class:`~solvers.studies.companion.Companion` started beside the run (its
+    atoms at the final time; where it has none, the companion runs here)."""
     from solvers.io.state import initial_state
     from solvers.timestepping.loop import simulate
 
     def coarse(half: RunConfig, t: float) -> Any:
+        found = companion.atoms_at(t) if companion is not None else None
+        if found is not None:
+            from solvers.studies.companion import as_snapshot
+
+            return as_snapshot(found)
         half = replace(half, time=replace(half.time, t_end=max(t, 1e-12), stop_when_stationary=False))
         rho0, atoms0 = initial_state(half)
         return simulate(half, rho0, atoms0=atoms0).final

@@ -1,0 +1,175 @@
+"""The verdict's half-resolution companion run, in a second process beside the main run.
+
+The verdict (:mod:`solvers.studies.verdict`) compares the run's atoms with the same run's at
+half the resolution, at the main run's final time ``T``. Run after the main run, that
+companion adds its whole cost to the wall time (about a third of an S^2 run). On a machine
+with two or more cores, ``meanfield run`` starts it at once in a child process instead:
+
+- The child runs the half-resolution config from its initial state to ``time.t_end`` with the
+  stationary stop off, no trackers but one that queues ``(t, atom masses, atom positions)``
+  of each snapshot, and never writes a file. Its result does not depend on the main run or on
+  timing: the main run's ``T`` is one of its snapshot times (a stationary stop is judged at
+  a snapshot; ``t_end`` is always one), and the steps up to ``T`` are those a companion run
+  to ``T`` takes, since both land on the same snapshot times.
+- The parent asks :meth:`Companion.atoms_at` for ``T`` when its run ends; it waits for the
+  child's snapshot there, then stops the child. Where the child failed, or ``T`` is not one of
+  its snapshot times (a run ended by ``time.max_steps``), the answer is None and the verdict
+  runs the companion in the parent as before.
+- The child ignores Ctrl-C (the parent's handler stops the run and then the child), and
+  stops itself when its parent is gone (``kill -9`` of the parent).
+
+Only the command line uses the child (a process that does nothing else); the Python API runs
+the companion after the main run.
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing as mp
+import os
+import queue as queues
+import signal
+import sys
+from dataclasses import dataclass, replace
+from types import SimpleNamespace
+from typing import Any
+
+import numpy as np
+
+from solvers.model.params import RunConfig
+
+log = logging.getLogger(__name__)
+
+WAIT_S = 3600.0  # the longest the parent waits for one answer of the child
+POLL_S = 0.2  # how often it looks whether the child still lives
+
+
+@dataclass(frozen=True)
+class CompanionAtoms:
+    """The companion's atoms at one snapshot: ``atom_mass`` (n,), ``atom_position`` (n,) on
+    S^1 (angles) or (n, 3) on S^2 (unit vectors): what :func:`~solvers.studies.verdict.compare_atoms`
+    reads of a diagnostics."""
+
+    t: float
+    atom_mass: np.ndarray
+    atom_position: np.ndarray
+
+
+def usable_cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def companion_config(half: RunConfig) -> RunConfig:
+    """The child's config: the half-resolution run to ``t_end``, no stationary stop, no output."""
+    return replace(half, time=replace(half.time, stop_when_stationary=False),
+                   output=replace(half.output, progress=False))
+
+
+def _child(half: RunConfig, out: Any, parent: int) -> None:
+    """The child process: run ``half`` and queue every snapshot's atoms (module docstring)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    logging.disable(logging.CRITICAL)  # the parent speaks for the run
+    try:
+        from solvers.io.state import initial_state
+        from solvers.timestepping.loop import simulate
+
+        def send(snap: Any) -> None:
+            d = snap.diagnostics
+            out.put(("atoms", float(snap.t), np.asarray(d.atom_mass, float),
+                     np.asarray(d.atom_position, float)))
+
+        rho0, atoms0 = initial_state(half)
+        simulate(half, rho0, atoms0=atoms0, trackers=[send], stop=lambda: os.getppid() != parent)
+        out.put(("done", None, None, None))
+    except BaseException as err:  # noqa: BLE001  (the parent falls back to its own companion)
+        out.put(("error", f"{type(err).__name__}: {err}", None, None))
+    finally:
+        out.close()
+        out.join_thread()
+
+
+class Companion:
+    """The half-resolution companion run in a child process (module docstring).
+
+    Use as a context manager around the main run; :meth:`atoms_at` answers once, after it.
+    """
+
+    def __init__(self, half: RunConfig) -> None:
+        ctx = mp.get_context("fork" if "fork" in mp.get_all_start_methods() else "spawn")
+        self.half = half
+        self._queue = ctx.Queue()
+        self._process = ctx.Process(target=_child, args=(companion_config(half), self._queue, os.getpid()),
+                                    daemon=True, name="meanfield-companion")
+        self._seen: dict[float, CompanionAtoms] = {}
+        self._state = "running"
+
+    @classmethod
+    def start(cls, config: RunConfig) -> "Companion | None":
+        """The companion of ``config`` started in a child (None: one core, or no companion)."""
+        from solvers.studies.verdict import coarse_config
+
+        half = coarse_config(config)
+        if half is None or usable_cores() < 2:
+            return None
+        companion = cls(half)
+        sys.stdout.flush()  # a forked child would print what waits in these buffers again
+        sys.stderr.flush()
+        companion._process.start()
+        return companion
+
+    def __enter__(self) -> "Companion":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Stop the child (idempotent)."""
+        if self._process.is_alive():
+            self._process.terminate()
+        self._process.join(timeout=5.0)
+        self._queue.cancel_join_thread()
+        self._queue.close()
+
+    def atoms_at(self, t: float) -> CompanionAtoms | None:
+        """The companion's atoms at ``t`` (waits for the child), or None (module docstring)."""
+        tol = 1e-9 * max(1.0, abs(t))
+        while self._state == "running" and not any(abs(s - t) <= tol for s in self._seen):
+            if max(self._seen, default=-np.inf) > t + tol:
+                break  # past t without a snapshot there
+            self._receive()
+        self.close()
+        found = [a for s, a in self._seen.items() if abs(s - t) <= tol]
+        if not found:
+            log.debug("companion: no snapshot at t = %g (%s): run in the parent", t, self._state)
+        return found[0] if found else None
+
+    def _receive(self) -> None:
+        """One message of the child; ``lost`` when it died without a word (killed)."""
+        waited = 0.0
+        while True:
+            try:
+                kind, t, mass, position = self._queue.get(timeout=POLL_S)
+                break
+            except queues.Empty:
+                waited += POLL_S
+                if waited >= WAIT_S or not self._process.is_alive() and self._queue.empty():
+                    self._state = "lost"
+                    return
+            except (EOFError, OSError):
+                self._state = "lost"
+                return
+        if kind == "atoms":
+            self._seen[t] = CompanionAtoms(t, mass, position)
+        else:
+            self._state = kind
+            if kind == "error":
+                log.debug("companion failed: %s", t)
+
+
+def as_snapshot(atoms: CompanionAtoms) -> Any:
+    """A stand-in for the companion's final snapshot: ``.t`` and ``.diagnostics``."""
+    return SimpleNamespace(t=atoms.t, diagnostics=atoms)
