@@ -1,7 +1,14 @@
 """CF-1.8 metadata for the files the study commands write (Lemma 5.1 reports, convergence
 ladders, sweep summaries, polished archives). Run archives get theirs from
-:mod:`solvers.io.layout`; both pass the IOOS compliance checker's ``cf:1.8`` test apart from
-the one exception :data:`TIME_EXCEPTION` names (``tests/io/test_cf_compliance.py``).
+:mod:`solvers.io.layout`; both pass the IOOS compliance checker's ``cf:1.8`` test with no error
+and no warning (``tests/io/test_cf_compliance.py``).
+
+The record dimension is ``t`` on disk (:data:`RECORD_DIM`) and ``time`` in the Python API
+(:data:`TIME`): CF and the checker take a dimension named ``time`` for a time axis with units
+``<unit> since <date>``, which the dimensionless model time has not (and xarray would decode
+such units into dates). The readers rename ``t`` to ``time`` (:func:`to_api`), the writers
+``time`` to ``t`` (:func:`to_disk`); files of the earlier layout, with ``time`` on disk, are
+read alike (:func:`record_dim`).
 
 :func:`describe` fills what a Dataset lacks: ``Conventions``, a ``title``, a ``history``, and
 ``units`` and ``long_name`` on every variable and coordinate but cell bounds (CF 7.1: bounds
@@ -14,17 +21,16 @@ type).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
 
 CONVENTIONS = "CF-1.8"
-# The archives' ``time`` is the model's dimensionless time (units "1"). The checker asks any
-# dimension named "time" for standard_name "time", which CF ties to units "<unit> since
-# <date>", and xarray decodes those into dates: a dimensionless time cannot satisfy it.
-TIME_EXCEPTION = "Coordinate variable 'time' should have standard_name='time'"
+RECORD_DIM = "t"  # the record dimension and coordinate on disk (the model time, units "1")
+TIME = "time"  # its name in the Python API, and on disk in files of the earlier layout
+RECORD_DIMS = (RECORD_DIM, TIME)
 
 # name -> (units, long_name) of names shared by several kinds of output
 KNOWN: dict[str, tuple[str, str]] = {
@@ -36,6 +42,7 @@ KNOWN: dict[str, tuple[str, str]] = {
     "seed": ("1", "seed of the perturbed initial state"),
     "atom": ("1", "atom index"),
     "time": ("1", "model time (dimensionless)"),
+    "t": ("1", "model time (dimensionless)"),
 }
 _INT32 = np.iinfo(np.int32)
 
@@ -58,6 +65,29 @@ def utc_now() -> str:
 def creation_history(created: str | None = None) -> str:
     """The ``history`` line of a new file: ``<UTC time> created by meanfield-spectral <version>``."""
     return f"{created or utc_now()} created by meanfield-spectral {package_version()}"
+
+
+def record_dim(names: Iterable[Any]) -> str:
+    """The record dimension of a file whose dimensions (or variables) are ``names``:
+    :data:`RECORD_DIM`, or :data:`TIME` in a file of the earlier layout."""
+    names = set(names)
+    return TIME if TIME in names and RECORD_DIM not in names else RECORD_DIM
+
+
+def to_api(ds: Any) -> Any:
+    """``ds`` (an xarray.Dataset as read from disk) with its record dimension and coordinate
+    named ``time`` (unchanged when it has no ``t`` dimension: the earlier layout)."""
+    if RECORD_DIM in ds.dims and TIME not in ds.variables:
+        return ds.rename({RECORD_DIM: TIME})
+    return ds
+
+
+def to_disk(ds: Any) -> Any:
+    """``ds`` (an xarray.Dataset) with a ``time`` dimension and coordinate renamed ``t`` for
+    writing (the inverse of :func:`to_api`; unchanged without a ``time`` dimension)."""
+    if TIME in ds.dims and RECORD_DIM not in ds.variables:
+        return ds.rename({TIME: RECORD_DIM})
+    return ds
 
 
 def _long_name(name: str) -> str:

@@ -10,17 +10,26 @@ from __future__ import annotations
 
 import json
 import platform
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from solvers.io.cf import CONVENTIONS, creation_history, package_version
+from solvers.io.cf import (  # noqa: F401  (RECORD_DIM, TIME re-exported)
+    CONVENTIONS,
+    RECORD_DIM,
+    RECORD_DIMS,
+    TIME,
+    creation_history,
+    package_version,
+    record_dim,
+)
 from solvers.io.cf import utc_now as _utc_now
 from solvers.model.params import RunConfig, flatten
 
 ARCHIVE_FORMAT = "meanfield-spectral-archive 1"
-REQUIRED_VARIABLES = ("time", "theta", "cell_weight", "rho", "step", "dt")
+REQUIRED_VARIABLES = ("theta", "cell_weight", "rho", "step", "dt")  # and the record coordinate
 KERNEL_CONVENTIONS = {
     "exp": "exp: K(x, y) = exp(beta <x, y>)",
     "exp_shifted": "exp_shifted: K(x, y) = exp(beta (<x, y> - 1))",
@@ -112,6 +121,14 @@ ATOM_METHODS_TEXT = {
 def param_attr_name(key: str) -> str:
     """Global attribute name of a flattened parameter key (``model.beta`` -> ``model__beta``)."""
     return key.replace(".", "__")
+
+
+def missing_variables(names: Iterable[Any]) -> list[str]:
+    """The required variables that an archive with variables ``names`` lacks: the record
+    coordinate (``t``, or ``time`` in the earlier layout), then :data:`REQUIRED_VARIABLES`."""
+    names = set(names)
+    missing = [] if names & set(RECORD_DIMS) else [RECORD_DIM]
+    return missing + [v for v in REQUIRED_VARIABLES if v not in names]
 
 
 def _json_default(obj: Any) -> Any:
@@ -218,14 +235,12 @@ def _global_attributes(config: RunConfig) -> dict[str, Any]:
     return attrs
 
 
-
-
 @dataclass(frozen=True)
 class VarSpec:
     """One archive variable, store-neutral.
 
     ``fill``: the fill value of unwritten entries (None: the store's default);
-    ``fill_attr``: False for ``time``, a coordinate (CF: no ``_FillValue`` attribute): its
+    ``fill_attr``: False for ``t``, a coordinate (CF: no ``_FillValue`` attribute): its
     unwritten entries still read NaN (the store keeps the fill, not the attribute);
     ``data``: the values of a fixed (grid) variable; ``compress``: compress its chunks.
     """
@@ -242,13 +257,19 @@ class VarSpec:
 
 def _spec(name: str, dtype: str, dims: tuple[str, ...], units: str, long_name: str,
           **kw: Any) -> VarSpec:
-    """A :class:`VarSpec` with ``units`` and ``long_name`` (floats on ``time``: NaN fill)."""
+    """A :class:`VarSpec` with ``units`` and ``long_name`` (floats on records: NaN fill)."""
     attrs = {"units": units, "long_name": long_name} | kw.pop("attrs", {})
-    if dtype == "f8" and "time" in dims:
+    if dtype == "f8" and on_records(dims):
         kw.setdefault("fill", np.nan)
-    if "time" in dims:  # chunks of many records: compressed (NaN padding costs nothing)
+    if on_records(dims):  # chunks of many records: compressed (NaN padding costs nothing)
         kw.setdefault("compress", True)
     return VarSpec(name, dtype, dims, attrs, **kw)
+
+
+def on_records(dims: tuple[str, ...]) -> bool:
+    """Whether a variable on ``dims`` is a record variable (on ``t``, or ``time`` in the
+    earlier layout: always the first dimension)."""
+    return bool(dims) and dims[0] in RECORD_DIMS
 
 
 def _bounds(axis: str, faces: np.ndarray) -> VarSpec:
@@ -260,7 +281,8 @@ def _bounds(axis: str, faces: np.ndarray) -> VarSpec:
 
 def dimension_sizes(grid: _Grid, spectral: bool, dirac: bool = False) -> dict[str, int | None]:
     """The archive's dimensions (None: unlimited; ``dirac``: a measure-valued run's atoms)."""
-    dims: dict[str, int | None] = {"time": None, "theta": grid.theta.size, "atom": None, "nv": 2}
+    dims: dict[str, int | None] = {RECORD_DIM: None, "theta": grid.theta.size, "atom": None,
+                                   "nv": 2}
     if dirac:
         dims["dirac"] = None
     if grid.phi is not None:
@@ -323,11 +345,12 @@ def _spectrum_specs(grid: _Grid) -> list[VarSpec]:
     out = []
     for part in ("real", "imag"):
         if grid.phi is None:
-            out.append(_spec(f"rho_hat_{part}", "f8", ("time", "wavenumber"), grid.density_units,
+            out.append(_spec(f"rho_hat_{part}", "f8", (RECORD_DIM, "wavenumber"),
+                             grid.density_units,
                              f"{part} part of c_k, rho = sum_k c_k exp(i k theta), c = rfft(rho)/N",
                              compress=True))
         else:
-            out.append(_spec(f"rho_lm_{part}", "f8", ("time", "lm"), "1",
+            out.append(_spec(f"rho_lm_{part}", "f8", (RECORD_DIM, "lm"), "1",
                              f"{part} part of rho_lm = int conj(Y_lm) rho dsigma (orthonormal "
                              "Y_lm, Condon-Shortley phase, m >= 0)", compress=True,
                              attrs={"coordinates": "degree order"}))
@@ -335,36 +358,37 @@ def _spectrum_specs(grid: _Grid) -> list[VarSpec]:
 
 
 def record_specs(grid: _Grid, spectral: bool, dirac: bool = False) -> list[VarSpec]:
-    """Every variable on ``time`` (``time`` first), then the per-identity atom records; with
-    ``dirac`` the Dirac atoms of a measure-valued run (one column per Dirac identity)."""
+    """Every variable on the record dimension ``t`` (its coordinate first), then the
+    per-identity atom records; with ``dirac`` the Dirac atoms of a measure-valued run (one
+    column per Dirac identity)."""
     s2, units = grid.phi is not None, grid.density_units
     # cell_weight is no CF cell measure (radian or sr, not m2): rho's quadrature weight
     rho_attrs = {"coordinates": "lat lon"} if s2 else {}
-    # the model's dimensionless time: no axis "T" (CF asks a time axis for "<unit> since
-    # <date>" units, which xarray would decode into dates), see solvers.io.cf.TIME_EXCEPTION
-    out = [_spec("time", "f8", ("time",), "1", "time (dimensionless model time)",
-                 fill_attr=False),
-           _spec("step", "i4", ("time",), "1", "accepted steps since t = 0"),
-           _spec("dt", "f8", ("time",), "1", "last accepted step size"),
-           _spec("steps_rejected", "i4", ("time",), "1",
+    # the model's dimensionless time, named "t" (not "time", no axis "T": CF asks a time axis
+    # for "<unit> since <date>" units, which xarray would decode into dates; solvers.io.cf)
+    t = (RECORD_DIM,)
+    out = [_spec(RECORD_DIM, "f8", t, "1", "model time (dimensionless)", fill_attr=False),
+           _spec("step", "i4", t, "1", "accepted steps since t = 0"),
+           _spec("dt", "f8", t, "1", "last accepted step size"),
+           _spec("steps_rejected", "i4", t, "1",
                  "steps refused and retried shorter since the solver started (error test of an "
                  "embedded Runge-Kutta pair, CFL condition, Lagrangian points out of order)"),
-           _spec("time_error_estimate", "f8", ("time",), "1",
+           _spec("time_error_estimate", "f8", t, "1",
                  "sum over the accepted steps of the embedded pair's local error estimate "
                  "max_i |err_i| (in the state's units; 0 with other integrators)"),
-           _spec("rho", "f8", ("time", "theta", "phi") if s2 else ("time", "theta"), units,
+           _spec("rho", "f8", (*t, "theta", "phi") if s2 else (*t, "theta"), units,
                  "density (fv: cell averages; spectral: point values)", compress=True,
                  attrs=rho_attrs)]
     if spectral:
         out += _spectrum_specs(grid)
-    out += [_spec(name, dtype, ("time",), units if unit == _DENSITY else unit,
+    out += [_spec(name, dtype, t, units if unit == _DENSITY else unit,
                   DIRAC_MASS_LONG_NAME if dirac and name == "mass" else long_name)
             for name, (dtype, unit, long_name) in DIAGNOSTIC_VARIABLES.items()]
-    out += [_spec(name, "f8", ("time", "atom"), unit, f"{long_name} (NaN padded)")
+    out += [_spec(name, "f8", (*t, "atom"), unit, f"{long_name} (NaN padded)")
             for name, (unit, long_name) in (SPHERE_ATOM_VARIABLES if s2
                                             else CIRCLE_ATOM_VARIABLES).items()]
     if dirac:
-        out += [_spec(name, "f8", ("time", "dirac"), unit, f"{long_name} (NaN padded)")
+        out += [_spec(name, "f8", (*t, "dirac"), unit, f"{long_name} (NaN padded)")
                 for name, (unit, long_name) in (SPHERE_DIRAC_VARIABLES if s2
                                                 else CIRCLE_DIRAC_VARIABLES).items()]
     out.append(_spec(ATOM_CELL, "i4", ("theta", "phi") if s2 else ("theta",), "1",
@@ -378,12 +402,13 @@ def record_specs(grid: _Grid, spectral: bool, dirac: bool = False) -> list[VarSp
     return out + track_specs()
 
 
-def track_specs() -> list[VarSpec]:
-    """Per-identity atom records and the per-snapshot stop criteria (absent from old archives)."""
+def track_specs(dim: str = RECORD_DIM) -> list[VarSpec]:
+    """Per-identity atom records and the per-snapshot stop criteria (absent from old archives;
+    ``dim``: the archive's record dimension, :func:`record_dim`)."""
     out = [_spec(name, dtype, ("atom",), unit, long_name,
                  fill=np.nan if dtype == "f8" else None)  # ints: -1 written, not a fill
            for name, (dtype, unit, long_name) in ATOM_TRACK_VARIABLES.items()]
-    out += [_spec(f"stationary_{name}", "i1", ("time",), "1",
+    out += [_spec(f"stationary_{name}", "i1", (dim,), "1",
                   f"stop criterion '{name}' held at this snapshot (1), not (0), not evaluated (-1)",
                   fill=-1) for name in STATIONARITY_VARIABLES]
     return out
@@ -413,7 +438,7 @@ def time_chunk(grid: _Grid, records: int = MAX_CHUNK_RECORDS) -> int:
 
 
 def chunk_shape(spec: VarSpec, sizes: dict[str, int | None], records: int) -> tuple[int, ...]:
-    """Chunks of a variable on ``time``: ``records`` along time, :data:`_ATOM_CHUNK` along
+    """Chunks of a record variable: ``records`` along ``t``, :data:`_ATOM_CHUNK` along
     ``atom``, whole along the grid dimensions."""
-    return tuple(records if d == "time" else _ATOM_CHUNK if d in RAGGED_DIMS else int(sizes[d])
+    return tuple(records if d in RECORD_DIMS else _ATOM_CHUNK if d in RAGGED_DIMS else int(sizes[d])
                  for d in spec.dims)

@@ -1,7 +1,8 @@
 """The NetCDF4 store of a run archive: defines the layout of :mod:`solvers.io.layout` in a file,
 appends blocks of records, and keeps the ``records_complete`` count that readers trust.
 
-A block is written in two syncs: the records (``time`` last), then the new count. A process
+A block is written in two syncs: the records (the record coordinate ``t`` last), then the
+new count. A process
 killed during the first leaves the count of the blocks before; one killed between the two
 leaves a block that readers ignore and a resume overwrites.
 """
@@ -24,8 +25,11 @@ from solvers.io.layout import (
     RECORDS_COMPLETE,
     RECORDS_WRITTEN,
     RESTART,
+    TIME,
     VarSpec,
     _Grid,
+    on_records,
+    record_dim,
     axis_specs,
     chunk_shape,
     dimension_sizes,
@@ -45,7 +49,7 @@ _MARGIN = 64 << 10  # bytes kept free beyond the chunks a block rewrites (HDF5 m
 def create_variable(nc: netCDF4.Dataset, spec: VarSpec, records: int) -> None:
     """Define ``spec`` in ``nc`` (time chunks of ``records``) and write its fixed data."""
     kw: dict[str, Any] = {} if spec.fill is None else {"fill_value": spec.fill}
-    if "time" in spec.dims:
+    if on_records(spec.dims):
         sizes = {d: len(nc.dimensions[d]) for d in spec.dims}
         kw["chunksizes"] = chunk_shape(spec, sizes, records)
     if spec.compress and COMPRESS_NETCDF:
@@ -74,7 +78,7 @@ def define(nc: netCDF4.Dataset, grid: _Grid, spectral: bool, records: int,
 def define_atom_tracks(nc: netCDF4.Dataset) -> None:
     """Add the per-identity records and stop criteria that an old archive lacks."""
     records = _records_per_chunk(nc)
-    for spec in track_specs():
+    for spec in track_specs(record_dim(nc.dimensions)):
         if spec.name not in nc.variables:
             create_variable(nc, spec, records)
 
@@ -98,17 +102,23 @@ def valid_records(nc: netCDF4.Dataset) -> int:
     """Number of complete records: the ``records_complete`` count, or ``records_written`` when
     that is larger (a block synced whole, records and state, before a kill stopped its count:
     counted, so that a resume continues from the state the archive holds); in archives written
-    before the counts, the records up to the last finite ``time`` (written last in a record)."""
-    size = len(nc.dimensions["time"])
+    before the counts, the records up to the last finite time (written last in a record)."""
+    times = record_times(nc)
+    size = len(nc.dimensions[times.dimensions[0]])
     complete = _count_attribute(nc, RECORDS_COMPLETE)
     if complete is not None:
         written = _count_attribute(nc, RECORDS_WRITTEN)
         if written is not None and complete < written <= size:
             return written
         return max(0, min(complete, size))
-    t = np.ma.filled(np.ma.asarray(nc["time"][:], dtype=float), np.nan)
+    t = np.ma.filled(np.ma.asarray(times[:], dtype=float), np.nan)
     finite = np.flatnonzero(np.isfinite(t))
     return int(finite[-1]) + 1 if finite.size else 0
+
+
+def record_times(nc: netCDF4.Dataset) -> netCDF4.Variable:
+    """The record coordinate of an archive: ``t``, or ``time`` in the earlier layout."""
+    return nc.variables[record_dim(nc.dimensions)]
 
 
 class NetCDFStore:
@@ -116,6 +126,7 @@ class NetCDFStore:
 
     def __init__(self, nc: netCDF4.Dataset, path: Path, grid: _Grid) -> None:
         self.nc, self.path = nc, path
+        self.dim = record_dim(nc.dimensions)  # appended to in the archive's own layout
         self.n = valid_records(nc)
         self.records = _records_per_chunk(nc)
         self.spectral = f"{spectrum_prefix(grid)}_real" in nc.variables
@@ -147,21 +158,22 @@ class NetCDFStore:
                             np.nan if values.dtype.kind == "f" else -1)
 
     def last_time(self) -> float:
-        return float(self.nc["time"][self.n - 1]) if self.n else -np.inf
+        return float(self.nc[self.dim][self.n - 1]) if self.n else -np.inf
 
     def _bytes_per_record(self) -> int:
-        """Bytes one record allocates over all variables on ``time``; recomputed only when the
+        """Bytes one record allocates over all record variables; recomputed only when the
         variables or the sizes of the other dimensions (atoms, Dirac atoms) change."""
         nc = self.nc
-        key = (len(nc.variables), tuple(len(d) for name, d in nc.dimensions.items() if name != "time"))
+        key = (len(nc.variables),
+               tuple(len(d) for name, d in nc.dimensions.items() if name != self.dim))
         if self._per_record[0] != key:
             self._per_record = (key, sum(_bytes_per_record(var) for var in nc.variables.values()
-                                         if var.dimensions[:1] == ("time",)))
+                                         if var.dimensions[:1] == (self.dim,)))
         return self._per_record[1]
 
     def check_room(self, count: int) -> str | None:
         """Why a block of ``count`` records cannot be written (None: it can). Chunks are
-        stored uncompressed: the block allocates, for each variable on ``time``, the whole
+        stored uncompressed: the block allocates, for each record variable, the whole
         chunks it starts (``records`` records each) and rewrites the others in place; plus a
         margin for metadata."""
         per_record = self._bytes_per_record()
@@ -179,25 +191,26 @@ class NetCDFStore:
 
     def write_block(self, block: dict[str, np.ndarray], width: int,
                     tracks: dict[str, np.ndarray], restart: Restart | None = None) -> None:
-        """Write records ``n ..`` from ``block`` (``time`` last) and sync; then the state a
-        resume continues from (the per-identity records, the cells' atom identities, the step
-        state behind the last record when it is interpolated: ``restart``) with the block's
-        marker ``records_written``, and sync; then count the records complete and sync again.
+        """Write records ``n ..`` from ``block`` (its ``time``, the record coordinate, last)
+        and sync; then the state a resume continues from (the per-identity records, the cells'
+        atom identities, the step state behind the last record when it is interpolated:
+        ``restart``) with the block's marker ``records_written``, and sync; then count the
+        records complete and sync again.
         A kill before the second sync leaves the state of the counted records (nothing of it
         is changed before the block's records are on disk); after it, the marker counts the
         block (:func:`valid_records`)."""
         nc, i = self.nc, self.n
-        count, variables = len(block["time"]), nc.variables  # not nc[name]: it parses a path
+        count, variables = len(block[TIME]), nc.variables  # not nc[name]: it parses a path
         for name, values in block.items():
             var = variables.get(name)
-            if name == "time" or var is None:
+            if name == TIME or var is None:
                 continue
             if self._ragged(name, var):
                 if values.shape[1]:  # NaN padded to the block's width (atoms: >= the file's)
                     var[i:i + count, 0:values.shape[1]] = values
             else:
                 var[i:i + count, ...] = values
-        variables["time"][i:i + count] = block["time"]
+        variables[self.dim][i:i + count] = block[TIME]
         nc.sync()
         k = len(tracks.get("atom_birth_time", ()))
         for name, values in tracks.items():
@@ -208,7 +221,7 @@ class NetCDFStore:
                 variables[name][0:k] = values
         if restart is not None and RESTART in variables:
             variables[RESTART][...] = restart.rho.reshape(variables[RESTART].shape)
-            variables[RESTART].setncatts(restart_attributes(restart, float(block["time"][-1])))
+            variables[RESTART].setncatts(restart_attributes(restart, float(block[TIME][-1])))
         nc.setncattr(RECORDS_WRITTEN, np.int64(i + count))
         nc.sync()
         self.n += count
@@ -216,7 +229,7 @@ class NetCDFStore:
         nc.sync()
 
     def _ragged(self, name: str, var: netCDF4.Variable) -> bool:
-        """Whether ``var`` is on ``(time, atom)`` or ``(time, dirac)`` (cached per name)."""
+        """Whether ``var`` is on ``(t, atom)`` or ``(t, dirac)`` (cached per name)."""
         ragged = self._is_ragged.get(name)
         if ragged is None:
             ragged = self._is_ragged[name] = var.dimensions[1:] in (("atom",), ("dirac",))

@@ -1,7 +1,9 @@
 """Reading run archives, NetCDF4 files or zarr stores (see :mod:`solvers.io.archive` for the
 layout): robust to archives that a live process holds open, to trailing partial records (only
-the ``records_complete`` count is read; older archives: the finite ``time`` values) and to
-damaged files, with errors that name the user's file."""
+the ``records_complete`` count is read; older archives: the finite times) and to damaged
+files, with errors that name the user's file. On disk the record dimension is ``t``; the
+Datasets these readers return name it ``time`` (:func:`solvers.io.cf.to_api`), and archives of
+the earlier layout, with ``time`` on disk, read the same."""
 
 from __future__ import annotations
 
@@ -17,12 +19,14 @@ import netCDF4
 import numpy as np
 import xarray as xr
 
+from solvers.io.cf import to_api
 from solvers.io.errors import ArchiveError
 from solvers.io.layout import (
     _HDF5_SIGNATURE,
-    REQUIRED_VARIABLES,
     RESTART,
+    missing_variables,
 )
+from solvers.io.netcdf_store import record_times as _times
 from solvers.io.netcdf_store import valid_records as _valid_records
 from solvers.io.restart import restart_atoms, restart_state
 
@@ -62,7 +66,7 @@ def _readable(path: str | os.PathLike) -> Iterator[Path]:
 
 
 def _check_archive(nc: netCDF4.Dataset, shown: str | os.PathLike) -> None:
-    missing = [v for v in REQUIRED_VARIABLES if v not in nc.variables]
+    missing = missing_variables(nc.variables)
     if missing:
         nc.close()
         raise ArchiveError(f"{shown} is not a meanfield-spectral archive: missing {missing}")
@@ -102,7 +106,8 @@ def open_run(path: str | os.PathLike) -> xr.Dataset:
     """Load a run archive into memory as an :class:`xarray.Dataset`.
 
     Incomplete trailing records (a run killed while writing one) are dropped. Works on
-    archives that a running process is still writing.
+    archives that a running process is still writing. The record dimension and coordinate
+    are ``time`` (``t`` on disk).
 
     Raises
     ------
@@ -119,7 +124,7 @@ def open_run(path: str | os.PathLike) -> xr.Dataset:
         with _reading(readable, shown=path) as nc:  # validates
             n = _valid_records(nc)
         try:
-            ds = xr.load_dataset(readable, engine="netcdf4")
+            ds = to_api(xr.load_dataset(readable, engine="netcdf4"))
         except (OSError, RuntimeError, KeyError, AttributeError, TypeError, ValueError) as err:
             raise ArchiveError(f"{path} is damaged: cannot read it "
                              f"({_named(err, readable, path)})") from None
@@ -145,7 +150,7 @@ def read_last_state(path: str | os.PathLike) -> tuple[float, int, float, np.ndar
         if i < 0:
             raise ArchiveError(f"archive {path} holds no snapshots")
         rho = np.asarray(np.ma.filled(np.ma.asarray(nc["rho"][i, ...], float), np.nan))
-        return _finite_state(path, float(np.ma.filled(nc["time"][i], np.nan)), nc["step"][i],
+        return _finite_state(path, float(np.ma.filled(_times(nc)[i], np.nan)), nc["step"][i],
                              float(np.ma.filled(nc["dt"][i], np.nan)), rho)
 
 
@@ -208,7 +213,7 @@ def read_restart(path: str | os.PathLike) -> tuple[float, int, float, np.ndarray
             return None
         var = nc[RESTART]
         attrs = {k: var.getncattr(k) for k in var.ncattrs()}
-        return restart_state(attrs, np.ma.filled(var[...], np.nan), float(nc["time"][i]))
+        return restart_state(attrs, np.ma.filled(var[...], np.nan), float(_times(nc)[i]))
 
 
 def read_restart_atoms(path: str | os.PathLike) -> Any:
@@ -224,7 +229,8 @@ def read_restart_atoms(path: str | os.PathLike) -> Any:
         if i < 0 or RESTART not in nc.variables or "dirac_mass" not in nc.variables:
             return None
         var, dim = nc[RESTART], 3 if "dirac_x" in nc.variables else 1
-        return restart_atoms({k: var.getncattr(k) for k in var.ncattrs()}, float(nc["time"][i]), dim)
+        return restart_atoms({k: var.getncattr(k) for k in var.ncattrs()},
+                             float(_times(nc)[i]), dim)
 
 
 def resume_atoms(path: str | os.PathLike) -> Any:
@@ -271,7 +277,7 @@ def read_dirac(path: str | os.PathLike, time: float | None = None) -> Any:
 
 def _nearest_record(nc: Any, n: int, time: float) -> int:
     """Index of the complete record (of the first ``n``) nearest to ``time``."""
-    times = np.ma.filled(np.ma.asarray(nc["time"][:n], dtype=float), np.inf)
+    times = np.ma.filled(np.ma.asarray(_times(nc)[:n], dtype=float), np.inf)
     return int(np.argmin(np.abs(times - time)))
 
 
@@ -295,7 +301,7 @@ def read_snapshot(path: str | os.PathLike, time: float | None = None
         n = _valid_records(nc)
         if n == 0:
             raise ArchiveError(f"archive {path} holds no snapshots")
-        times = np.ma.filled(np.ma.asarray(nc["time"][:n], dtype=float), np.inf)
+        times = np.ma.filled(np.ma.asarray(_times(nc)[:n], dtype=float), np.inf)
         i = n - 1 if time is None else _nearest_record(nc, n, time)
         theta = np.asarray(nc["theta"][:], dtype=float)
         if "phi" in nc.variables:

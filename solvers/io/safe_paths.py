@@ -353,13 +353,17 @@ def write_via_private(path: str | os.PathLike, write: Callable[[Path], Any],
 def write_netcdf(ds: Any, path: str | os.PathLike, overwrite: bool = True,
                  option: str = "-o", **kwargs: Any) -> Path:
     """``ds.to_netcdf`` through :func:`write_via_private`; the file gets the global attribute
-    ``software = "meanfield-spectral <version>"`` (how :func:`is_ours` knows it later) and the
-    CF encoding of :func:`solvers.io.cf.netcdf_encoding` (``kwargs["encoding"]`` added on top)."""
-    from solvers.io.cf import netcdf_encoding
+    ``software = "meanfield-spectral <version>"`` (how :func:`is_ours` knows it later), a
+    ``time`` dimension renamed ``t`` (:func:`solvers.io.cf.to_disk`; the readers rename it
+    back) and the CF encoding of :func:`solvers.io.cf.netcdf_encoding` (``kwargs["encoding"]``
+    added on top)."""
+    from solvers.io.cf import netcdf_encoding, to_disk
     from solvers.io.layout import package_version
 
     if hasattr(ds, "assign_attrs") and "software" not in ds.attrs:  # the caller's ds unchanged
         ds = ds.assign_attrs(software=f"{SOFTWARE} {package_version()}")
+    if hasattr(ds, "rename"):
+        ds = to_disk(ds)
     if hasattr(ds, "variables"):  # CF encoding (no fill on coordinates, int32); caller's wins
         encoding = netcdf_encoding(ds)
         for name, enc in (kwargs.get("encoding") or {}).items():

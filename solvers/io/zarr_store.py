@@ -4,13 +4,13 @@ chunks as in the NetCDF file, ``rho`` and the spectra compressed with Blosc (zst
 
 Crash safety: zarr writes every chunk and metadata file to a temporary name and renames it
 into place, so a killed writer leaves whole files. A block resizes the arrays, writes the
-records (``time`` last), then counts them in ``records_complete`` and consolidates the
-metadata; :func:`open_zarr_run` (and a plain ``xarray.open_zarr``, which reads the consolidated
-metadata) see only counted records.
+records (the record coordinate ``t`` last), then counts them in ``records_complete`` and
+consolidates the metadata; :func:`open_zarr_run` (and a plain ``xarray.open_zarr``, which reads
+the consolidated metadata) see only counted records.
 
 A measure-valued run (``[atoms] representation = "dirac"``) has the Dirac variables of the
 NetCDF file: ``dirac_mass`` and ``dirac_position`` (S^1) or ``dirac_x/y/z`` (S^2) on
-``(time, dirac)``, the ``dirac`` dimension ragged like ``atom`` (resized to the widest block,
+``(t, dirac)``, the ``dirac`` dimension ragged like ``atom`` (resized to the widest block,
 NaN padded), and the Dirac atoms of the step state behind an interpolated last record in the
 attributes of ``restart_rho`` (:func:`solvers.io.restart.restart_attributes`, as JSON lists).
 """
@@ -32,6 +32,7 @@ import zarr
 from zarr.codecs import BloscCodec
 
 from solvers.core.snapshot import Restart
+from solvers.io.cf import to_api
 from solvers.io.errors import ArchiveError
 from solvers.io.layout import (
     _ATOM_CHUNK,
@@ -39,14 +40,17 @@ from solvers.io.layout import (
     RAGGED_DIMS,
     RECORDS_COMPLETE,
     RECORDS_WRITTEN,
-    REQUIRED_VARIABLES,
     RESTART,
+    TIME,
     VarSpec,
     _global_attributes,
     _Grid,
     axis_specs,
     chunk_shape,
     dimension_sizes,
+    missing_variables,
+    on_records,
+    record_dim,
     record_specs,
     spectrum_prefix,
     track_specs,
@@ -62,7 +66,7 @@ _COMPRESSOR = BloscCodec(cname="zstd", clevel=5, shuffle="shuffle")
 def _create_array(group: zarr.Group, spec: VarSpec, sizes: dict[str, int | None],
                   records: int) -> None:
     shape = tuple(0 if sizes[d] is None else int(sizes[d]) for d in spec.dims)
-    if "time" in spec.dims:
+    if on_records(spec.dims):
         chunks = chunk_shape(spec, sizes, records)
     else:
         chunks = tuple(_ATOM_CHUNK if d in RAGGED_DIMS else max(1, s)
@@ -92,10 +96,12 @@ class ZarrStore:
         self.path = path
         with _damaged(path):
             self.group = zarr.open_group(str(path), mode="r+", use_consolidated=False)
-            missing = [v for v in REQUIRED_VARIABLES if v not in self.group]
+            names = list(self.group.array_keys())
+            missing = missing_variables(names)
             if missing:
                 raise ArchiveError(f"{path} is not a meanfield-spectral archive: missing "
                                    f"{missing}")
+            self.dim = record_dim(names)  # appended to in the store's own layout
             self.n = _count(self.group)
             self.records = int(self.group["rho"].chunks[0])
             self.spectral = f"{spectrum_prefix(grid)}_real" in self.group
@@ -150,40 +156,40 @@ class ZarrStore:
         _consolidate(self.path)
 
     def add_missing_tracks(self) -> None:
-        sizes = {"time": None, "atom": None}
-        for spec in track_specs():
+        sizes = {self.dim: None, "atom": None}
+        for spec in track_specs(self.dim):
             if spec.name not in self.group:
                 _create_array(self.group, spec, sizes, self.records)
 
     def last_time(self) -> float:
-        return float(self.group["time"][self.n - 1]) if self.n else -np.inf
+        return float(self.group[self.dim][self.n - 1]) if self.n else -np.inf
 
     def check_room(self, count: int) -> str | None:
         """Why a block of ``count`` records cannot be written (None: it can)."""
         need = (64 << 10) + 2 * count * sum(
             int(np.prod(a.shape[1:], dtype=np.int64)) * a.dtype.itemsize
-            for _, a in self.group.arrays() if a.metadata.dimension_names[:1] == ("time",))
+            for _, a in self.group.arrays() if a.metadata.dimension_names[:1] == (self.dim,))
         free = shutil.disk_usage(self.path).free
         return None if free >= need else f"no space left on the device ({free} bytes free)"
 
     def write_block(self, block: dict[str, np.ndarray], width: int,
                     tracks: dict[str, np.ndarray], restart: Restart | None = None) -> None:
-        """Resize, write records ``n ..`` (``time`` last), the per-identity records and the step
-        state behind an interpolated last record (``restart``), then count them complete and
-        consolidate the metadata."""
-        i, count = self.n, len(block["time"])
+        """Resize, write records ``n ..`` (the record coordinate last), the per-identity
+        records and the step state behind an interpolated last record (``restart``), then count
+        them complete and consolidate the metadata."""
+        i, count = self.n, len(block[TIME])
         k = len(tracks.get("atom_birth_time", ()))
         width = max(width, k, self.atom_width)
         dirac = self.dirac_width
         if "dirac_mass" in block:  # Dirac identities only grow: the widest column so far
             dirac = max(dirac, int(block["dirac_mass"].shape[1]))
-        new = {"time": i + count, "atom": width, "dirac": dirac}
+        new = {self.dim: i + count, "atom": width, "dirac": dirac}
         for _, arr in self.group.arrays():
             dims = arr.metadata.dimension_names
             if any(d in new for d in dims):
                 arr.resize(tuple(new.get(d, s) for d, s in zip(dims, arr.shape)))
         for name, values in block.items():
-            if name == "time" or name not in self.group:
+            if name == TIME or name not in self.group:
                 continue
             arr = self.group[name]
             if arr.ndim == 2 and arr.metadata.dimension_names[1] in RAGGED_DIMS:
@@ -191,7 +197,7 @@ class ZarrStore:
                     arr[i:i + count, :values.shape[1]] = values
             else:
                 arr[i:i + count] = values
-        self.group["time"][i:i + count] = block["time"]
+        self.group[self.dim][i:i + count] = block[TIME]
         # the state a resume continues from, changed only now that the records are written
         for name, values in tracks.items():
             if name == ATOM_CELL:
@@ -201,7 +207,7 @@ class ZarrStore:
                 self.group[name][0:k] = values
         if restart is not None and RESTART in self.group:
             self.group[RESTART][...] = restart.rho.reshape(self.group[RESTART].shape)
-            attrs = restart_attributes(restart, float(block["time"][-1]))
+            attrs = restart_attributes(restart, float(block[TIME][-1]))
             self.group[RESTART].attrs.update(
                 {name: v.tolist() if isinstance(v, np.ndarray) else v for name, v in attrs.items()})
         self.group.attrs[RECORDS_WRITTEN] = i + count  # records and state: the block is whole
@@ -228,7 +234,8 @@ def _complete(attrs: Any, size: int, path: Any) -> int:
 
 
 def _count(group: zarr.Group) -> int:
-    return _complete(group.attrs, int(group["time"].shape[0]), group.store)
+    dim = record_dim(group.array_keys())
+    return _complete(group.attrs, int(group[dim].shape[0]), group.store)
 
 
 def _open_dataset(path: Path) -> xr.Dataset:
@@ -244,15 +251,16 @@ def _open_dataset(path: Path) -> xr.Dataset:
 
 
 def open_zarr_run(path: Path) -> xr.Dataset:
-    """The store's complete records as a lazy :class:`xarray.Dataset` (dask arrays). It holds
+    """The store's complete records as a lazy :class:`xarray.Dataset` (dask arrays; the
+    record dimension ``t`` named ``time``, :func:`solvers.io.cf.to_api`). It holds
     a shared lock on the store until closed or collected, so that ``--overwrite`` cannot swap
     the data under it (:mod:`solvers.io.reader_lock`)."""
     fd = shared_lock(path)
     try:
         with warnings.catch_warnings():  # caught between a block's count and consolidation
             warnings.simplefilter("ignore", RuntimeWarning)
-            ds = _open_dataset(path)
-        missing = [v for v in REQUIRED_VARIABLES if v not in ds.variables]
+            ds = to_api(_open_dataset(path))  # the record dimension "t" read as "time"
+        missing = missing_variables(ds.variables)
         if missing:
             raise ArchiveError(f"{path} is not a meanfield-spectral archive: missing {missing}")
         n = _complete(ds.attrs, ds.sizes["time"], path)

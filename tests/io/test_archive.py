@@ -71,11 +71,12 @@ def write_run(
 def test_round_trip_values(tmp_path: Path) -> None:
     path = tmp_path / "sub" / "run.nc"
     write_run(path)
-    with xr.open_dataset(path) as ds:
-        assert ds.sizes["time"] == 3 and ds.sizes["theta"] == N and ds.sizes["atom"] == 3
-        np.testing.assert_allclose(ds["time"], [0.0, 0.5, 1.0])
+    with xr.open_dataset(path) as ds:  # on disk the record dimension is "t" (CF: no "time")
+        assert ds.sizes["t"] == 3 and ds.sizes["theta"] == N and ds.sizes["atom"] == 3
+        assert "time" not in ds.variables and "time" not in ds.dims
+        np.testing.assert_allclose(ds["t"], [0.0, 0.5, 1.0])
         np.testing.assert_allclose(ds["theta"], THETA)
-        for i, t in enumerate(ds["time"].values):
+        for i, t in enumerate(ds["t"].values):
             snap = make_snapshot(t)
             np.testing.assert_array_equal(ds["rho"].values[i], snap.rho)
             assert ds["step"].values[i] == snap.step and ds["dt"].values[i] == snap.dt
@@ -147,8 +148,9 @@ def test_readers(tmp_path: Path) -> None:
     np.testing.assert_array_equal(rho, make_snapshot(0.5).rho)
     assert read_snapshot(path)[0] == 1.0
     assert read_config_text(path) == TOML
-    ds = open_run(path)
-    assert ds.sizes["time"] == 3 and ds.attrs["model__beta"] == 4.0
+    ds = open_run(path)  # the record dimension "t" read as "time"
+    assert ds.sizes["time"] == 3 and ds.attrs["model__beta"] == 4.0 and "t" not in ds.variables
+    np.testing.assert_array_equal(ds["rho"].sel(time=0.5).values, make_snapshot(0.5).rho)
 
 
 def test_reader_errors(tmp_path: Path) -> None:
@@ -251,7 +253,7 @@ def test_kill_9_leaves_every_synced_snapshot(tmp_path: Path) -> None:
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(timeout=10)
     with xr.open_dataset(path) as ds:
-        assert ds.sizes["time"] >= k
+        assert ds.sizes["t"] >= k
         np.testing.assert_array_equal(ds["rho"].values[k - 1], make_snapshot(0.5 * (k - 1)).rho)
         np.testing.assert_array_equal(ds["n_atoms"], np.arange(k) % 4)
     write_run(path, atoms=(1,), t0=10.0, append=True)  # resume after the crash
@@ -282,11 +284,11 @@ def test_resume_overwrites_a_trailing_partial_record(tmp_path: Path) -> None:
     write_run(path)
     with netCDF4.Dataset(path, "a") as nc:  # a writer killed inside record 4: no time yet
         nc["rho"][3, :] = make_snapshot(9.0).rho
-    assert np.isnan(xr.load_dataset(path)["time"].values[-1])
+    assert np.isnan(xr.load_dataset(path)["t"].values[-1])
     with ArchiveWriter(path, make_config(t_end=20.0), THETA, WEIGHT, append=True) as writer:
         assert writer.n_records == 3
         writer.write_snapshot(make_snapshot(1.5))
-    times = xr.load_dataset(path)["time"].values  # a plain reader: no partial record left
+    times = xr.load_dataset(path)["t"].values  # a plain reader: no partial record left
     np.testing.assert_allclose(times, [0.0, 0.5, 1.0, 1.5])
 
 
