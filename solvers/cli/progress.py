@@ -132,8 +132,13 @@ class ProgressBar:
     def _line(self) -> None:
         self._last_line = now = wallclock.perf_counter()
         share = "" if self.stationary else f" ({100 * min(self.t / self.t_end, 1.0):.0f}%)"
-        _write(f"progress: t={min(self.t, self.t_end):.3f}/{self.t_end:g}{share} "
-               f"[{_clock(now - self._start)}] {self._postfix()}")
+        head = f"progress: t={min(self.t, self.t_end):.3f}/{self.t_end:g}{share} [{_clock(now - self._start)}] "
+        line = head + self._postfix()
+        if len(line) > MAX_WIDTH:  # a log's lines stay as narrow as a bar: the essentials first
+            held = self._station.split("; not yet:")[0]
+            line = head + (f"{self._rate}{held} | steps={self.step}" if self._rate else
+                           f"steps={self.step} dt={self._dt:.2e}")
+        _write(line[:MAX_WIDTH])
 
     def close(self) -> None:
         """End the bar (terminal) or write the last plain line (when anything was shown)."""

@@ -80,6 +80,7 @@ def test_run_in_a_pipe_has_no_carriage_return_and_shows_stationarity(tmp_path) -
     last = proc.stderr.strip().splitlines()[-1]
     assert last.startswith("progress: t=") and " rate " in last and "tol 1e-03" in last
     assert "holds: " in last and "%" not in last  # no share of t_end, no ETA
+    assert max(len(line) for line in proc.stderr.splitlines()) <= 100
 
 
 def test_time_bound_run_in_a_pipe(tmp_path) -> None:
@@ -89,6 +90,7 @@ def test_time_bound_run_in_a_pipe(tmp_path) -> None:
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("progress: t=2.000/2 (100%) [00:0")
     assert " steps=" in lines[0] and "atoms=0" in lines[0] and "rate" not in lines[0]
+    assert len(lines[0]) <= 100
 
 
 def test_stationary_bar_on_a_terminal_has_no_eta(capsys) -> None:
