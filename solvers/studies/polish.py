@@ -222,6 +222,7 @@ def polish_archive(path: str | Path, out: str | Path | None = None,
 def _with_dirac(ds: Any, r: Polished, config: RunConfig) -> Any:
     """The record ``ds`` with the polished atoms as ``dirac_*`` variables and attributes."""
     from solvers.io.cf import describe
+    from solvers.io.layout import SPHERE_DIRAC_VARIABLES, sphere_atom_columns
 
     n, d = r.x.shape
     out = _polished_atoms(ds, r)
@@ -233,6 +234,11 @@ def _with_dirac(ds: Any, r: Polished, config: RunConfig) -> Any:
         for k, c in enumerate("xyz"):
             out[f"dirac_{c}"] = ("dirac", r.x[:, k], {"units": "1",
                                  "long_name": f"{c} of the polished atom's unit vector"})
+        angles = sphere_atom_columns(r.m, r.x)  # as the run archive's Dirac atoms
+        for name in ("colatitude", "longitude"):
+            units, long_name = SPHERE_DIRAC_VARIABLES[f"dirac_{name}"]
+            out[f"dirac_{name}"] = ("dirac", angles[f"atom_{name}"],
+                                    {"units": units, "long_name": long_name.replace("Dirac", "polished")})
     out["dirac_hess_u"] = (("dirac", "tangent"), r.hess_u, {"units": "1", "long_name":
                            "eigenvalues of the tangential Hessian of U at the atom (own mass included)"})
     if r.hess_u_sides is not None:

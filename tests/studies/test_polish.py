@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import xarray as xr
 
 import solvers
 from solvers.cli.main import main
@@ -93,6 +94,12 @@ def test_two_dirac_atoms_on_s2_polish_to_the_antipodal_pair(tmp_path):
     eig = np.sort(result.energy_hessian)
     assert np.all(np.abs(eig[:2]) < 1e-10) and np.all(eig[2:] > 1e-3)
     assert np.all(result.hess_u < 0) and not result.stable
+    with xr.open_dataset(tmp_path / "two_p.nc") as ds:  # angles as in the run archive
+        z = np.clip(ds["dirac_z"].values, -1.0, 1.0)
+        np.testing.assert_allclose(ds["dirac_colatitude"].values, np.arccos(z), atol=1e-15)
+        lon = np.arctan2(ds["dirac_y"].values, ds["dirac_x"].values) % (2 * np.pi)
+        np.testing.assert_allclose(ds["dirac_longitude"].values, lon, atol=1e-15)
+        assert ds["dirac_colatitude"].attrs["units"] == "radian"
 
 
 def test_demo_reports_how_positions_follow_the_masses(demo, tmp_path, capsys):
