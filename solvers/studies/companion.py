@@ -91,6 +91,16 @@ def _child(half: RunConfig, out: Any, parent: int) -> None:
         out.join_thread()
 
 
+def _start_method() -> str:
+    """``fork`` (the child inherits the loaded modules and compiled kernels: no start-up), unless
+    numba's thread pool already runs in this process (a forked child could hang in it): then
+    ``spawn``, as where there is no fork."""
+    if "fork" not in mp.get_all_start_methods():
+        return "spawn"
+    parallel = sys.modules.get("numba.np.ufunc.parallel")
+    return "spawn" if parallel is not None and getattr(parallel, "_is_initialized", False) else "fork"
+
+
 class Companion:
     """The half-resolution companion run in a child process (module docstring).
 
@@ -98,7 +108,7 @@ class Companion:
     """
 
     def __init__(self, half: RunConfig) -> None:
-        ctx = mp.get_context("fork" if "fork" in mp.get_all_start_methods() else "spawn")
+        ctx = mp.get_context(_start_method())
         self.half = half
         self._queue = ctx.Queue()
         self._process = ctx.Process(target=_child, args=(companion_config(half), self._queue, os.getpid()),

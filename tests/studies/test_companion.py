@@ -75,3 +75,14 @@ def test_cli_verdict_is_the_same_with_and_without_the_child(tmp_path, monkeypatc
         with xr.open_dataset(out) as ds:
             found[cores] = (ds.attrs["resolution_check_atom_mass"], ds.attrs["resolution_check_atom_position"])
     assert np.isfinite(found[1][0]) and found[1] == found[2]
+
+
+def test_spawned_child_gives_the_same_atoms(monkeypatch):
+    """Where fork is not safe (numba's thread pool runs) the child is spawned: same atoms."""
+    monkeypatch.setattr(comp, "_start_method", lambda: "spawn")
+    config = load_config(DEMO_SMALL)
+    with comp.Companion.start(config) as child:
+        got = child.atoms_at(60.0)
+    want = _in_parent(coarse_config(config), 60.0)
+    assert got is not None
+    np.testing.assert_array_equal(got.atom_mass, np.asarray(want.atom_mass, float))
