@@ -229,6 +229,7 @@ def _archived_state(source: Path) -> tuple[dict[str, Any], str]:
     """The state a resume of the archive ``source`` starts from, and its config text."""
     from solvers.io import archive
     from solvers.io.restart import resume_start
+    from solvers.io.resume_slots import exact_start
 
     if not (source.is_dir() if source.suffix == ".zarr" else source.is_file()):
         raise FileNotFoundError(2, "No such file or directory", str(source))
@@ -238,6 +239,7 @@ def _archived_state(source: Path) -> tuple[dict[str, Any], str]:
     state = resume_start((t, step, dt, rho), archive.read_restart(source))
     state["atoms0"] = archive.resume_atoms(source)
     state.update(archive.read_run_counts(source))  # the counts and method history go on
+    state.update(exact_start(source, t))  # the exact state behind the record (bitwise), or {}
     return state, text
 
 
@@ -380,7 +382,8 @@ def _simulate_to_dataset(cfg: RunConfig, state: dict[str, Any], path: str | os.P
                               atoms0=state.get("atoms0"), after=state.get("after"),
                               progress=_progress(cfg, state["t0"]) if progress else None,
                               rejected0=state.get("rejected0", 0),
-                              time_error0=state.get("time_error0", 0.0))
+                              time_error0=state.get("time_error0", 0.0),
+                              exact=state.get("exact"))
             if result.reason != "interrupted":  # every run states its accuracy
                 from solvers.studies.verdict import run_verdict
 

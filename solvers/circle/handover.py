@@ -130,6 +130,22 @@ class SpectralToCells:
         self.history.append((self.t, "spectral", "the initial density is smooth and resolved"))
         return np.append(points, SPECTRAL)
 
+    def resume_extras(self) -> tuple[float, ...]:
+        """What a resume restores besides the flat state (:meth:`restore_state`): the time of the
+        last step and the cells' own (:meth:`LagrangianCircleDiscretization.resume_extras`)."""
+        return (float(self.t), *self.cells.resume_extras())
+
+    def restore_state(self, state: np.ndarray, extras: tuple) -> np.ndarray:
+        """The flat state of an exact resume, in its phase, as archived (``extras``:
+        :meth:`resume_extras`); the method history notes the phase it continues."""
+        state = np.asarray(state, dtype=float)
+        self.t = float(extras[0])
+        self.cells.restore_state(state, tuple(extras[1:]))
+        phase = self.phase(state)
+        method = "lagrangian" if phase == CELLS else "spectral"
+        self.history.append((self.t, method, f"the archived {method} state continues"))
+        return state
+
     def total_mass(self, state: np.ndarray) -> float:
         if self.phase(state) == CELLS:
             return self.cells.total_mass(state[:-1])

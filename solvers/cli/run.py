@@ -19,6 +19,7 @@ import numpy as np
 from solvers.cli.guard import EXIT_FAILED, EXIT_INTERRUPTED, CliError, StopRequest
 from solvers.cli.progress import LowestDensity, ProgressBar
 from solvers.io.restart import resume_start
+from solvers.io.resume_slots import exact_start
 from solvers.io.state import grid_arrays, initial_state
 from solvers.model.config import ConfigError, check_run, clip, config_from_text, load_config, toml_value
 from solvers.model.params import RunConfig, flatten
@@ -79,7 +80,9 @@ def _resume_state(args: argparse.Namespace) -> tuple[RunConfig, dict[str, Any]]:
     if np.shape(rho) != shape:
         raise CliError(f"{path}: state has shape {np.shape(rho)}, the config's grid "
                        f"{shape} ({config.domain.manifold}, resolution {config.domain.resolution})")
-    return config, {**resume_start((t, step, dt, rho), restart), "atoms0": atoms0, **counts}
+    exact = exact_start(path, t)  # the exact state behind the record (bitwise resumes), or {}
+    return config, {**resume_start((t, step, dt, rho), restart), "atoms0": atoms0, **counts,
+                    **exact}
 
 
 def _fresh_config(args: argparse.Namespace) -> RunConfig:
@@ -185,7 +188,8 @@ def _run(config: RunConfig, state: dict[str, Any], args: argparse.Namespace, com
                                   trackers=[writer, lowest, bar.track],
                                   progress=bar, stop=stop, atoms0=state.get("atoms0"),
                                   rejected0=state.get("rejected0", 0),
-                                  time_error0=state.get("time_error0", 0.0))
+                                  time_error0=state.get("time_error0", 0.0),
+                                  exact=state.get("exact"))
                 verdict = _verdict(config, result, writer, args, state, companion)
         except KeyboardInterrupt:  # raised before the handler was in place, or by a tracker
             bar.close()

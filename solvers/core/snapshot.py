@@ -132,6 +132,10 @@ class Snapshot:
     time_error : float
         Sum over the accepted steps so far of the local time error estimate ``max_i |err_i|``
         of an embedded pair (the state's units; 0 with other integrators).
+    resume : ResumeState or None
+        The exact state a resume from this snapshot continues from (the step state behind it,
+        with the solver's and the discretisation's bookkeeping); None where the solver cannot
+        restore one (the archive then resumes from ``rho`` or ``restart``).
     """
 
     t: float
@@ -143,6 +147,7 @@ class Snapshot:
     restart: Restart | None = None
     n_rejected: int = 0
     time_error: float = 0.0
+    resume: ResumeState | None = None
 
 
 @dataclass(frozen=True)
@@ -169,3 +174,37 @@ class Restart:
     dt: float
     rho: np.ndarray
     atoms: Any = None
+
+
+@dataclass(frozen=True)
+class ResumeState:
+    """Everything a resume needs to take bitwise the uninterrupted run's steps from a step state.
+
+    Attributes
+    ----------
+    t, step, dt : float, int, float
+        Time, accepted steps and the step the solver proposes next, at the step state.
+    state : ndarray, shape (L,) or the grid's shape
+        The solver's state as it steps (a grid density; a measure-valued or default-method
+        state: its flat array, e.g. the cells ``[X, m, A, ids]`` and the phase tag).
+    n_rejected, time_error : int, float
+        The solver's bookkeeping at the step state (not at a record interpolated after it).
+    dt_next : float
+        The error controller's next step (NaN: not chosen yet).
+    mass : float
+        The whole mass the step bounds use (:func:`solvers.core.discretization.bound_mass`,
+        computed once at the start of the run).
+    extras : tuple of float
+        The discretisation's own state (``resume_extras()``: e.g. the next atom identity, the
+        mass floors, the time of the last step), restored by ``restore_state(state, extras)``.
+    """
+
+    t: float
+    step: int
+    dt: float
+    state: np.ndarray
+    n_rejected: int = 0
+    time_error: float = 0.0
+    dt_next: float = float("nan")
+    mass: float = float("nan")
+    extras: tuple = ()

@@ -1,6 +1,7 @@
 """Run archive writer (NetCDF4, or zarr for a path ending in ``.zarr``); with
-:mod:`solvers.io.reading`, :mod:`solvers.io.netcdf_store` and :mod:`solvers.io.zarr_store` the
-only modules that touch netCDF4 / zarr files.
+:mod:`solvers.io.reading`, :mod:`solvers.io.netcdf_store`, :mod:`solvers.io.zarr_store` and
+:mod:`solvers.io.resume_slots` (the exact state a resume continues from) the only modules that
+touch netCDF4 / zarr files.
 
 One run is one archive with an unlimited ``time`` dimension, one record per
 :class:`~solvers.core.snapshot.Snapshot`. The writer buffers records in memory and appends
@@ -134,6 +135,7 @@ from solvers.io.reading import (  # noqa: F401  (public names re-exported)
     read_snapshot,
     resume_atoms,
 )
+from solvers.io import resume_slots
 from solvers.io.records import RecordBuffer
 from solvers.model.params import RunConfig
 
@@ -201,24 +203,33 @@ class ArchiveWriter:
             self._lock.release()
             raise
         self._last_t = self._store.last_time()
+        # the exact resume state of the last complete record (a resumed archive), and its slot
+        handle = resume_slots.handle_of(self._store)
+        self._slot, self._saved = resume_slots.pick(handle, self._last_t) if append else (-1, None)
         self._buffer = RecordBuffer(self.grid, self._store.spectral, self._load_tracks(config),
                                     self._load_cells())
         self._every, self._written = float(config.output.sync_interval), 0
         self._wait, self._synced = min(FIRST_SYNC, self._every), -np.inf
         self._failed = False
         self._restart = None  # the step state behind the last buffered record (interpolated)
+        self._resume = None  # the exact resume state behind it (solvers.io.resume_slots)
 
     def _load_tracks(self, config: RunConfig) -> AtomTracks:
         """Atom identities: new, or continued from the last record of an appended archive."""
         link = link_radius(config.atoms.link_radius)
         dim = 2 if self.phi is None else 3
         store, n, width = self._store, self._store.n, self._store.atom_width
+        if self._saved is not None:  # the identities then (a killed block may have widened these)
+            width = min(width, len(self._saved["tracks"].get("atom_birth_time", ())))
         if n == 0 or width == 0:
             store.add_missing_tracks()
             return AtomTracks(link, dim)
         row = lambda name: store.read(name, (n - 1, slice(0, width))).astype(float)
         pos = row("atom_position") if dim == 2 else np.stack([row(f"atom_{c}") for c in "xyz"], 1)
-        old = {k: store.read(k, slice(0, width)) for k in ATOM_TRACK_VARIABLES if store.has(k)}
+        if self._saved is not None:  # the slot's copy: whole, where a kill may have cut these
+            old = resume_slots.saved_tracks(self._saved, width)
+        else:
+            old = {k: store.read(k, slice(0, width)) for k in ATOM_TRACK_VARIABLES if store.has(k)}
         store.add_missing_tracks()
         nan, neg = np.full(width, np.nan), np.full(width, -1)
         return AtomTracks.restore(link, row("atom_mass"), pos, old.get("atom_birth_time", nan),
@@ -229,9 +240,12 @@ class ArchiveWriter:
         """The cells' atom identities and masses at the last record of an appended archive
         (None: a new archive, or one written before ``atom_cell``)."""
         store = self._store
-        if store.n == 0 or not store.has(ATOM_CELL):
+        if self._saved is not None and self._saved["atom_cell"] is not None:
+            cells = self._saved["atom_cell"]
+        elif store.n == 0 or not store.has(ATOM_CELL) or self._saved is not None:
             return None
-        cells = store.read(ATOM_CELL).astype(np.int64).reshape(-1)
+        else:
+            cells = store.read(ATOM_CELL).astype(np.int64).reshape(-1)
         rho = store.read("rho", store.n - 1).astype(float)
         return cells, (rho * self.grid.cell_weight).reshape(-1)
 
@@ -337,6 +351,7 @@ class ArchiveWriter:
             raise ValueError(f"snapshot time {t} precedes the last archived time {self._last_t}")
         self._buffer.add(snapshot, rho)
         self._last_t, self._restart = t, snapshot.restart
+        self._resume = getattr(snapshot, "resume", None)
         self._written += 1
         return True
 
@@ -354,7 +369,9 @@ class ArchiveWriter:
         if why is None:
             try:
                 block, width = self._buffer.block(store.atom_width)
-                store.write_block(block, width, self._buffer.track_arrays(), self._restart)
+                tracks = self._buffer.track_arrays()
+                self._write_resume(self._last_t, tracks)
+                store.write_block(block, width, tracks, self._restart)
             except (OSError, RuntimeError) as err:  # netCDF4 reports I/O errors as RuntimeError
                 why = str(err)
         if why is not None:
@@ -363,6 +380,17 @@ class ArchiveWriter:
             raise ArchiveWriteError(f"cannot write records {first}-{last} to {self.path}: "
                                     f"{why}; it holds {store.n} complete records")
         self._buffer.clear()
+
+    def _write_resume(self, after: float, tracks: dict[str, np.ndarray]) -> None:
+        """The exact resume state behind the block's last record (at ``after``) into the slot
+        that does not hold the archive's current one (:mod:`solvers.io.resume_slots`), before
+        the block's records are synced and counted."""
+        if self._resume is None:
+            return
+        slot = 1 - self._slot if self._slot >= 0 else 0
+        vector = resume_slots.encode(self._resume, after, tracks)
+        resume_slots.write(resume_slots.handle_of(self._store), slot, vector)
+        self._slot = slot  # (valid once the block is counted; a failed block stops the writer)
 
     def set_attributes(self, attrs: dict[str, Any]) -> None:
         """Set global attributes (the run's verdict, :mod:`solvers.studies.verdict`), after

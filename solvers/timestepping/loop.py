@@ -41,7 +41,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from solvers.core.snapshot import Snapshot
+from solvers.core.snapshot import ResumeState, Snapshot
 from solvers.model.config import check_run
 from solvers.model.params import RunConfig
 from solvers.timestepping.simulation import Solver
@@ -73,7 +73,8 @@ def simulate(config: RunConfig, rho0: np.ndarray, *, t0: float = 0.0, step0: int
              dt0: float | None = None, trackers: Sequence[Callable[[Snapshot], None]] = (),
              progress: Callable | None = None, stop: Callable[[], bool] | None = None,
              atoms0: object | None = None, after: float | None = None,
-             batch: int = BATCH_SNAPSHOTS, rejected0: int = 0, time_error0: float = 0.0) -> RunResult:
+             batch: int = BATCH_SNAPSHOTS, rejected0: int = 0, time_error0: float = 0.0,
+             exact: ResumeState | None = None) -> RunResult:
     """Run one configuration to ``time.t_end``, stationarity, ``time.max_steps`` or ``stop()``.
 
     ``atoms0``: the Dirac atoms (:class:`solvers.core.measure.DiracAtoms`) of a resumed
@@ -86,6 +87,11 @@ def simulate(config: RunConfig, rho0: np.ndarray, *, t0: float = 0.0, step0: int
     1: each as the loop passes its time). The trackers see the same snapshots either way.
     ``rejected0``, ``time_error0``: a resumed run's archived ``steps_rejected`` and
     ``time_error_estimate``, which the counts continue from (default 0).
+    ``exact``: the archived :class:`~solvers.core.snapshot.ResumeState` behind the last record
+    (:func:`solvers.io.resume_slots.read_resume`): the solver continues from it as it was
+    (``rho0``, ``t0``, ``step0`` and the counts are then its), so that the resumed run takes
+    bitwise the uninterrupted run's steps. Every snapshot carries the one behind it
+    (``snapshot.resume``) for the archive.
 
     Raises ConfigError (config outside the limits), StepUnderflowError, BlowUpError.
     """
@@ -93,7 +99,7 @@ def simulate(config: RunConfig, rho0: np.ndarray, *, t0: float = 0.0, step0: int
     start = wallclock.perf_counter()
     fresh = step0 == 0 and after is None  # a new run (else a resume, maybe from step 0)
     solver = Solver(config, rho0, t0, step0, dt0, atoms0, fresh=fresh, rejected0=rejected0,
-                    time_error0=time_error0)
+                    time_error0=time_error0, exact=exact)
     interval, t_end = config.output.snapshot_interval, config.time.t_end
     rule = StopRule(config, _link_radius(config))
     interpolated = snapshot_mode(config) == "interpolate"  # (not before a Lagrangian hand-over)
@@ -140,12 +146,16 @@ def simulate(config: RunConfig, rho0: np.ndarray, *, t0: float = 0.0, step0: int
         before = solver.restart_of(marked) if free and crossed else None
         while not done and solver.t >= target:
             if free:
+                inside = target < solver.t  # else the record is the step state itself
                 queue.add(Pending(target, solver.n_steps, solver.dt, solver.between(before, target),
-                                  before if target < solver.t else None, solver.n_rejected,
-                                  solver.time_error), solver.n_steps)
+                                  before if inside else None, solver.n_rejected,
+                                  solver.time_error,
+                                  solver.resume_of(marked if inside else solver.mark())),
+                          solver.n_steps)
             else:
                 queue.add(Pending(solver.t, solver.n_steps, solver.dt, solver.rho, None,
-                                  solver.n_rejected, solver.time_error), solver.n_steps)
+                                  solver.n_rejected, solver.time_error,
+                                  solver.resume_of(solver.mark())), solver.n_steps)
             done = target >= t_end
             target = following(target)
             if (done or queue.due(solver.n_steps)) and make_queued():

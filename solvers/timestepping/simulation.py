@@ -25,13 +25,13 @@ import numpy as np
 
 from solvers.core.backend import default_backend
 from solvers.core.discretization import bound_mass
-from solvers.core.snapshot import Diagnostics, Restart, Snapshot
+from solvers.core.snapshot import Diagnostics, Restart, ResumeState, Snapshot
 from solvers.model.config import DT_MIN_FRACTION
 from solvers.model.params import RunConfig
 from solvers.timestepping.integrators import EmbeddedPair, embedded_step, get_integrator, rk_step
 from solvers.timestepping.lawson import lawson_step, noise_semigroup
 from solvers.timestepping.registry import make_discretization
-from solvers.timestepping.snapshot_queue import Pending, interpolate
+from solvers.timestepping.snapshot_queue import Pending, interpolate, restored_state, resume_state
 
 BLOWUP_FACTOR = 10.0  # a density above 10 * mass / (smallest cell) cannot be a probability's
 SNAP_FRACTION = 1e-6  # a step within this fraction of dt of an output time lands on it
@@ -91,7 +91,8 @@ class Solver:
 
     def __init__(self, config: RunConfig, rho0: np.ndarray, t0: float = 0.0, step0: int = 0,
                  dt0: float | None = None, atoms0: object | None = None,
-                 fresh: bool | None = None, rejected0: int = 0, time_error0: float = 0.0) -> None:
+                 fresh: bool | None = None, rejected0: int = 0, time_error0: float = 0.0,
+                 exact: ResumeState | None = None) -> None:
         from solvers.model.method import concrete
 
         config = concrete(config)  # the S2 default's scheme and CFL number (solvers.model.method)
@@ -120,16 +121,26 @@ class Solver:
         fresh = step0 == 0 if fresh is None else fresh  # a new run's initial data, not a state
         if getattr(self.disc, "tracks_time", False):  # a resume's hand-over is dated t0, not 0
             self.disc.t = float(t0)
-        if self.measure:
-            self.rho = self.disc.prepare_state(rho0, atoms0, fresh=fresh)
+        # what a resume needs to continue bitwise (ResumeState): the solver's state as it is
+        self._restorer = getattr(self.disc, "restore_state", None)
+        self._extras = getattr(self.disc, "resume_extras", None)
+        self.exact_resume = not self.measure or self._restorer is not None
+        if exact is not None:  # an archived ResumeState, continued as it was
+            self.rho = restored_state(self.disc, self._restorer, exact)
+            self.t, self.n_steps, mass = float(exact.t), int(exact.step), float(exact.mass)
+            self.n_rejected, self.time_error = int(exact.n_rejected), float(exact.time_error)
         else:
-            self.rho = self.disc.prepare(rho0, fresh=fresh)
-        self.t, self.n_steps = float(t0), int(step0)
-        mass = bound_mass(self.disc.total_mass(self.rho) if self.measure
-                          else float(np.sum(self.rho * self.disc.cell_weight)))
+            self.rho = self.disc.prepare_state(rho0, atoms0, fresh=fresh) if self.measure \
+                else self.disc.prepare(rho0, fresh=fresh)
+            self.t, self.n_steps = float(t0), int(step0)
+            mass = bound_mass(self.disc.total_mass(self.rho) if self.measure
+                              else float(np.sum(self.rho * self.disc.cell_weight)))
+        self._mass = mass  # (the step bounds': a resume keeps it)
         self.dt_min = DT_MIN_FRACTION * tp.t_end
         self.density_cap = BLOWUP_FACTOR * abs(mass) / float(np.min(self.disc.cell_weight))
         self._step_bounds(mass)
+        if exact is not None and math.isfinite(exact.dt_next):
+            self._dt_next = float(exact.dt_next)
         self._resumed_dt = float(dt0) if dt0 else None  # a resume's first step: the archived one
         self.dt = self._propose(peek=True)
         self._warned: set[str] = set()
@@ -373,8 +384,9 @@ class Solver:
         """Diagnostics of the current state, or of ``at = (t, rho)`` (an interpolated state
         whose step state is ``restart``); warns once if the density goes negative."""
         t, state = (self.t, self.rho) if at is None else at
+        resume = self.resume_of(self.mark()) if at is None else None
         return self._snapshot(Pending(t, self.n_steps, self.dt, state, restart, self.n_rejected,
-                                      self.time_error),
+                                      self.time_error, resume),
                               self.disc.diagnostics(state, self.config.atoms))
 
     def snapshots(self, pending: Sequence[Pending]) -> list[Snapshot]:
@@ -399,22 +411,28 @@ class Solver:
         if self.measure or rho is self.rho:  # the live state: the snapshot keeps a copy
             rho = rho.copy()
         return Snapshot(p.t, p.step, p.dt, rho, diag, restart=p.restart, n_rejected=p.n_rejected,
-                        time_error=p.time_error)
+                        time_error=p.time_error, resume=p.resume)
 
     def restart_state(self) -> Restart:
         """The current step state, for a resume that must take the same steps (a measure-valued
         state: its density and its Dirac atoms)."""
         return self.restart_of(self.mark())
 
-    def mark(self) -> tuple[float, int, float, np.ndarray]:
-        """The current step state, cheaply: ``(t, steps, dt, state)`` (the state array is
-        replaced by each step, never changed in place); :meth:`restart_of` makes it a
-        :class:`Restart` when it is needed (a snapshot time was crossed)."""
-        return self.t, self.n_steps, self.dt, self.rho
+    def mark(self) -> tuple:
+        """The current step state, cheaply: ``(t, steps, dt, state, bookkeeping)`` (the state
+        array is replaced by each step, never changed in place), made a :class:`Restart`
+        (:meth:`restart_of`) or :class:`ResumeState` (:meth:`resume_of`) where needed."""
+        extras = () if self._extras is None else self._extras()
+        return self.t, self.n_steps, self.dt, self.rho, (self.n_rejected, self.time_error,
+                                                         self._dt_next, extras)
 
-    def restart_of(self, mark: tuple[float, int, float, np.ndarray]) -> Restart:
+    def resume_of(self, mark: tuple) -> ResumeState | None:
+        """The :class:`ResumeState` of a :meth:`mark` (None: not restorable exactly)."""
+        return resume_state(mark, self._mass) if self.exact_resume else None
+
+    def restart_of(self, mark: tuple) -> Restart:
         """:meth:`restart_state` of a :meth:`mark` taken since the last hand-over."""
-        t, steps, dt, state = mark
+        t, steps, dt, state = mark[:4]
         if self.measure:
             return Restart(t, steps, dt, self.disc.density(state), self.disc.atoms(state))
         return Restart(t, steps, dt, state)

@@ -19,11 +19,11 @@ from __future__ import annotations
 
 import time as wallclock
 from collections.abc import Callable, Sequence
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
-from solvers.core.snapshot import Restart, Snapshot, Stationarity
+from solvers.core.snapshot import Restart, ResumeState, Snapshot, Stationarity
 from solvers.model.params import RunConfig
 
 BATCH_SNAPSHOTS = 64  # snapshots made together at most (1: each as its time is passed)
@@ -36,7 +36,8 @@ class Pending(NamedTuple):
     """A snapshot to make: time, step count and proposed step at that time, the state
     (grid or flat measure state, not copied: step states are never written to again), the
     step state behind it when the state is interpolated, and the solver's bookkeeping then
-    (steps rejected, the time error estimate: :class:`~solvers.core.snapshot.Snapshot`)."""
+    (steps rejected, the time error estimate: :class:`~solvers.core.snapshot.Snapshot`), and
+    the exact state a resume from it continues from (:class:`~solvers.core.snapshot.ResumeState`)."""
 
     t: float
     step: int
@@ -45,6 +46,7 @@ class Pending(NamedTuple):
     restart: Restart | None
     n_rejected: int = 0
     time_error: float = 0.0
+    resume: ResumeState | None = None
 
 
 class SnapshotQueue:
@@ -113,7 +115,7 @@ class Delivery:
                 self.check(snap)
                 snap = Snapshot(snap.t, snap.step, snap.dt, snap.rho, snap.diagnostics,
                                 self.rule(snap), snap.restart, snap.n_rejected,
-                                snap.time_error)  # (cheaper than replace())
+                                snap.time_error, snap.resume)  # (cheaper than replace())
                 ready.append(snap)
                 if self.stop_when_stationary and snap.stationarity.held:
                     stationary = True
@@ -134,6 +136,32 @@ class Delivery:
         if self.progress is not None:
             for snap in ready:
                 self.progress(snap.t, snap.step, snap.dt, snap.diagnostics)
+
+
+def restored_state(disc: Any, restorer: Callable | None, exact: ResumeState) -> np.ndarray:
+    """The solver state of an exact resume from ``exact``: a measure-valued state through its
+    discretisation's ``restore_state(state, extras)`` (``restorer``), a grid state as it was
+    (ValueError when it does not fit the grid, or ``disc`` cannot restore one)."""
+    state = np.asarray(exact.state, dtype=float)
+    if hasattr(disc, "after_step"):
+        if restorer is None:
+            raise ValueError(f"{type(disc).__name__} cannot restore an exact resume state")
+        return restorer(state, tuple(exact.extras))
+    if state.size != int(np.prod(disc.shape)):
+        raise ValueError(f"resume state: expected {disc.shape} values for this grid (got "
+                         f"{state.size})")
+    return state.reshape(disc.shape)
+
+
+def resume_state(mark: tuple, mass: float) -> ResumeState | None:
+    """The :class:`ResumeState` of a solver's ``mark()`` (``(t, steps, dt, state, (rejected,
+    time error, controller's next step or None, the discretisation's extras))``) and the
+    mass of its step bounds; None for a state that is not real."""
+    t, steps, dt, state, (rejected, error, dt_next, extras) = mark
+    if state.dtype.kind != "f":
+        return None
+    return ResumeState(t, steps, dt, state, rejected, error,
+                       float("nan") if dt_next is None else float(dt_next), mass, extras)
 
 
 def snapshot_mode(config: RunConfig) -> str:

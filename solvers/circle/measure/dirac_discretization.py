@@ -81,6 +81,17 @@ class DiracCircleDiscretization(MeasureStateAccess, CircleDiscretization):
         self._set_total(bound_mass(self.total_mass(state)))
         return state
 
+    def resume_extras(self) -> tuple[float, float]:
+        """What a resume restores besides the flat state (:meth:`restore_state`): the next atom
+        identity and the whole mass ``M`` of the CFL floor."""
+        return float(self.next_id), float(self.total)
+
+    def restore_state(self, state: np.ndarray, extras: tuple) -> np.ndarray:
+        """The flat state of an exact resume, as archived (:meth:`resume_extras`: ``extras``)."""
+        self.next_id = int(extras[0])
+        self._set_total(float(extras[1]))
+        return np.asarray(state, dtype=float)
+
     def _set_total(self, total: float) -> None:
         """The whole mass ``M``: a face moves mass when its upwind density exceeds
         ``time.cfl_floor M / (2 pi)``."""

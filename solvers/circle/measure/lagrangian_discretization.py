@@ -39,8 +39,10 @@ far from all the mass, every cell met in one point); the two take bitwise the sa
 (tests/circle/test_lagrangian_kernels.py).
 
 Snapshots, diagnostics and the archive see the measure as the grid scheme's Dirac state does:
-the diffuse part's exact mass in each uniform cell (``rho``) and the Dirac atoms; a resume
-starts from those (the cells become the grid's cells again), so it is not bitwise.
+the diffuse part's exact mass in each uniform cell (``rho``) and the Dirac atoms. The archive
+also keeps the cells themselves behind its last record (:mod:`solvers.io.resume_slots`), and a
+resume continues from them (:meth:`LagrangianCircleDiscretization.restore_state`): bitwise the
+uninterrupted run.
 """
 
 from __future__ import annotations
@@ -127,6 +129,17 @@ class LagrangianCircleDiscretization:
         self.mass_floor = MASS_FLOOR * total
         self.density_floor = self.config.time.cfl_floor * total / (2 * np.pi)
         return self._events(state).pack()
+
+    def resume_extras(self) -> tuple[float, float, float]:
+        """What a resume restores besides ``[X, m, A, ids]`` (:meth:`restore_state`): the next
+        atom identity and the mass and density floors (set from the mass at the start)."""
+        return float(self.next_id), float(self.mass_floor), float(self.density_floor)
+
+    def restore_state(self, state: np.ndarray, extras: tuple) -> np.ndarray:
+        """The flat state of an exact resume, as archived: the cells as they were (not rebuilt
+        from the grid), with :meth:`resume_extras` ``extras``."""
+        self.next_id, self.mass_floor, self.density_floor = int(extras[0]), *map(float, extras[1:3])
+        return np.asarray(state, dtype=float)
 
     def total_mass(self, state: np.ndarray) -> float:
         """``sum(m) + sum(A)``: the cells' and the atoms' mass."""
