@@ -86,3 +86,39 @@ def test_spawned_child_gives_the_same_atoms(monkeypatch):
     want = _in_parent(coarse_config(config), 60.0)
     assert got is not None
     np.testing.assert_array_equal(got.atom_mass, np.asarray(want.atom_mass, float))
+
+
+@pytest.mark.slow
+def test_child_ends_when_its_parent_is_killed(tmp_path):
+    """``kill -9`` of ``meanfield run``: its companion child stops within seconds, no orphan runs on."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    cfg = tmp_path / "long.toml"
+    cfg.write_text(DEMO_SMALL.replace("t_end = 60.0", "t_end = 1e5").replace(
+        "stop_when_stationary = true", "stop_when_stationary = false").replace(
+        "resolution = 256", "resolution = 2048"))
+    proc = subprocess.Popen([sys.executable, "-m", "solvers", "run", str(cfg), "-o",
+                             str(tmp_path / "r.nc"), "--no-progress", "--force"])
+    children: list[int] = []
+    for _ in range(300):  # the child starts before the first step
+        time.sleep(0.05)
+        found = subprocess.run(["pgrep", "-P", str(proc.pid)], capture_output=True, text=True)
+        children = [int(p) for p in found.stdout.split()]
+        if children:
+            break
+    assert children, "no companion child started"
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    for _ in range(200):
+        time.sleep(0.05)
+        try:
+            os.kill(children[0], 0)
+        except ProcessLookupError:
+            return
+        if open(f"/proc/{children[0]}/stat").read().split()[2] == "Z":  # (reaped by init later)
+            return
+    pytest.fail("the companion child outlived its killed parent by 10 s")
