@@ -281,6 +281,10 @@ def cell_neighbours(fv: SphereFV) -> tuple[np.ndarray, np.ndarray]:
     g, ids = fv.problem.grid, fv.maps.cell_id.ravel()
     e = ids[grid_edges(*g.shape)]
     e = e[e[:, 0] != e[:, 1]]
-    e = np.unique(np.concatenate([e, e[:, ::-1]]), axis=0)  # sorted by first column
-    start = np.searchsorted(e[:, 0], np.arange(g.n_cells + 1))
-    return start, e[:, 1]
+    n = np.int64(g.n_cells)
+    # the unique ordered pairs, sorted by first then second cell: one key a n + b per pair
+    # (np.unique over rows sorts structured views, about 100 times slower)
+    key = np.unique(np.concatenate([e[:, 0] * n + e[:, 1], e[:, 1] * n + e[:, 0]]).astype(np.int64))
+    first, second = np.divmod(key, n)
+    start = np.searchsorted(first, np.arange(g.n_cells + 1))
+    return start, second
