@@ -251,7 +251,7 @@ def test_hostile_config_text_is_not_read_as_a_file(made: dict[str, Any], tmp_pat
     err = capsys.readouterr().err
     assert rc == 2 and err.startswith("error: ") and "invalid TOML" in err
     with netCDF4.Dataset(copy) as nc:
-        assert nc.dimensions["time"].size == made["ds"].sizes["time"]
+        assert nc.dimensions["t"].size == made["ds"].sizes["time"]  # "t" on disk
     with netCDF4.Dataset(made["tmp"] / "hostile.nc", "a") as nc:
         nc.setncattr("config_text", "/etc/passwd")
     shutil.copy(made["tmp"] / "hostile.nc", copy)

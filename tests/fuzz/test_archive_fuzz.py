@@ -30,7 +30,7 @@ ALLOWED = (solvers.ConfigError, solvers.ArchiveError, OSError, UnsafePathError,
            ArchiveBusyError)
 ATTRIBUTES = ["config_text", "records_complete", "records_written", "archive_format", "manifold", "scheme",
               "method_history", "version", "kernel"]
-VARIABLES = ["rho", "time", "step", "dt", "theta", "cell_weight", "atom_mass", "restart_rho",
+VARIABLES = ["rho", "t", "step", "dt", "theta", "cell_weight", "atom_mass", "restart_rho",
              "steps_rejected", "time_error_estimate", "mass"]
 JUNK = st.one_of(st.integers(-(2**40), 2**40), st.floats(allow_nan=True), st.text(max_size=30),
                  st.sampled_from(["/etc/passwd", "[time]\nt_end = -1\n", "1e400", "",

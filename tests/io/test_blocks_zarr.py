@@ -60,14 +60,14 @@ def test_blocks_are_counted_and_time_has_no_fill_value(tmp_path: Path) -> None:
             pass
     with netCDF4.Dataset(path) as nc:
         assert nc.getncattr("records_complete") == 5
-        assert "_FillValue" not in nc["time"].ncattrs()
+        assert "_FillValue" not in nc["t"].ncattrs()
         assert nc["rho"].chunking()[0] > 1
         assert "rho_hat_real" not in nc.variables  # the spectrum: off by default
     with xr.open_dataset(path) as ds:
-        assert "_FillValue" not in ds["time"].attrs
+        assert "_FillValue" not in ds["t"].attrs
     with netCDF4.Dataset(path, "a") as nc:  # a block killed before it was counted
         nc["rho"][5:7, :] = np.ones((2, THETA.size))
-        nc["time"][5:7] = [9.0, 9.5]
+        nc["t"][5:7] = [9.0, 9.5]
     assert open_run(path).sizes["time"] == 5 and read_last_state(path)[0] == 2.0
 
 
@@ -94,7 +94,7 @@ def test_two_thousand_snapshots_give_few_chunks_and_no_warnings(tmp_path: Path) 
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         with xr.open_dataset(path, chunks={}) as ds:
-            assert ds.sizes["time"] == 2000
+            assert ds.sizes["t"] == 2000
             # time chunks of MAX_CHUNK_RECORDS (64) records: 32 chunks, not 2000
             assert ds["rho"].data.npartitions == -(-2000 // MAX_CHUNK_RECORDS) == 32
             assert max(v.data.npartitions for v in ds.data_vars.values()) == 32
@@ -112,7 +112,7 @@ def test_time_chunks_follow_the_expected_snapshots(tmp_path: Path, t_end: float,
         for i in range(min(records, 11)):
             writer.write_snapshot(make_snapshot(float(i), 2))
     with netCDF4.Dataset(path) as nc:
-        assert nc["rho"].chunking()[0] == nc["time"].chunking()[0] == records
+        assert nc["rho"].chunking()[0] == nc["t"].chunking()[0] == records
         assert nc["atom_mass"].chunking() == [records, 8]
         data = sum(v[:].nbytes for v in nc.variables.values())
     if records <= 11:  # whole chunks written: the file holds its data and HDF5's metadata

@@ -65,10 +65,13 @@ def test_conventions_and_every_variable_described(archive):
 
 def test_cf_xarray_finds_bounds_and_coordinates(archive):
     """Bounds are found from the coordinates; S^2 densities carry lat/lon (degrees), the
-    angles theta/phi (radians) are no geographic axes; model time is dimensionless."""
+    angles theta/phi (radians) are no geographic axes; model time is dimensionless, on a
+    record dimension named ``t`` (CF takes a dimension named ``time`` for a calendar axis)."""
     manifold, ds = archive
     assert ds.cf.bounds["theta"] == ["theta_bounds"]
-    assert ds["time"].attrs["units"] == "1" and "axis" not in ds["time"].attrs
+    assert "time" not in ds.dims and "time" not in ds.variables and ds["rho"].dims[0] == "t"
+    assert ds["t"].attrs["units"] == "1" and not {"axis", "standard_name"} & set(ds["t"].attrs)
+    assert "T" not in ds.cf.axes and "time" not in ds.cf.standard_names
     if manifold == "S1":
         assert "axis" not in ds["theta"].attrs
     else:

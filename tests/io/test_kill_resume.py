@@ -24,7 +24,7 @@ CONFIG = paper_s1_toml(512, 5.0, t_end=12.0, snapshot_interval=0.25,
 def _records(path: Path) -> int:
     try:
         with netCDF4.Dataset(path, "r") as nc:
-            return int(nc.dimensions["time"].size)
+            return int(nc.dimensions["t"].size)
     except (OSError, RuntimeError):  # not there yet, or a copy taken mid-write (torn HDF5
         return 0  # metadata: "Can't open HDF5 attribute"); the next poll copies it again
 
@@ -58,10 +58,10 @@ def _kill_after(config: str, records: int, tmp_path: Path, wait: float) -> tuple
 
 def test_killed_run_is_readable_and_resumes_to_the_same_state(tmp_path):
     cfg, killed, whole = _kill_after(CONFIG, 4, tmp_path, 60)
-    ds = xr.open_dataset(killed)
-    n_killed = ds.sizes["time"]
+    ds = xr.open_dataset(killed)  # a plain reader: the record dimension "t" on disk
+    n_killed = ds.sizes["t"]
     assert 4 <= n_killed < 49
-    assert np.all(np.diff(ds["time"].values) > 0)
+    assert np.all(np.diff(ds["t"].values) > 0)
     assert np.allclose((ds["rho"] * ds["cell_weight"]).sum("theta"), 1.0, atol=1e-12)
     ds.close()
 
@@ -71,8 +71,8 @@ def test_killed_run_is_readable_and_resumes_to_the_same_state(tmp_path):
                           cwd=tmp_path)
     assert straight.wait(timeout=300) == 0, straight.stderr.read()
     a, b = xr.open_dataset(killed), xr.open_dataset(whole)
-    assert a.sizes["time"] == b.sizes["time"] == 49
-    np.testing.assert_allclose(a["time"], b["time"])
+    assert a.sizes["t"] == b.sizes["t"] == 49
+    np.testing.assert_allclose(a["t"], b["t"])
     np.testing.assert_array_equal(a["step"], b["step"])
     # fixed dt: the resumed run takes exactly the same steps
     np.testing.assert_allclose(a["rho"].values[-1], b["rho"].values[-1], rtol=0, atol=1e-12)
@@ -108,7 +108,7 @@ def test_killed_dirac_run_resumes_from_its_step_state(tmp_path):
                           cwd=tmp_path)
     assert straight.wait(timeout=600) == 0, straight.stderr.read()
     a, b = xr.open_dataset(killed), xr.open_dataset(whole)
-    assert a.sizes["time"] == b.sizes["time"] == 3001
+    assert a.sizes["t"] == b.sizes["t"] == 3001
     np.testing.assert_array_equal(a["step"], b["step"])
     np.testing.assert_array_equal(a["rho"].values[-1], b["rho"].values[-1])
     np.testing.assert_array_equal(a["dirac_mass"].values[-1], b["dirac_mass"].values[-1])

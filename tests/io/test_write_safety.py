@@ -121,8 +121,8 @@ def test_overwrite_while_a_reader_holds_the_file_keeps_the_reader_intact(tmp_pat
         rc, _, err = finish(start("run", str(config), "-o", str(out), "--overwrite", "--set",
                                   "time.t_end=0.2", cwd=tmp_path))
         assert rc == 0, err
-        assert held.dimensions["time"].size == 501  # the old file, whole
-        assert float(held["time"][-1]) == pytest.approx(0.5)
+        assert held.dimensions["t"].size == 501  # the old file, whole
+        assert float(held["t"][-1]) == pytest.approx(0.5)
     assert open_run(out).sizes["time"] == 201
     assert not list(tmp_path.glob(".x.nc.*"))  # no temporary or lock file left
 
@@ -136,7 +136,7 @@ def test_file_size_limit_leaves_a_readable_archive(tmp_path, config) -> None:
     assert err.count("\n") == 1 and "Traceback" not in err, err
     assert "file-size limit" in err and f"--resume {out}" in err and "time.cfl" not in err
     ds = xr.open_dataset(out)  # a plain reader: every record complete
-    assert ds.sizes["time"] > 10 and np.all(np.isfinite(ds["time"].values))
+    assert ds.sizes["t"] > 10 and np.all(np.isfinite(ds["t"].values))
     ds.close()
 
 
@@ -150,7 +150,7 @@ def interrupt_once(tmp_path: Path, config: Path, k: int, sig: int) -> None:
     assert rc == 128 + sig, err
     assert "Traceback" not in err and f"continue with: meanfield run --resume {out}" in err, err
     ds = xr.open_dataset(out)  # a plain reader: no partial record at the end
-    times = ds["time"].values
+    times = ds["t"].values
     assert np.all(np.isfinite(times)) and np.all(np.diff(times) > 0)
     ds.close()
     assert not lock_path(out).exists()

@@ -59,11 +59,11 @@ def test_archive_round_trip_with_plain_xarray(tmp_path: Path) -> None:
     with xr.open_dataset(path) as ds:
         # nv: CF cell bounds; dirac: the Dirac atoms of the default representation (the default
         # S^2 descent method is the fv grid with Dirac atoms; none in these snapshots)
-        assert dict(ds.sizes) == {"time": 3, "theta": 32, "phi": 64, "lm": g.basis.nlm, "atom": 3,
+        assert dict(ds.sizes) == {"t": 3, "theta": 32, "phi": 64, "lm": g.basis.nlm, "atom": 3,
                                   "nv": 2, "dirac": 0}
-        assert ds.attrs["representation"] == "dirac" and ds["dirac_mass"].dims == ("time", "dirac")
-        assert ds["rho"].dims == ("time", "theta", "phi") and ds.attrs["manifold"] == "S2"
-        for i, t in enumerate(ds["time"].values):
+        assert ds.attrs["representation"] == "dirac" and ds["dirac_mass"].dims == ("t", "dirac")
+        assert ds["rho"].dims == ("t", "theta", "phi") and ds.attrs["manifold"] == "S2"
+        for i, t in enumerate(ds["t"].values):
             np.testing.assert_array_equal(ds["rho"].values[i], s2_snapshot(t).rho)
         np.testing.assert_allclose(ds["theta"], g.theta, rtol=0, atol=0)
         np.testing.assert_allclose(ds["cell_weight"].sum(), 4 * np.pi, rtol=1e-14)

@@ -211,8 +211,9 @@ def test_command_writes_netcdf(tmp_path, capsys):
                               "--set", "model.direction=ascent", "-o", str(out)])
     assert run_command(args) == 0
     assert "W1(PDE, particles)" in capsys.readouterr().out
-    ds = xr.open_dataset(out)
-    assert ds["w1"].dims == ("n", "time") and ds["w1"].shape == (2, 2)
+    ds = xr.open_dataset(out)  # the times on the record dimension "t" (CF: no "time")
+    assert ds["w1"].dims == ("n", "t") and ds["w1"].shape == (2, 2)
+    assert ds["t"].values.tolist() == [0.25, 0.5] and ds["t"].attrs["units"] == "1"
     assert ds["n"].values.tolist() == [20, 40]
     bad = parser.parse_args(["compare-particles", str(cfg), "--n", "0,x"])
     assert run_command(bad) == 2
