@@ -1,18 +1,20 @@
 """``kill -9`` at random moments, then ``meanfield run --resume``: the finished archive must equal
-the uninterrupted run's bitwise, every variable.
+the uninterrupted run's bitwise, every variable (and the exact state a further resume would
+continue from: the valid one of the two resume slots, :mod:`solvers.io.resume_slots`).
 
-Four cases: a NetCDF file and a zarr store, each for the fv grid (``time.scheme = "fv"``,
-adaptive steps, records interpolated between steps) and for the default method (spectral, then
-Lagrangian cells with Dirac atoms). Each kill starts ``meanfield run`` in a subprocess, sends
-SIGKILL after a random wall time (up to the uninterrupted run's), resumes the archive (or
-starts again when the kill came before the first record) until it finishes, and compares.
-A kill may also be placed exactly between a block's syncs (``--between``): at its
-``records_complete`` count (records, state and marker synced; the default), or with
-``--points records_written`` at its marker (the state a resume continues from written but not
-yet synced: the window that remains, a single slot of state being rewritten in place).
+Six cases: a NetCDF file and a zarr store, each for the fv grid (``time.scheme = "fv"``,
+adaptive steps, records interpolated between steps), the fv grid with Dirac atoms
+(``[atoms] representation = "dirac"``) and the default method (spectral, then Lagrangian cells
+with Dirac atoms). Each kill starts ``meanfield run`` in a subprocess, waits until its archive
+holds a complete record, sends SIGKILL after a further random wall time (uniform over the rest
+of the uninterrupted run's), resumes the archive until it finishes, and compares. A kill may
+also be placed exactly inside a block's write (``--between``): at its ``records_complete``
+count (records, resume state and marker synced; the default), or with ``--points
+records_written`` at its marker (the block's records synced, its resume state written into
+the slot that does not hold the counted records' state, the block not yet counted).
 
-    python benchmarks/kill_resume.py --kills 14 --seed 1          # 14 kills per case
-    python benchmarks/kill_resume.py --kills 2 --between           # the sync window
+    python benchmarks/kill_resume.py --kills 9 --seed 1            # 9 kills per case
+    python benchmarks/kill_resume.py --kills 2 --between --points records_complete,records_written
 
 Prints one line per kill and a table of the counts; exit status 1 if any archive differs.
 """
@@ -56,12 +58,15 @@ t_end = {{t_end}}
 snapshot_interval = 0.5
 sync_interval = {{sync}}
 progress = false
-"""
-CASES = {  # name: (suffix, scheme line, t_end, sync_interval)
-    "nc-fv": (".nc", 'scheme = "fv"', 20.0, 0),
-    "zarr-fv": (".zarr", 'scheme = "fv"', 12.0, 0),
-    "nc-default": (".nc", "", 20.0, 0),
-    "zarr-default": (".zarr", "", 12.0, 0),
+{{extra}}"""
+DIRAC = '[atoms]\nrepresentation = "dirac"\n'
+CASES = {  # name: (suffix, scheme line, t_end, sync_interval, more sections)
+    "nc-fv": (".nc", 'scheme = "fv"', 20.0, 0, ""),
+    "zarr-fv": (".zarr", 'scheme = "fv"', 12.0, 0, ""),
+    "nc-dirac": (".nc", 'scheme = "fv"', 20.0, 0, DIRAC),
+    "zarr-dirac": (".zarr", 'scheme = "fv"', 12.0, 0, DIRAC),
+    "nc-default": (".nc", "", 20.0, 0, ""),
+    "zarr-default": (".zarr", "", 12.0, 0, ""),
 }
 # runs a `meanfield run` whose store exits at its count update of block K (after the data sync)
 BETWEEN = """
@@ -152,9 +157,29 @@ def variables(path: Path) -> dict[str, np.ndarray]:
     return {name: np.asarray(ds[name].values) for name in ds.variables}
 
 
+def valid_slot(path: Path) -> np.ndarray:
+    """The archive's valid resume slot, re-encoded (empty: none); which of the two slots holds
+    it, and what the other holds, depend on how the records were blocked."""
+    from solvers.io import resume_slots
+    from solvers.io.archive import read_last_state
+
+    found = resume_slots.read_resume(path, read_last_state(path)[0])
+    if found is None:
+        return np.zeros(0)
+    cells = found["atom_cell"]
+    tracks = {**found["tracks"], **({} if cells is None else {"atom_cell": cells})}
+    return resume_slots.encode(found["resume"], found["after"], tracks)
+
+
 def differences(a: Path, b: Path) -> list[str]:
-    """Names of the variables that differ (values, shapes or dtypes; NaN equals NaN)."""
+    """Names of the variables that differ (values, shapes or dtypes; NaN equals NaN), the raw
+    resume slots left out and their valid one compared (``resume state``)."""
+    from solvers.io.resume_slots import SLOTS
+
     va, vb = variables(a), variables(b)
+    for slot in SLOTS:
+        va.pop(slot, None), vb.pop(slot, None)
+    va["resume state"], vb["resume state"] = valid_slot(a), valid_slot(b)
     out = sorted(set(va) ^ set(vb))
     for name in sorted(set(va) & set(vb)):
         x, y = va[name], vb[name]
@@ -186,7 +211,16 @@ def complete(cfg: Path, out: Path, cwd: Path, tally: Tally) -> None:
     tally.resumes += 1
 
 
-def kill_once(case: str, cfg: Path, reference: Path, wall: float, k: int, work: Path,
+def first_record(proc: subprocess.Popen, out: Path) -> float:
+    """Wall seconds until the archive ``out`` of the running ``proc`` holds a complete record
+    (or ``proc`` ended), polled every 0.05 s."""
+    start = time.perf_counter()
+    while proc.poll() is None and records(out) == 0:
+        time.sleep(0.05)
+    return time.perf_counter() - start
+
+
+def kill_once(case: str, cfg: Path, reference: Path, span: float, k: int, work: Path,
               rng: random.Random, tally: Tally, between: bool,
               points: tuple[str, ...] = ("records_complete",)) -> None:
     suffix = CASES[case][0]
@@ -201,9 +235,10 @@ def kill_once(case: str, cfg: Path, reference: Path, wall: float, k: int, work: 
         when = f"block {block} {attr.split('_')[1]}"
     else:
         proc = meanfield("run", str(cfg), "-o", str(out), "--no-check", cwd=work)
-        delay = rng.uniform(0.3, 0.9 * wall)
+        first_record(proc, out)
+        delay = rng.uniform(0.0, span)  # over the rest of the uninterrupted run
         time.sleep(delay)
-        when = f"{delay:.2f} s"
+        when = f"record 1 + {delay:.2f} s"
         if proc.poll() is None:
             proc.send_signal(signal.SIGKILL)
         proc.communicate(timeout=1800)
@@ -227,16 +262,18 @@ def run_case(case: str, kills: int, work: Path, rng: random.Random, between: boo
     """``kills`` kills of one case in the folder ``work``, each compared with the case's
     uninterrupted run."""
     work.mkdir(parents=True, exist_ok=True)
-    suffix, scheme, t_end, sync = CASES[case]
+    suffix, scheme, t_end, sync, extra = CASES[case]
     cfg = work / f"{case}.toml"
-    cfg.write_text(BASE.format(t_end=t_end, scheme=scheme, sync=sync))
+    cfg.write_text(BASE.format(t_end=t_end, scheme=scheme, sync=sync, extra=extra))
     reference = work / f"{case}-whole{suffix}"
+    proc = meanfield("run", str(cfg), "-o", str(reference), "--no-check", cwd=work)
+    first_record(proc, reference)
     start = time.perf_counter()
-    finish(meanfield("run", str(cfg), "-o", str(reference), "--no-check", cwd=work), "reference")
-    wall = time.perf_counter() - start
+    finish(proc, "reference")
+    span = time.perf_counter() - start  # wall time from the first record to the end
     tally = Tally()
     for k in range(kills):
-        kill_once(case, cfg, reference, wall, k, work, rng, tally, between, points)
+        kill_once(case, cfg, reference, span, k, work, rng, tally, between, points)
     return tally
 
 
