@@ -19,7 +19,8 @@ per sync`` (docs/cli.md, "Run cost"):
   real steps are 10-26 and 2.4 times these bounds). A run that stops as stationary takes fewer.
 - **seconds per step**: S^1 ``0.5 ms + 3.7 us N``; S^2 ``1 ms + 0.95 us P max(1, (lmax+1)/128)``
   with ``P = (lmax + 1)(2 lmax + 2)`` grid points (the transforms' ``lmax^3``), measured on the
-  2-core machine of benchmarks/README.md; the verdict's half-resolution run adds a third.
+  2-core machine of benchmarks/README.md; the verdict's half-resolution run adds a third on a
+  single core (with two or more, ``meanfield run`` runs it beside the main run).
 - **writing**: each snapshot ``0.2 ms + 0.2 us`` per grid point; each sync of the archive 5 ms
   (NetCDF) or 0.35 s (zarr: every array's metadata rewritten), a sync per snapshot with
   ``output.sync_interval = 0``.
@@ -31,6 +32,7 @@ days before it starts.
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass
 
 import numpy as np
@@ -138,6 +140,14 @@ def step_seconds(config: RunConfig) -> float:
     return 1e-3 + 0.95e-6 * _points(config) * max(1.0, (n + 1) / 128)
 
 
+def usable_cores() -> int:
+    """CPU cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
 def estimate_cost(config: RunConfig, check_resolution: bool = True,
                   t0: float = 0.0) -> CostEstimate:
     """The estimated cost of ``config`` from ``t0`` (a resume) to ``t_end`` (module
@@ -150,7 +160,7 @@ def estimate_cost(config: RunConfig, check_resolution: bool = True,
     kind = "zarr" if str(out.path).rstrip("/").endswith(".zarr") else "nc"
     syncs = snapshots if out.sync_interval == 0 else int(min(snapshots, compute / out.sync_interval + 1))
     write_s = snapshots * (2e-4 + 2e-7 * _points(config)) + syncs * SYNC_S[kind]
-    factor = RECHECK if check_resolution else 1.0
+    factor = RECHECK if check_resolution and usable_cores() < 2 else 1.0
     what = (f"{config.domain.manifold}, {'N' if config.domain.manifold == 'S1' else 'lmax'} = "
             f"{config.domain.resolution}, {config.time.scheme}")
     return CostEstimate(steps * factor, step_s, snapshots, syncs, write_s, what)

@@ -36,6 +36,7 @@ from typing import Any
 
 import numpy as np
 
+from solvers.model.cost import usable_cores
 from solvers.model.params import RunConfig
 
 log = logging.getLogger(__name__)
@@ -53,13 +54,6 @@ class CompanionAtoms:
     t: float
     atom_mass: np.ndarray
     atom_position: np.ndarray
-
-
-def usable_cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
 
 
 def companion_config(half: RunConfig) -> RunConfig:

@@ -96,3 +96,15 @@ def test_a_small_run_is_neither_refused_nor_told_its_cost(tmp_path: Path, capsys
                                                                             "beta = 2.0"))
     assert main(["run", str(cfg), "-o", str(tmp_path / "x.nc"), "--no-check"]) == 0
     assert "estimated cost" not in capsys.readouterr().err
+
+
+def test_the_verdicts_run_counts_on_one_core_only(monkeypatch) -> None:
+    """On one core the half-resolution run follows the main run (a third more steps); on two it
+    runs beside it (solvers.studies.companion) and adds no wall time."""
+    import solvers.model.cost as cost
+
+    config = load_config(DEMO)
+    alone = estimate_cost(config, check_resolution=False)
+    for cores, factor in ((1, cost.RECHECK), (2, 1.0)):
+        monkeypatch.setattr(cost, "usable_cores", lambda cores=cores: cores)
+        assert estimate_cost(config).steps == pytest.approx(factor * alone.steps, rel=1e-12)
