@@ -3,7 +3,8 @@
 :mod:`solvers.io.resume_slots` (the exact state a resume continues from) the only modules that
 touch netCDF4 / zarr files.
 
-One run is one archive with an unlimited ``time`` dimension, one record per
+One run is one archive with an unlimited record dimension ``t`` (the readers name it
+``time``: :mod:`solvers.io.cf`), one record per
 :class:`~solvers.core.snapshot.Snapshot`. The writer buffers records in memory and appends
 them in blocks: at each time-chunk boundary, and at least every ``output.sync_interval``
 seconds of wall time (the first 16 records one by one, then blocks after 0.1 s, doubling), each
@@ -11,33 +12,33 @@ block synced to disk and then counted in the global attribute ``records_complete
 killed with ``kill -9`` leaves an archive that ``xarray.open_dataset`` reads, missing at most
 the snapshots of the last ``sync_interval`` seconds; Ctrl-C, SIGTERM and a normal end write
 every snapshot (:meth:`ArchiveWriter.close`). Readers trust ``records_complete`` (archives
-written before it: the records up to the last finite ``time``).
+written before it: the records up to the last finite time).
 
 Layout on S^1
 -------------
-Dimensions: ``time`` (unlimited), ``theta`` (N), ``wavenumber`` (N//2 + 1), ``atom``
+Dimensions: ``t`` (unlimited), ``theta`` (N), ``wavenumber`` (N//2 + 1), ``atom``
 (unlimited; rows are NaN-padded up to the largest atom count seen).
 Variables: ``theta(theta)``, ``cell_weight(theta)``, ``wavenumber(wavenumber)``,
-``time(time)``, ``step(time)`` int32, ``dt(time)``, ``rho(time, theta)``,
-``rho_hat_real/imag(time, wavenumber)`` (only with ``output.spectral``) with ``rho = sum_k c_k e^{i k theta}``,
+``t(t)``, ``step(t)`` int32, ``dt(t)``, ``rho(t, theta)``,
+``rho_hat_real/imag(t, wavenumber)`` (only with ``output.spectral``) with ``rho = sum_k c_k e^{i k theta}``,
 ``c = numpy.fft.rfft(rho) / N``, every diagnostic of :class:`~solvers.core.snapshot.Diagnostics`
-as ``(time)``, and ``atom_mass/atom_position(time, atom)``.
+as ``(t)``, and ``atom_mass/atom_position(t, atom)``.
 
 Layout on S^2 (``lmax = domain.resolution``, the grid of ``SphereGrid(lmax)``)
 -------------------------------------------------------------------------------
-Dimensions: ``time``, ``theta`` (nlat), ``phi`` (nphi), ``lm`` (nlm), ``atom``.
+Dimensions: ``t``, ``theta`` (nlat), ``phi`` (nphi), ``lm`` (nlm), ``atom``.
 Variables: ``theta(theta)`` colatitudes of the Gauss nodes and ``phi(phi)`` longitudes
 (radians), auxiliary coordinates ``lat(theta)``, ``lon(phi)`` in degrees,
 ``cell_weight(theta, phi)`` (cell areas = quadrature weights, summing to 4 pi: the mass is
-``(rho * cell_weight).sum(("theta", "phi"))``), ``rho(time, theta, phi)``,
-``rho_lm_real/imag(time, lm)`` (only with ``output.spectral``) =
+``(rho * cell_weight).sum(("theta", "phi"))``), ``rho(t, theta, phi)``,
+``rho_lm_real/imag(t, lm)`` (only with ``output.spectral``) =
 :meth:`spectral.SphereBasis.forward` of ``rho`` (orthonormal
 complex ``Y_lm``, Condon-Shortley phase, ``m >= 0`` stored) with coordinates ``degree(lm)``,
 ``order(lm)``, the diagnostics as on S^1, and ``atom_mass``, ``atom_x``, ``atom_y``,
 ``atom_z`` (unit vectors), ``atom_colatitude``, ``atom_longitude`` (radians), all
-``(time, atom)`` and NaN padded.
+``(t, atom)`` and NaN padded.
 
-Records are chunked along ``time`` in blocks of the snapshots the run expects, at most 64
+Records are chunked along ``t`` in blocks of the snapshots the run expects, at most 64
 records or about 2 MiB of ``rho`` (:func:`~solvers.io.layout.time_chunk`); zarr stores
 compress them.
 
