@@ -187,6 +187,7 @@ def resume(source: str | os.PathLike | xr.Dataset, *, t_end: float | None = None
         overrides = {**overrides, "time.t_end": float(t_end)}
     items = _override_items(overrides)
     check_resume_overrides(items)  # as meanfield run --resume: time.* and output.*, not the scheme
+    from solvers.io import resume_slots
     from solvers.io.restart import restart_atoms, restart_state, resume_start
 
     if isinstance(source, PATH_TYPES):
@@ -209,11 +210,13 @@ def resume(source: str | os.PathLike | xr.Dataset, *, t_end: float | None = None
         restart = restart_state(source[RESTART].attrs, source[RESTART].values, record[0])
     if restart is not None and atoms0 is not None:  # the atoms of the step state behind it
         atoms0 = restart_atoms(source[RESTART].attrs, record[0], 1 if atoms0.position.ndim == 1 else 3)
-    state = {**resume_start(record, restart), "atoms0": atoms0, **_run_counts(source, last)}
+    state = {**resume_start(record, restart), "atoms0": atoms0, **_run_counts(source, last),
+             **resume_slots.exact_from(source, record[0])}  # the exact state, where it holds one
     new = _simulate_to_dataset(cfg, state, None, False, progress, append=False)
     import xarray as xr
 
-    parts = _label_ragged_dims([source, new])
+    # the resume slots: the new part's (they hold the state behind its last record)
+    parts = _label_ragged_dims([source.drop_vars(resume_slots.SLOTS, errors="ignore"), new])
     merged = xr.concat(parts, dim="time", data_vars="minimal", coords="minimal",
                        compat="override", join="outer", combine_attrs="override")
     merged = merged.drop_vars([d for d in merged.dims if d in merged.coords and d not in source.coords])

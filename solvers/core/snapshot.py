@@ -197,6 +197,10 @@ class ResumeState:
     extras : tuple of float
         The discretisation's own state (``resume_extras()``: e.g. the next atom identity, the
         mass floors, the time of the last step), restored by ``restore_state(state, extras)``.
+    rule : tuple or ndarray or None
+        The stop rule's state once it judged the snapshot (its window of records, the atom
+        identities it links; :meth:`solvers.timestepping.stop_rule.StopRule.state`, packed by
+        :func:`~solvers.timestepping.stop_rule.pack_state` as an archive keeps it).
     """
 
     t: float
@@ -208,3 +212,4 @@ class ResumeState:
     dt_next: float = float("nan")
     mass: float = float("nan")
     extras: tuple = ()
+    rule: Any = None

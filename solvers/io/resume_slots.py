@@ -9,11 +9,12 @@ atom tracks and cell identities the archive links the next records with. That is
 :class:`~solvers.core.snapshot.ResumeState` plus the per-identity tracks, kept in one float64
 vector per slot:
 
-``[VERSION, after_time, len_0, ..., len_7, section_0, ..., section_7]``
+``[VERSION, after_time, len_0, ..., len_8, section_0, ..., section_8]``
 
 sections: the scalars ``(t, step, dt, n_rejected, time_error, dt_next, mass)``, the
 discretisation's extras, the state, ``atom_birth_time``, ``atom_end_time``, ``atom_parent``,
-``atom_merged_into``, ``atom_cell`` (integers are exact in float64). ``after_time`` is the
+``atom_merged_into``, ``atom_cell``, the stop rule's window and atom identities
+(:func:`~solvers.timestepping.stop_rule.pack_state`; integers are exact in float64). ``after_time`` is the
 time of the record the slot belongs to: the slot is valid when it equals the time of the
 archive's last complete record.
 
@@ -34,13 +35,14 @@ from typing import Any
 import numpy as np
 
 from solvers.core.snapshot import ResumeState
+from solvers.timestepping.stop_rule import pack_state
 
-VERSION = 1.0
+VERSION = 2.0
 SLOTS = ("resume_state_0", "resume_state_1")
 SLOT_DIMS = ("resume_0", "resume_1")  # (not the variables' names: xarray would index by them)
 TRACKS = ("atom_birth_time", "atom_end_time", "atom_parent", "atom_merged_into")
 ATOM_CELL = "atom_cell"
-_SECTIONS = 8  # scalars, extras, state, the four tracks, atom_cell
+_SECTIONS = 9  # scalars, extras, state, the four tracks, atom_cell, the stop rule
 HEADER = 2 + _SECTIONS
 _CHUNK = 4096  # values per chunk (the header sits in the first)
 _INT_TRACKS = ("atom_parent", "atom_merged_into")
@@ -56,6 +58,9 @@ def encode(resume: ResumeState, after: float, tracks: dict[str, np.ndarray]) -> 
                 np.asarray(resume.state, dtype=float).reshape(-1)]
     sections += [np.asarray(tracks.get(name, empty), dtype=float).reshape(-1)
                  for name in (*TRACKS, ATOM_CELL)]
+    rule = resume.rule
+    sections.append(empty if rule is None else pack_state(rule) if isinstance(rule, tuple)
+                    else np.asarray(rule, dtype=float).reshape(-1))
     head = [VERSION, float(after)] + [float(s.size) for s in sections]
     return np.concatenate([np.asarray(head), *sections])
 
@@ -75,7 +80,8 @@ def decode(vector: np.ndarray) -> dict[str, Any] | None:
         return None
     t, step, dt, rejected, error, dt_next, mass = part[0]
     resume = ResumeState(float(t), int(step), float(dt), part[2].copy(), int(rejected),
-                         float(error), float(dt_next), float(mass), tuple(map(float, part[1])))
+                         float(error), float(dt_next), float(mass), tuple(map(float, part[1])),
+                         part[8].copy() if part[8].size else None)
     tracks = {}
     if part[3].size:
         tracks = {name: (part[3 + i].astype(np.int32) if name in _INT_TRACKS else part[3 + i].copy())
@@ -102,10 +108,12 @@ def handle_of(store: Any) -> Any:
 
 
 def _slot_values(handle: Any, name: str) -> np.ndarray | None:
-    """A slot's values in an open NetCDF dataset or zarr group (None: no such slot)."""
+    """A slot's values in an open NetCDF dataset, zarr group or :class:`xarray.Dataset`
+    (None: no such slot)."""
     if name not in (handle.variables if hasattr(handle, "variables") else handle):
         return None
     values = handle[name][:]
+    values = getattr(values, "values", values)  # (a DataArray's)
     return np.ma.filled(np.ma.asarray(values, dtype=float), np.nan)
 
 
@@ -165,7 +173,16 @@ def exact_start(path: str | os.PathLike, last_time: float) -> dict[str, Any]:
     (at ``last_time``) of the archive at ``path``: ``{"exact": ResumeState, "t0", "step0",
     "dt0", "rejected0", "time_error0"}`` from its valid slot, or ``{}`` when it has none (the
     resume then starts from the record, or the step state behind it, as before)."""
-    found = read_resume(path, last_time)
+    return _start(read_resume(path, last_time))
+
+
+def exact_from(ds: Any, last_time: float) -> dict[str, Any]:
+    """:func:`exact_start` of a run :class:`xarray.Dataset` (as :func:`solvers.open_run` reads
+    an archive: its slot variables loaded)."""
+    return _start(pick(ds, last_time)[1])
+
+
+def _start(found: dict[str, Any] | None) -> dict[str, Any]:
     if found is None:
         return {}
     r = found["resume"]

@@ -120,7 +120,9 @@ def simulate(config: RunConfig, rho0: np.ndarray, *, t0: float = 0.0, step0: int
         return stationary
 
     snap = deliver([solver.snapshot()])[0] if fresh else replace(solver.snapshot(), stationarity=None)
-    if not fresh:
+    if exact is not None and exact.rule is not None:
+        rule.restore(exact.rule)  # the window and identities the uninterrupted run had
+    elif not fresh:
         rule(snap)  # a resumed window starts at the resumed state
     reason, last_report = "t_end", wallclock.perf_counter()
     target, done = following(t0 if after is None else float(after)), False

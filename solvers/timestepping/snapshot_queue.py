@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import time as wallclock
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -103,6 +104,7 @@ class Delivery:
                  trackers: Sequence[Callable[[Snapshot], object]], progress: Callable | None,
                  stop_when_stationary: bool) -> None:
         self.check, self.rule, self.progress = check, rule, progress
+        self._rule_state = getattr(rule, "state", None)  # (StopRule.state)
         self.trackers = [(tracker, getattr(tracker, "track_many", None)) for tracker in trackers]
         self.stop_when_stationary = stop_when_stationary
 
@@ -113,9 +115,12 @@ class Delivery:
         try:
             for snap in snapshots:
                 self.check(snap)
-                snap = Snapshot(snap.t, snap.step, snap.dt, snap.rho, snap.diagnostics,
-                                self.rule(snap), snap.restart, snap.n_rejected,
-                                snap.time_error, snap.resume)  # (cheaper than replace())
+                verdict = self.rule(snap)
+                resume = snap.resume  # with the rule's state once it judged this snapshot
+                if resume is not None and self._rule_state is not None:
+                    resume = replace(resume, rule=self._rule_state())
+                snap = Snapshot(snap.t, snap.step, snap.dt, snap.rho, snap.diagnostics, verdict,
+                                snap.restart, snap.n_rejected, snap.time_error, resume)
                 ready.append(snap)
                 if self.stop_when_stationary and snap.stationarity.held:
                     stationary = True

@@ -50,6 +50,37 @@ class StopRule:
         # the earlier one's time): a window holds a criterion iff it starts after that time
         self._bad_measure = self._bad_ids = self._bad_mass = -math.inf
 
+    def state(self) -> tuple:
+        """The rule's state now, cheaply (the records are immutable; the tracks copied), for
+        :func:`pack_state` when an archive keeps it (:class:`~solvers.core.snapshot.ResumeState`)."""
+        tr = self.tracks
+        tracks = tuple(np.array(a, dtype=float).reshape(-1) for a in
+                       (tr.unit, tr.mass, tr.birth_time, tr.end_time, tr.parent, tr.merged_into))
+        return (self._bad_measure, self._bad_ids, self._bad_mass), tracks, tuple(self.records)
+
+    def restore(self, packed: np.ndarray) -> None:
+        """Continue from a :func:`pack_state` vector (a resume: the window and the atom
+        identities as the uninterrupted run had them)."""
+        v = np.asarray(packed, dtype=float)
+        self._bad_measure, self._bad_ids, self._bad_mass = map(float, v[:3])
+        k, i = int(v[3]), 4
+        d = self.tracks.dim
+        parts = []
+        for size in (k * d, k, k, k, k, k):
+            parts.append(v[i:i + size])
+            i += size
+        tr = self.tracks
+        tr.unit, tr.mass, tr.birth_time, tr.end_time = parts[0].reshape(k, d), *parts[1:4]
+        tr.parent, tr.merged_into = parts[4].astype(np.int64), parts[5].astype(np.int64)
+        self.records.clear()
+        for _ in range(int(v[i])):
+            t, measure, diffuse, n = v[i + 1:i + 5]
+            n = int(n)
+            ids, masses = v[i + 5:i + 5 + n].astype(int).tolist(), v[i + 5 + n:i + 5 + 2 * n]
+            self.records.append(_Record(float(t), float(measure), frozenset(ids),
+                                        dict(zip(ids, masses.tolist())), float(diffuse)))
+            i += 4 + 2 * n
+
     def _measure(self, snap: Snapshot) -> float:
         d = snap.diagnostics
         if self.time.stationary_measure == "velocity":
@@ -91,6 +122,20 @@ class StopRule:
         if abs(b.diffuse - a.diffuse) > limit:
             return False
         return all(abs(b.mass[k] - a.mass[k]) <= limit for k in b.ids)
+
+
+def pack_state(state: tuple) -> np.ndarray:
+    """A :meth:`StopRule.state` as one float vector: the three failure times, the number of
+    identities ``k``, the tracks (positions ``k x d``, masses, birth, end, parent, merged into),
+    the number of records, then each record ``(t, measure, diffuse, n, ids (n), masses (n))``."""
+    bad, tracks, records = state
+    out = [np.asarray(bad, float), np.array([float(tracks[1].size)]), *tracks,
+           np.array([float(len(records))])]
+    for r in records:
+        ids = sorted(r.ids)
+        out.append(np.array([r.t, r.measure, r.diffuse, len(ids), *ids,
+                             *(r.mass[k] for k in ids)], dtype=float))
+    return np.concatenate(out)
 
 
 def _is_stationary(history: list[Snapshot], config: RunConfig) -> bool:

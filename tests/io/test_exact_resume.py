@@ -26,10 +26,14 @@ from solvers.timestepping.loop import simulate
 
 ROOT = Path(__file__).resolve().parents[2]
 INITIAL = '[initial]\nkind = "uniform"\nmodes = [[1, 0.05], [3, 0.02]]\n'
-# the default method: spectral, then (t = 0.01) Lagrangian cells, with a Dirac atom from t = 12
-DEFAULT = paper_s1_toml(128, 5.0, t_end=16.0, snapshot_interval=0.5,
+# the default method: spectral, then (t = 0.01) Lagrangian cells, with a Dirac atom from t = 12;
+# a short stationarity window, so that the stop rule's verdicts depend on the records before a
+# resume (the archive keeps its window)
+WINDOW = "stationary_window_time = 3.0\n"
+DEFAULT = paper_s1_toml(128, 5.0, t_end=16.0, snapshot_interval=0.5, time_keys=WINDOW,
                         extra="progress = false\n" + INITIAL)
-FV_DIRAC = paper_s1_toml(128, 5.0, t_end=16.0, snapshot_interval=0.5, time_keys='scheme = "fv"',
+FV_DIRAC = paper_s1_toml(128, 5.0, t_end=16.0, snapshot_interval=0.5,
+                         time_keys=WINDOW + 'scheme = "fv"',
                          extra='progress = false\n[atoms]\nrepresentation = "dirac"\n' + INITIAL)
 
 
@@ -94,6 +98,7 @@ def test_default_method_stopped_in_its_cells_phase_resumes_bitwise(tmp_path, suf
     _run(DEFAULT, part, stop_after=13.0)
     assert read_last_state(part)[0] == 13.0
     assert open_run(part)["dirac_mass"][-1].notnull().any()  # a Dirac atom when it stopped
+    assert (open_run(whole)["stationary_window"] == 1).sum() > 20  # the window spans a resume
     assert _resume(DEFAULT, part) == "cells"  # the Lagrangian cells, restored as they were
     _assert_same(part, whole)
 
@@ -110,7 +115,8 @@ def test_fv_dirac_run_stopped_mid_way_resumes_bitwise(tmp_path):
 def test_slot_vector_round_trips_and_rejects_damage():
     from solvers.core.snapshot import ResumeState
 
-    r = ResumeState(1.5, 12, 0.01, np.arange(9.0), 3, 1e-7, 0.02, 1.0, (4.0, 1e-14))
+    r = ResumeState(1.5, 12, 0.01, np.arange(9.0), 3, 1e-7, 0.02, 1.0, (4.0, 1e-14),
+                    np.array([0.5, -np.inf, 1.0]))
     tracks = {"atom_birth_time": np.array([0.5, 1.0]), "atom_end_time": np.array([np.nan, 1.5]),
               "atom_parent": np.array([-1, 0], np.int32), "atom_merged_into": np.array([1, -1], np.int32),
               "atom_cell": np.arange(5, dtype=np.int32)}
@@ -120,6 +126,7 @@ def test_slot_vector_round_trips_and_rejects_damage():
     assert np.array_equal(found["resume"].state, r.state)
     assert np.array_equal(found["tracks"]["atom_end_time"], tracks["atom_end_time"], equal_nan=True)
     assert np.array_equal(found["atom_cell"], np.arange(5))
+    assert np.array_equal(found["resume"].rule, r.rule)
     assert resume_slots.decode(v[:-1]) is None  # cut short: its lengths do not fit
     assert resume_slots.decode(np.full(v.size, np.nan)) is None  # never written
 
