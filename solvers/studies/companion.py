@@ -31,7 +31,6 @@ import queue as queues
 import signal
 import sys
 from dataclasses import dataclass, replace
-from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -172,8 +171,3 @@ class Companion:
             self._state = kind
             if kind == "error":
                 log.debug("companion failed: %s", t)
-
-
-def as_snapshot(atoms: CompanionAtoms) -> Any:
-    """A stand-in for the companion's final snapshot: ``.t`` and ``.diagnostics``."""
-    return SimpleNamespace(t=atoms.t, diagnostics=atoms)

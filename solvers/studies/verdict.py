@@ -24,6 +24,7 @@ import json
 import math
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -261,10 +262,8 @@ def run_verdict(config: RunConfig, result: Any, check_resolution: bool = True, *
 
     def coarse(half: RunConfig, t: float) -> Any:
         found = companion.atoms_at(t) if companion is not None else None
-        if found is not None:
-            from solvers.studies.companion import as_snapshot
-
-            return as_snapshot(found)
+        if found is not None:  # the companion's atoms at t, read as a snapshot's diagnostics
+            return SimpleNamespace(t=found.t, diagnostics=found)
         half = replace(half, time=replace(half.time, t_end=max(t, 1e-12), stop_when_stationary=False))
         rho0, atoms0 = initial_state(half)
         return simulate(half, rho0, atoms0=atoms0).final
