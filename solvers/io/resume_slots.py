@@ -137,7 +137,8 @@ def write(handle: Any, slot: int, vector: np.ndarray) -> None:
         if name not in handle.variables:
             handle.createDimension(dim, None)
             var = handle.createVariable(name, "f8", (dim,), chunksizes=(_CHUNK,))
-            var.setncatts({"long_name": "exact state a resume continues from (one of two slots; "
+            var.setncatts({"units": "1",
+                           "long_name": "exact state a resume continues from (one of two slots; "
                                         "valid when its after_time, value 1, is the last "
                                         "record's time)"})
         var = handle.variables[name]
