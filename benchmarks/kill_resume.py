@@ -152,6 +152,17 @@ def records(path: Path) -> int:
         return 0
 
 
+def unreadable(path: Path) -> str:
+    """Why ``path`` cannot be opened as a run archive ("readable": it can)."""
+    from solvers.io.archive import open_run
+
+    try:
+        open_run(path)
+    except Exception as err:  # noqa: BLE001  (reported, whatever it is)
+        return f"{type(err).__name__}: {str(err)[:160]}"
+    return "readable"
+
+
 def variables(path: Path) -> dict[str, np.ndarray]:
     from solvers.io.archive import open_run
 
@@ -252,14 +263,20 @@ def kill_once(case: str, cfg: Path, reference: Path, span: float, k: int, work: 
     else:
         proc = meanfield("run", str(cfg), "-o", str(out), "--no-check", cwd=work)
         first_record(proc, out)
-        delay = rng.uniform(0.0, span)  # over the rest of the uninterrupted run
-        time.sleep(delay)
+        delay = rng.uniform(0.0, span)  # over the records of the uninterrupted run
+        start = time.perf_counter()
+        while proc.poll() is None and time.perf_counter() - start < delay:
+            records(out)  # (polled as records_span polled the reference: the same load)
+            time.sleep(0.05)
         when = f"record 1 + {delay:.2f} s"
         if proc.poll() is None:
             proc.send_signal(signal.SIGKILL)
         proc.communicate(timeout=1800)
     tally.kills += 1
     held = records(out)
+    if held == 0 and out.exists():  # say why the killed archive cannot be read
+        when += f" ({unreadable(out)})"
+
     if proc.returncode == 0:
         tally.finished_first += 1
     else:

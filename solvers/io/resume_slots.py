@@ -29,6 +29,7 @@ counted finds the new slot whole (it was synced with the records, before the cou
 from __future__ import annotations
 
 import os
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -161,8 +162,10 @@ def read_resume(path: str | os.PathLike, last_time: float) -> dict[str, Any] | N
     if path.suffix == ".zarr" or path.is_dir():
         import zarr
 
-        group = zarr.open_group(str(path), mode="r", use_consolidated=False)
-        return pick(group, last_time)[1]
+        with warnings.catch_warnings():  # a killed writer's temporary '.partial' files
+            warnings.simplefilter("ignore")
+            group = zarr.open_group(str(path), mode="r", use_consolidated=False)
+            return pick(group, last_time)[1]
     import netCDF4
 
     with netCDF4.Dataset(path, "r") as nc:
