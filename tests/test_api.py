@@ -64,9 +64,8 @@ def test_overrides_as_keywords_and_dicts():
 
 def test_resume_dataset_equals_one_long_run():
     """Stopping at t = 2 and resuming to t = 4 gives the uninterrupted run's snapshots, bitwise
-    (the archive keeps the step the controller proposes next). The fv grid: a resume of the
-    default method restarts its Lagrangian cells from the archived grid density, close to the
-    uninterrupted run but not bitwise."""
+    (the archive keeps the step the controller proposes next); the fv grid here, the default
+    method in tests/io/test_exact_resume.py."""
     whole = solvers.run(CONFIG, time__scheme="fv")
     first = solvers.run(CONFIG, time__t_end=2.0, time__scheme="fv")
     more = solvers.resume(first, t_end=4.0)
@@ -75,8 +74,7 @@ def test_resume_dataset_equals_one_long_run():
 
 
 def test_resume_continues_the_bookkeeping(tmp_path):
-    """A resume of the default method (its cells restart from the archived grid density)
-    continues the time-error estimate, the rejected steps and the method history, from a file
+    """A resume of the default method continues the time-error estimate, the rejected steps and the method history, from a file
     and from a Dataset alike; the Dataset's verdict is the whole run's, as the file's."""
     path = tmp_path / "run.nc"
     first = solvers.run(CONFIG, path=path, time__t_end=2.0)

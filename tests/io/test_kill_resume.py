@@ -14,8 +14,7 @@ import pytest
 import xarray as xr
 from conftest import paper_s1_toml
 
-# the fv grid: its resume continues the archived grid state bitwise (the default method's cells
-# restart from the archived grid density, close but not bitwise)
+# the fv grid (the default method and the fv Dirac state: tests/io/test_exact_resume.py)
 CONFIG = paper_s1_toml(512, 5.0, t_end=12.0, snapshot_interval=0.25,
                        time_keys='dt = 0.0025\nscheme = "fv"',
                        extra='progress = false\n[initial]\nkind = "uniform"\nmodes = [[3, 0.1]]\n')
