@@ -174,14 +174,9 @@ def valid_slot(path: Path) -> np.ndarray:
     """The archive's valid resume slot, re-encoded (empty: none); which of the two slots holds
     it, and what the other holds, depend on how the records were blocked."""
     from solvers.io import resume_slots
-    from solvers.io.archive import read_last_state
+    from solvers.io.archive import open_run, read_last_state
 
-    found = resume_slots.read_resume(path, read_last_state(path)[0])
-    if found is None:
-        return np.zeros(0)
-    cells = found["atom_cell"]
-    tracks = {**found["tracks"], **({} if cells is None else {"atom_cell": cells})}
-    return resume_slots.encode(found["resume"], found["after"], tracks)
+    return resume_slots.valid_vector(open_run(path), read_last_state(path)[0])
 
 
 def differences(a: Path, b: Path) -> list[str]:

@@ -129,6 +129,19 @@ def pick(handle: Any, last_time: float) -> tuple[int, dict[str, Any] | None]:
     return -1, None
 
 
+def valid_vector(handle: Any, last_time: float) -> np.ndarray:
+    """The valid slot of ``handle`` (an open archive or :class:`xarray.Dataset`) for its last
+    record at ``last_time``, re-encoded without the stale tail (empty: none). Two runs that
+    took the same steps have equal ones, whichever slot holds it (that depends on how the
+    records were blocked, as does what the other slot holds)."""
+    found = pick(handle, last_time)[1]
+    if found is None:
+        return np.zeros(0)
+    cells = found["atom_cell"]
+    tracks = {**found["tracks"], **({} if cells is None else {ATOM_CELL: cells})}
+    return encode(found["resume"], found["after"], tracks)
+
+
 def write(handle: Any, slot: int, vector: np.ndarray) -> None:
     """Write ``vector`` into slot ``slot`` of an open NetCDF dataset (``netCDF4.Dataset``) or
     zarr group: the body first, the header (which makes it valid) last. Nothing is synced here:

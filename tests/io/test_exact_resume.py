@@ -71,12 +71,10 @@ def _resume(text: str, path: Path) -> str:
 
 
 def _valid_slot(path: Path) -> np.ndarray:
-    """The archive's valid resume slot, re-encoded (which slot holds it, and what the other
-    holds, depend on how the records were blocked)."""
-    found = resume_slots.read_resume(path, read_last_state(path)[0])
-    cells = found["atom_cell"]
-    tracks = {**found["tracks"], **({} if cells is None else {"atom_cell": cells})}
-    return resume_slots.encode(found["resume"], found["after"], tracks)
+    """The archive's valid resume slot (:func:`resume_slots.valid_vector`)."""
+    vector = resume_slots.valid_vector(open_run(path), read_last_state(path)[0])
+    assert vector.size, "no valid resume slot"
+    return vector
 
 
 def _assert_same(a: Path, b: Path) -> None:
