@@ -28,6 +28,7 @@ counted finds the new slot whole (it was synced with the records, before the cou
 
 from __future__ import annotations
 
+import logging
 import os
 import warnings
 from pathlib import Path
@@ -38,6 +39,7 @@ import numpy as np
 from solvers.core.snapshot import ResumeState
 from solvers.timestepping.stop_rule import pack_state
 
+log = logging.getLogger(__name__)
 VERSION = 2.0
 SLOTS = ("resume_state_0", "resume_state_1")
 SLOT_DIMS = ("resume_0", "resume_1")  # (not the variables' names: xarray would index by them)
@@ -73,7 +75,8 @@ def decode(vector: np.ndarray) -> dict[str, Any] | None:
     if v.size < HEADER or v[0] != VERSION:
         return None
     sizes = v[2:HEADER]
-    if not (np.all(np.isfinite(sizes)) and np.all(sizes >= 0)) or HEADER + sizes.sum() > v.size:
+    if not (np.all(np.isfinite(sizes)) and np.all(sizes >= 0) and np.all(sizes == np.rint(sizes))
+            and np.isfinite(v[1])) or HEADER + sizes.sum() > v.size:
         return None
     bounds = np.concatenate([[0], np.cumsum(sizes.astype(np.int64))]) + HEADER
     part = [v[bounds[i]:bounds[i + 1]] for i in range(_SECTIONS)]
@@ -122,8 +125,11 @@ def pick(handle: Any, last_time: float) -> tuple[int, dict[str, Any] | None]:
     """``(index, decoded)`` of the slot whose ``after_time`` is ``last_time`` (the archive's last
     complete record), or ``(-1, None)`` when neither is."""
     for i, name in enumerate(SLOTS):
-        values = _slot_values(handle, name)
-        found = decode(values) if values is not None and values.size >= HEADER else None
+        try:
+            values = _slot_values(handle, name)
+            found = decode(values) if values is not None and values.size >= HEADER else None
+        except (OSError, ValueError, KeyError, TypeError, IndexError, RuntimeError):
+            found = None  # a damaged slot is not valid (the other, or the last record, is used)
         if found is not None and found["after"] == last_time:
             return i, found
     return -1, None
@@ -171,7 +177,16 @@ def read_resume(path: str | os.PathLike, last_time: float) -> dict[str, Any] | N
     """The decoded valid slot of the archive at ``path`` (see :func:`decode`) for its last
     complete record at ``last_time``; None when it has none (an archive written before the
     slots, or a discretisation that cannot be restored exactly)."""
-    path = Path(path)
+    try:
+        return _read_resume(Path(path), last_time)
+    except (OSError, ValueError, KeyError, TypeError, IndexError, RuntimeError) as err:
+        # a damaged slot does not stop a resume: it continues from the last record instead
+        log.warning("%s: its resume slots cannot be read (%s); resuming from the last record",
+                    path, err)
+        return None
+
+
+def _read_resume(path: Path, last_time: float) -> dict[str, Any] | None:
     if path.suffix == ".zarr" or path.is_dir():
         import zarr
 
