@@ -85,6 +85,10 @@ def configure(verbosity: int = NORMAL) -> logging.Handler:
     root.setLevel(OTHERS[verbosity])
     for name in PACKAGE_LOGGERS + (WARNINGS_LOGGER,):
         logging.getLogger(name).setLevel(LEVELS[verbosity])
+    # zarr reads a store's arrays in asyncio tasks: where one array's metadata is damaged the
+    # others are left pending, and asyncio reports each at exit ("Task was destroyed but it is
+    # pending!"); the command has already said what is wrong with the store (debug with -v)
+    logging.getLogger("asyncio").setLevel(logging.DEBUG if verbosity >= VERBOSE else logging.CRITICAL)
     return handler
 
 

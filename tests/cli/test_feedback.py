@@ -254,3 +254,16 @@ def test_sweep_in_a_pipe_is_plain_lines(tmp_path) -> None:
     assert "Scheduler at" not in proc.stderr and "INFO" not in proc.stderr  # dask at warnings
     lines = proc.stdout.splitlines()
     assert lines[0].startswith("[1/2] beta-") and lines[-1].startswith("2 of 2 runs finished")
+
+
+def test_a_damaged_zarr_array_gives_one_error_line(tmp_path) -> None:
+    """One array's metadata emptied: ``info`` says the store is unreadable in one line; zarr's
+    pending asyncio tasks are not reported at exit (they were, one line each)."""
+    cfg = write(tmp_path, TINY)
+    store = tmp_path / "run.zarr"
+    assert meanfield("run", cfg, "-o", str(store), "--no-check", "-q", cwd=tmp_path).returncode == 0
+    (store / "rho" / "zarr.json").write_text("")
+    proc = meanfield("info", str(store), cwd=tmp_path)
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == 2 and len(lines) == 1, proc.stderr
+    assert "run.zarr" in lines[0] and "Task" not in proc.stderr
