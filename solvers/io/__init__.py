@@ -10,6 +10,7 @@
   (NetCDF4 file, zarr v3 directory); :mod:`~solvers.io.records`: snapshots buffered as records.
 - :mod:`~solvers.io.reading`: reading archives robustly (a live writer, a crash's trailing records).
 - :mod:`~solvers.io.restart`: the exact step state behind an interpolated last record.
+- :mod:`~solvers.io.resume_slots`: the exact resume state behind the last record, in two slots.
 - :mod:`~solvers.io.atom_history`: births, ends and mass budgets of every atom identity.
 - :mod:`~solvers.io.cf`: CF-1.8 metadata of the study outputs.
 - :mod:`~solvers.io.safe_paths`, :mod:`~solvers.io.lock`: writing without touching what is not

@@ -1,7 +1,8 @@
 """Studies built on runs: checks, ladders, sweeps and comparisons.
 
 - :mod:`~solvers.studies.verdict`: every run's accuracy statement (time error, the atoms at half
-  the resolution, exact stationarity, warnings).
+  the resolution, exact stationarity, warnings); :mod:`~solvers.studies.companion`: its
+  half-resolution run in a second process beside the main run.
 - :mod:`~solvers.studies.lemma51`, :mod:`~solvers.studies.lemma51_measures`,
   :mod:`~solvers.studies.lemma51_inversion`: the Lemma 5.1 spectral-inversion check.
 - :mod:`~solvers.studies.converge`: refinement ladders in space and time.

@@ -206,6 +206,8 @@ def _stack(runs: dict[tuple[int, ...], Any], dims: Sequence[str], shape: tuple[i
         dropped = sorted({str(v) for p in parts for v in p.variables
                           if set(p[v].dims) & set(GRID_DIMS)})
         parts = [p.drop_vars([v for v in dropped if v in p.variables]) for p in parts]
+    # each run's resume slots (solvers.io.resume_slots) are its own restart data, not results
+    parts = [p.drop_dims([d for d in p.dims if str(d).startswith("resume_")]) for p in parts]
     parts = [p.assign_coords({d: np.arange(p.sizes[d]) for d in RAGGED if d in p.dims})
              for p in parts]
     fixed = {"cell_weight"} | {str(v) for v in parts[0].data_vars if str(v).endswith("_bounds")}

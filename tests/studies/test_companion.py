@@ -55,6 +55,7 @@ def test_a_failing_child_gives_none(monkeypatch):
         raise RuntimeError("boom")
 
     monkeypatch.setattr("solvers.io.state.initial_state", broken)  # (the forked child sees it)
+    monkeypatch.setattr(comp, "_start_method", lambda: "fork")  # (a spawned one would not)
     with comp.Companion.start(config) as child:
         assert child.atoms_at(60.0) is None
     assert child._state == "error"
