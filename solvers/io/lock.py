@@ -47,6 +47,28 @@ def _holder(fd: int) -> str:
     return f" (pid {pid})" if pid.isdigit() else ""
 
 
+def check_not_busy(path: str | os.PathLike) -> None:
+    """Raise :class:`ArchiveBusyError` when a live process holds the lock of the archive at
+    ``path`` (a resume must not read a file another process is writing: its slots and last
+    records are in flux). Creates nothing: an absent lock file means nobody writes, and the
+    probe takes a shared lock on an existing one only for the test."""
+    lock = lock_path(path)
+    try:
+        fd = os.open(lock, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError:  # absent (nobody writes), or a link (the writer itself refuses it)
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except OSError as err:
+        if err.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+            raise ArchiveBusyError(f"{Path(path)} is being written by another process"
+                                   f"{_holder(fd)}; wait for it to finish or "
+                                   "write elsewhere with -o") from None
+        raise
+    finally:
+        os.close(fd)
+
+
 class ArchiveLock:
     """Exclusive, non-blocking advisory lock of one archive path (a context manager).
 

@@ -21,6 +21,7 @@ import xarray as xr
 
 from solvers.io.cf import to_api
 from solvers.io.errors import ArchiveError
+from solvers.io.lock import check_not_busy
 from solvers.io.layout import (
     _HDF5_SIGNATURE,
     RESTART,
@@ -313,7 +314,9 @@ POLISHED = "polish_representation"  # the global attribute of a `meanfield polis
 
 
 def check_resumable(path: str | os.PathLike) -> None:
-    """Raise ValueError when ``path`` is a polished measure (``meanfield polish``), not a run."""
+    """Raise ValueError when ``path`` is a polished measure (``meanfield polish``), not a run;
+    :class:`~solvers.io.lock.ArchiveBusyError` when another process is writing it."""
+    check_not_busy(path)
     if is_zarr(path):
         from solvers.io.zarr_store import open_zarr_run
 

@@ -14,7 +14,7 @@ import xarray as xr
 
 import solvers
 from solvers.io.archive import ArchiveWriter, open_run
-from solvers.io.lock import ArchiveLock, lock_path
+from solvers.io.lock import ArchiveBusyError, ArchiveLock, check_not_busy, lock_path
 from solvers.io.safe_paths import (
     UnsafePathError,
     check_target,
@@ -80,6 +80,18 @@ def test_hard_linked_lock_file_is_refused(tmp_path: Path) -> None:
     with pytest.raises(UnsafePathError, match="hard links"):
         run_to(target)
     assert bait.read_bytes() == VICTIM
+
+
+def test_busy_probe_sees_a_held_lock_and_creates_nothing(tmp_path: Path) -> None:
+    # a resume probes the lock before reading the archive (its slots are in flux while written)
+    target = tmp_path / "run.nc"
+    check_not_busy(target)
+    assert not lock_path(target).exists()  # the probe creates no lock file
+    with ArchiveLock(target):  # flock: a second open file description conflicts, same process
+        with pytest.raises(ArchiveBusyError, match=f"being written by another process \\(pid {os.getpid()}\\)"):
+            check_not_busy(target)
+    check_not_busy(target)
+    assert not lock_path(target).exists()
 
 
 def test_fifo_at_the_lock_name_is_refused_without_hanging(tmp_path: Path) -> None:
