@@ -25,6 +25,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from solvers.core.snapshot import Restart, ResumeState, Snapshot, Stationarity
+from solvers.model.method import choose_method
 from solvers.model.params import RunConfig
 
 BATCH_SNAPSHOTS = 64  # snapshots made together at most (1: each as its time is passed)
@@ -177,7 +178,8 @@ def snapshot_mode(config: RunConfig) -> str:
         return mode
     # with noise the steps are not limited by the diffusion (docs/noise.md §5): a straight line
     # across one would miss its exponential decay
-    free = config.time.scheme == "fv" and config.time.dt is None and config.model.noise == 0
+    # the scheme that runs: a config naming none runs the default's (S^2 descent: fv)
+    free = choose_method(config).scheme == "fv" and config.time.dt is None and config.model.noise == 0
     return "interpolate" if free else "land"
 
 
