@@ -185,11 +185,6 @@ def _dot(points: np.ndarray, a: int, unit: np.ndarray) -> float:
     return dot
 
 
-@njit(cache=True, inline="always")
-def _distance(points: np.ndarray, a: int, unit: np.ndarray) -> float:
-    return math.acos(min(max(_dot(points, a, unit), -1.0), 1.0))
-
-
 @njit(cache=True)
 def core(cells: np.ndarray, cell_mass: np.ndarray, points: np.ndarray, width: np.ndarray,
          start: np.ndarray, radius: float) -> tuple[np.ndarray, float]:
@@ -199,14 +194,20 @@ def core(cells: np.ndarray, cell_mass: np.ndarray, points: np.ndarray, width: np
     wide = 0.0
     for c in cells:
         wide = max(wide, width[c])
-    # beyond radius + width/2 a cell's weight is exactly 0: skip it without an arccos
+    # beyond radius + width/2 a cell's weight is exactly 0: skip it without an arccos; within
+    # radius - width/2 exactly 1 (the clamp in _inside): no arccos either (the margin 1e-9 in the
+    # cosine keeps (radius - dist) / width + 0.5 above 1 by far more than its rounding)
     near = math.cos(min(radius + 0.5 * wide, np.pi)) - 1e-9
+    inner = math.cos(radius - 0.5 * wide) + 1e-9 if radius > 0.5 * wide else 2.0
     for _ in range(8):
         centre = np.zeros(d)
         for c in cells:
-            if _dot(points, c, unit) < near:
+            dot = _dot(points, c, unit)
+            if dot < near:
                 continue
-            w = max(cell_mass[c], 0.0) * _inside(_distance(points, c, unit), radius, width[c])
+            w = max(cell_mass[c], 0.0)
+            if dot <= inner:
+                w *= _inside(math.acos(min(max(dot, -1.0), 1.0)), radius, width[c])
             for k in range(d):
                 centre[k] += w * points[c, k]
         norm = math.sqrt(np.sum(centre * centre))
@@ -219,8 +220,12 @@ def core(cells: np.ndarray, cell_mass: np.ndarray, points: np.ndarray, width: np
             break
     total = 0.0
     for c in cells:
-        if _dot(points, c, unit) >= near:
-            total += max(cell_mass[c], 0.0) * _inside(_distance(points, c, unit), radius, width[c])
+        dot = _dot(points, c, unit)
+        if dot >= near:
+            w = max(cell_mass[c], 0.0)
+            if dot <= inner:
+                w *= _inside(math.acos(min(max(dot, -1.0), 1.0)), radius, width[c])
+            total += w
     return unit, total
 
 
