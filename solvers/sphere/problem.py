@@ -26,6 +26,7 @@ from solvers.model import perceptron
 from solvers.model.activations import get_activation
 from solvers.model.params import ModelParams, PerceptronParams
 from solvers.sphere.cells import SphereGrid
+from solvers.sphere.point_spectra import PointSpectra
 from spectral import kernel_bandwidth, kernel_eigenvalues
 
 
@@ -134,7 +135,8 @@ class SphereProblem:
 
     def __post_init__(self) -> None:
         g, b, p = self.grid, self.grid.basis, self.model.perceptron
-        L = min(b.lmax, kernel_bandwidth(self.model.beta, 3, tol=1e-17))
+        band = kernel_bandwidth(self.model.beta, 3, tol=1e-17)
+        L = min(b.lmax, band)
         log_lam = kernel_eigenvalues(self.model.beta, np.arange(b.lmax + 1), 3, log=True)
         lam = np.exp(log_lam + kernel_log_shift(self.model))
         lam[L + 1:] = 0.0
@@ -143,7 +145,7 @@ class SphereProblem:
         _, wp_z, _ = perceptron_components(p, g, g.theta, g.phi_faces)
         object.__setattr__(self, "backend", resolve_backend(self.backend))
         self._c.update(
-            L=L, kernel=lam[b.degrees], centres=Synthesis.build(b.degrees, b.orders, L, g.theta, b.nphi),
+            L=L, exact=band <= b.lmax, kernel=lam[b.degrees], centres=Synthesis.build(b.degrees, b.orders, L, g.theta, b.nphi),
             faces=Synthesis.build(b.degrees, b.orders, L, g.theta_faces, b.nphi),
             w_theta_c=wt_c, w_phi_c=wp_c, v_c=v_c, w_theta_f=wt_f, w_phi_z=wp_z,
         )
@@ -156,6 +158,15 @@ class SphereProblem:
     def bandwidth(self) -> int:
         """Highest degree ``L`` used for the attention field."""
         return self._c["L"]
+
+    @property
+    def point_spectra(self) -> PointSpectra:
+        """The expansion's operations on point masses and at points (:mod:`solvers.sphere.point_spectra`)."""
+        if "points" not in self._c:
+            sel, b = self._c["centres"].sel, self.grid.basis
+            self._c["points"] = PointSpectra(sel, b.degrees[sel], b.orders[sel], self._c["kernel"][sel],
+                                             self._c["L"], self._c["exact"], self.backend)
+        return self._c["points"]
 
     def kernel_coefficients(self, rho: np.ndarray, backend: str | None = None) -> np.ndarray:
         """``(K*rho)_lm`` (shtns order), from the grid density (nlat, nphi).
@@ -308,11 +319,15 @@ class SphereProblem:
         w = self._c["w_theta_f" if where == "theta_faces" else "w_phi_z"]
         return self.sign * (self._attention(f_lm, where) + w)
 
+    def centre_values(self, f_lm: np.ndarray) -> np.ndarray:
+        """``f = K*rho`` at the cell centres (nlat, nphi) from ``f_lm`` (:meth:`kernel_coefficients`)."""
+        return self._c["centres"](f_lm, "p")
+
     def centre_fields(self, rho: np.ndarray) -> dict[str, np.ndarray]:
         """At cell centres (each (nlat, nphi)): ``f``, ``grad U`` and the unsigned velocity ``V``."""
         syn, beta = self._c["centres"], self.model.beta
         f_lm = self.kernel_coefficients(rho)
-        f = syn(f_lm, "p")
+        f = self.centre_values(f_lm)
         gf_t = syn(f_lm, "dp")
         gf_p = syn(f_lm, "p", d_phi=True) / np.sin(self.grid.theta)[:, None]
         gu_t, gu_p = gf_t / beta + self._c["w_theta_c"], gf_p / beta + self._c["w_phi_c"]

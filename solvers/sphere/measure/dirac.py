@@ -15,7 +15,12 @@ the velocity at its point and feels no force from itself (``grad_x K(x, x_i) = 0
   Gauss analysis of a grid density gives the exact moments of that point-mass measure
   (docs/methods.md §6.5) and the kernel's eigenvalues past the bandwidth ``L`` are below ``1e-17
   lambda_0`` (docs/math.md §2), so this sum *is* the spectral field, evaluated off the grid
-  without the ``1/sin(theta)`` of the spherical components at the poles.
+  without the ``1/sin(theta)`` of the spherical components at the poles;
+- with the compiled backend and an expansion cut below round-off (:attr:`SphereMeasureField.spectral`)
+  both go through the kernel's expansion instead (:mod:`solvers.sphere.point_spectra`): the
+  atoms' coefficients join the density's before one synthesis at the faces, and the density's
+  gradient at an atom is summed from its coefficients (the cell sums within ``1e-6`` of a pole).
+  The same sums to round-off, at a fraction of the cost.
 
 Between steps (never inside a Runge-Kutta step) absorption, merging and capture change the atoms
 (:mod:`solvers.sphere.measure.dirac_events`). Here: the fields, and which cells points lie in.
@@ -158,6 +163,10 @@ class SphereMeasureField:
         """
         p = self.problem
         if m.size and (backend or p.backend) == "numba" and self.backend == "numba":
+            if self.spectral:  # the atoms' coefficients join the density's: one synthesis
+                total = np.array(f_lm, dtype=complex)
+                total[p.point_spectra.sel] += p.point_spectra.coefficients(x, m)
+                return p.face_velocities(total, backend="numba")
             return p.face_velocities(f_lm, backend="numba", add=lambda spec: self._add_spectra(spec, x, m))
         u_t, u_p = p.face_velocities(f_lm, backend=backend)
         if m.size:
@@ -210,15 +219,41 @@ class SphereMeasureField:
         grad = self._cell_sums(rho, points)[1]
         return grad - np.sum(grad * points, axis=1, keepdims=True) * points
 
-    def atom_gradient(self, rho: np.ndarray, x: np.ndarray, m: np.ndarray) -> np.ndarray:
-        """``grad U`` at every atom, its own mass excluded (it exerts no force), shape (n, 3)."""
+    @property
+    def spectral(self) -> bool:
+        """Whether the atoms' fields go through the kernel's expansion (numba backend, the
+        expansion cut below round-off: :attr:`PointSpectra.exact`): the same sums as the closed
+        forms to round-off (:mod:`solvers.sphere.point_spectra`), at a fraction of the cost."""
+        if "spectral" not in self._c:
+            p = self.problem
+            self._c["spectral"] = (self.backend == "numba" and p.backend == "numba"
+                                   and p.model.attention == "unnormalized" and p.point_spectra.exact)
+        return self._c["spectral"]
+
+    def atom_gradient(self, rho: np.ndarray, x: np.ndarray, m: np.ndarray,
+                      f_lm: np.ndarray | None = None) -> np.ndarray:
+        """``grad U`` at every atom, its own mass excluded (it exerts no force), shape (n, 3).
+
+        ``f_lm``: the density's ``(K*rho)_lm`` when at hand; with :attr:`spectral` its gradient
+        at the atoms is then summed from it (the cell sums only for atoms within ``1e-6`` of a
+        pole)."""
         if m.size == 0:
             return np.zeros((0, 3))
         w = self._weights(x, x, m)
         np.fill_diagonal(w, 0.0)
         own = w @ x - np.sum(w * (x @ x.T), axis=1)[:, None] * x
-        return (self.density_gradient_at(rho, x) + own
+        return (self._density_gradient(rho, x, f_lm) + own
                 + perceptron.half_gradient(self.problem.model.perceptron, x))
+
+    def _density_gradient(self, rho: np.ndarray, x: np.ndarray, f_lm: np.ndarray | None) -> np.ndarray:
+        if f_lm is None or not self.spectral:
+            return self.density_gradient_at(rho, x)
+        ps = self.problem.point_spectra
+        grad, ok = ps.gradient(f_lm[ps.sel], x)
+        grad /= self.beta
+        if not ok.all():
+            grad[~ok] = self.density_gradient_at(rho, x[~ok])
+        return grad
 
     def flow_potential(self, rho: np.ndarray, x: np.ndarray, m: np.ndarray,
                        f_centres: np.ndarray | None = None) -> np.ndarray:

@@ -105,7 +105,7 @@ class DiracSphereDiscretization(MeasureStateAccess, SphereDiscretization):
         floor = self.config.time.cfl_floor  # of M / (4 pi): faces that move mass (§8)
         fv.mass_floor = floor * self.total / FOUR_PI / mean if mean > 0 else floor
         drho, rate = fv.transport(rho, u_t, u_p, dt)
-        v = p.sign * self.field.atom_gradient(rho, x, m)
+        v = p.sign * self.field.atom_gradient(rho, x, m, f_lm)
         if n:
             rate = max(rate, float(np.max(np.linalg.norm(v, axis=1) / atom_widths(*self._bands, x))))
         return np.concatenate([np.ravel(drho), v.ravel(), np.zeros(2 * n)]), rate
@@ -122,9 +122,10 @@ class DiracSphereDiscretization(MeasureStateAccess, SphereDiscretization):
         rho, atoms = self.density(state).copy(), self.atoms(state)
         atoms = DiracAtoms(atoms.mass, normalise(atoms.position), atoms.ids)
         x, m = atoms.position, atoms.mass
-        u_t, u_p = self.field.face_velocities(self.problem.kernel_coefficients(rho), x, m)
+        f_lm = self.problem.kernel_coefficients(rho)
+        u_t, u_p = self.field.face_velocities(f_lm, x, m)
         if may_capture(rho, self.fv, self._adjacency, self.config.atoms):
-            potential = self.field.flow_potential(rho, x, m)
+            potential = self.field.flow_potential(rho, x, m, self.problem.centre_values(f_lm))
             rho, atoms = capture(rho, atoms, potential, self.fv, self.neighbours, self.config.atoms,
                                  self.next_id)
             self.reserve_ids(atoms)
