@@ -61,24 +61,33 @@ def point_coefficients(theta: np.ndarray, phi: np.ndarray, mass: np.ndarray, L: 
 
 
 @njit(cache=True)
-def point_gradient(coeffs: np.ndarray, theta: np.ndarray, phi: np.ndarray, L: int) -> np.ndarray:
-    """``(d_theta f, d_phi f / sin theta)`` of ``f = Re sum_k w_m c_k Ybar_k e^{i m phi}`` at
-    each point (``w_0 = 1``, ``w_m = 2``), shape (n, 2); points off the poles only."""
+def point_gradient(coeffs: np.ndarray, x: np.ndarray, L: int, pole_sin: float,
+                   out: np.ndarray) -> None:
+    """The tangent gradient of ``f = Re sum_k w_m c_k Ybar_k e^{i m phi}`` (``w_0 = 1``,
+    ``w_m = 2``) at the unit vectors ``x`` (n, 3) into ``out`` (n, 3):
+    ``d_theta f e_theta + (d_phi f / sin theta) e_phi``; rows with ``sin theta < pole_sin`` are
+    left 0 (the caller evaluates them otherwise)."""
     k = coeffs.size
-    out = np.zeros((theta.size, 2))
     p, dp = np.empty(k), np.empty(k)
-    for i in range(theta.size):
-        _legendre_row(theta[i], L, p, dp, True)
+    for i in range(x.shape[0]):
+        s = math.hypot(x[i, 0], x[i, 1])
+        if s < pole_sin:
+            out[i, 0] = out[i, 1] = out[i, 2] = 0.0
+            continue
+        theta, phi = math.atan2(s, x[i, 2]), math.atan2(x[i, 1], x[i, 0])
+        _legendre_row(theta, L, p, dp, True)
         j, gt, gp = 0, 0.0, 0.0
         for m in range(L + 1):
             w = 1.0 if m == 0 else 2.0
-            c, s = math.cos(m * phi[i]), math.sin(m * phi[i])
+            c, sn = math.cos(m * phi), math.sin(m * phi)
             for _ in range(m, L + 1):
-                re = coeffs[j].real * c - coeffs[j].imag * s  # Re(c_k e^{i m phi})
-                im = coeffs[j].real * s + coeffs[j].imag * c  # Im(c_k e^{i m phi})
+                re = coeffs[j].real * c - coeffs[j].imag * sn  # Re(c_k e^{i m phi})
+                im = coeffs[j].real * sn + coeffs[j].imag * c  # Im(c_k e^{i m phi})
                 gt += w * dp[j] * re
                 gp -= w * m * p[j] * im  # Re(i m c_k e^{i m phi}) = -m Im(...)
                 j += 1
-        out[i, 0] = gt
-        out[i, 1] = gp / math.sin(theta[i])
-    return out
+        gp /= math.sin(theta)
+        ct, cp, sp = math.cos(theta), math.cos(phi), math.sin(phi)
+        out[i, 0] = gt * ct * cp - gp * sp
+        out[i, 1] = gt * ct * sp + gp * cp
+        out[i, 2] = -gt * math.sin(theta)

@@ -85,20 +85,20 @@ class PointSpectra:
         ``coeffs`` (k,), and a mask (n,) of the points where it holds: ``sin theta >= 1e-6``
         (nearer a pole the ``1/sin theta`` of the longitude derivative loses digits; those rows
         are 0 and the caller evaluates them otherwise)."""
-        theta, phi, s = spherical_angles(x)
-        ok = s >= POLE_SIN
         if self.backend == "numba":
             from solvers.sphere.kernels_points_numba import point_gradient
 
-            parts = point_gradient(np.ascontiguousarray(coeffs, dtype=complex), np.where(ok, theta, 0.5 * np.pi),
-                                   phi, self.L)
-            d_theta, d_phi = parts[:, 0], parts[:, 1]
-        else:
-            p, dp = self._legendre(theta)
-            w = np.where(self.orders == 0, 1.0, 2.0) * coeffs
-            rot = np.exp(1j * np.outer(phi, self.orders)) * w  # (n, k)
-            d_theta = np.real((dp * rot).sum(axis=1))
-            d_phi = np.real((p * rot * (1j * self.orders)).sum(axis=1)) / np.where(ok, s, 1.0)
+            x = np.ascontiguousarray(x, dtype=float)
+            grad = np.empty_like(x)
+            point_gradient(np.ascontiguousarray(coeffs, dtype=complex), x, self.L, POLE_SIN, grad)
+            return grad, np.hypot(x[:, 0], x[:, 1]) >= POLE_SIN
+        theta, phi, s = spherical_angles(x)
+        ok = s >= POLE_SIN
+        p, dp = self._legendre(theta)
+        w = np.where(self.orders == 0, 1.0, 2.0) * coeffs
+        rot = np.exp(1j * np.outer(phi, self.orders)) * w  # (n, k)
+        d_theta = np.real((dp * rot).sum(axis=1))
+        d_phi = np.real((p * rot * (1j * self.orders)).sum(axis=1)) / np.where(ok, s, 1.0)
         ct, cp, sp = np.cos(theta), np.cos(phi), np.sin(phi)
         e_theta = np.stack([ct * cp, ct * sp, -s], axis=1)
         e_phi = np.stack([-sp, cp, np.zeros_like(sp)], axis=1)
