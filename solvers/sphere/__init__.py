@@ -10,6 +10,9 @@ Shared by both states of the sphere (the manifold's geometry and model):
   :mod:`solvers.core.atoms_numba`, hence no ``atoms_numba`` here).
 - :mod:`~solvers.sphere.kernels_sums_numba`: compiled Legendre sums of the truncated analysis
   (S^2 only: the circle's transforms are FFTs).
+- :mod:`~solvers.sphere.point_spectra`: point masses and point values through the kernel's
+  truncated expansion, compiled in :mod:`~solvers.sphere.kernels_points_numba` (S^2 only: the
+  circle's Dirac atoms are summed mode by mode in its own measure kernels).
 
 Subpackages, by state:
 
