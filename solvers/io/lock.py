@@ -26,6 +26,7 @@ from pathlib import Path
 from solvers.io.safe_paths import open_side_file, sync_folder  # noqa: F401  (re-exported)
 
 log = logging.getLogger(__name__)
+BUSY = (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES)  # flock's answers when another holds the lock
 
 
 class ArchiveBusyError(RuntimeError):
@@ -60,13 +61,17 @@ def check_not_busy(path: str | os.PathLike) -> None:
     try:
         fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
     except OSError as err:
-        if err.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
-            raise ArchiveBusyError(f"{Path(path)} is being written by another process"
-                                   f"{_holder(fd)}; wait for it to finish or "
-                                   "write elsewhere with -o") from None
+        if err.errno in BUSY:
+            raise _busy(path, fd) from None
         raise
     finally:
         os.close(fd)
+
+
+def _busy(path: str | os.PathLike, fd: int) -> ArchiveBusyError:
+    """The error for an archive whose lock (open as ``fd``) another process holds."""
+    return ArchiveBusyError(f"{Path(path)} is being written by another process{_holder(fd)}; "
+                            "wait for it to finish or write elsewhere with -o")
 
 
 class ArchiveLock:
@@ -93,12 +98,10 @@ class ArchiveLock:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except OSError as err:
-                holder = _holder(fd)
+                busy = _busy(self.path, fd)
                 os.close(fd)
-                if err.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
-                    raise ArchiveBusyError(f"{self.path} is being written by another process"
-                                           f"{holder}; wait for it to finish or "
-                                           "write elsewhere with -o") from None
+                if err.errno in BUSY:
+                    raise busy from None
                 raise
             if self._same_file(fd):
                 os.ftruncate(fd, 0)
