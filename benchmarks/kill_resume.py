@@ -111,6 +111,13 @@ def hook(cls, name):
 
 hook(n.NetCDFStore, "nc")
 hook(z.ZarrStore, "group")
+set_count = n.NetCDFStore._set_count  # NetCDF: the counts are 0-d variables
+
+def _set_count(self, name, value):
+    if name == ATTR and blocks[0] >= K: os._exit(137)
+    return set_count(self, name, value)
+
+n.NetCDFStore._set_count = _set_count
 from solvers.cli.main import main
 sys.exit(main(sys.argv[1:]))
 """

@@ -1,10 +1,16 @@
 """The NetCDF4 store of a run archive: defines the layout of :mod:`solvers.io.layout` in a file,
 appends blocks of records, and keeps the ``records_complete`` count that readers trust.
 
-A block is written in two syncs: the records (the record coordinate ``t`` last), then the
-new count. A process
-killed during the first leaves the count of the blocks before; one killed between the two
-leaves a block that readers ignore and a resume overwrites.
+A block is written in three syncs: the records (the record coordinate ``t`` last); the state a
+resume continues from with the block's marker ``records_written``; the count
+``records_complete``. A process killed during the first leaves the count of the blocks before;
+one killed later leaves a block that readers count only when its marker is on disk.
+
+Nothing a block writes is an attribute: the counts are 0-d variables and the step state's
+description a vector (:mod:`solvers.io.restart`), all rewritten in place. netCDF-C rewrites an
+attribute by deleting and re-creating it in an HDF5 object header, and a kill during that
+flush left files that no longer opened. Archives written before keep their attributes, and a
+resume appends to them in their own layout.
 """
 
 from __future__ import annotations
@@ -37,7 +43,13 @@ from solvers.io.layout import (
     spectrum_prefix,
     track_specs,
 )
-from solvers.io.restart import restart_attributes
+from solvers.io.restart import (
+    COUNT_VARIABLES,
+    RESTART_INFO,
+    RESTART_INFO_DIM,
+    encode_info,
+    restart_attributes,
+)
 
 # Compressed chunks change size when a block extends them, and HDF5 then moves them and
 # rewrites its chunk index: a SIGKILL in the middle left unreadable files (1 kill in 2 in
@@ -69,10 +81,32 @@ def define(nc: netCDF4.Dataset, grid: _Grid, spectral: bool, records: int,
     specs = axis_specs(grid, spectral) + record_specs(grid, spectral, dirac)
     for spec in specs:
         create_variable(nc, spec, records)
+    _define_block_state(nc)
     nc.sync()  # the HDF5 datasets now exist, with their fill values
     for spec in specs:
         if spec.fill is not None and not spec.fill_attr:
             nc[spec.name].delncattr("_FillValue")  # unwritten entries still read NaN
+
+
+def _define_block_state(nc: netCDF4.Dataset) -> None:
+    """The variables a block rewrites in place of attributes: the two record counts (0-d,
+    written 0 now so that their storage exists) and the step state's description."""
+    if RECORDS_COMPLETE in nc.ncattrs():
+        nc.delncattr(RECORDS_COMPLETE)
+    for name, text in zip(COUNT_VARIABLES, (
+            "number of complete records: readers read records 0 .. records_complete - 1",
+            "records written whole, records and the state a resume continues from (a larger "
+            "value than records_complete counts)")):
+        var = nc.createVariable(name, "i4", ())
+        var.setncatts({"units": "1", "long_name": text})
+        var.assignValue(0)
+    nc.createDimension(RESTART_INFO_DIM, None)
+    var = nc.createVariable(RESTART_INFO, "f8", (RESTART_INFO_DIM,), chunksizes=(1024,),
+                            fill_value=np.nan)
+    var.setncatts({"units": "1", "long_name": (
+        "step state behind an interpolated last record: [after_time, restart_time, "
+        "restart_step, restart_dt, n, d, dirac mass (n), dirac position (d n), dirac id (n)] "
+        "(n = -1: no Dirac atoms; valid when after_time equals the last record's time)")})
 
 
 def define_atom_tracks(nc: netCDF4.Dataset) -> None:
@@ -98,6 +132,18 @@ def _count_attribute(nc: netCDF4.Dataset, name: str) -> int | None:
                            f"({nc.getncattr(name)!r:.60})") from None
 
 
+def _count(nc: netCDF4.Dataset, name: str) -> int | None:
+    """A record count: the 0-d variable ``name``, or the global attribute of archives written
+    before it."""
+    var = nc.variables.get(name)
+    if var is None:
+        return _count_attribute(nc, name)
+    value = np.ma.filled(np.ma.asarray(var[...], dtype=float), np.nan).reshape(-1)
+    if value.size != 1 or not np.isfinite(value[0]) or value[0] < 0:
+        raise ArchiveError(f"{nc.filepath()} is damaged: its {name} variable is not a count")
+    return int(value[0])
+
+
 def valid_records(nc: netCDF4.Dataset) -> int:
     """Number of complete records: the ``records_complete`` count, or ``records_written`` when
     that is larger (a block synced whole, records and state, before a kill stopped its count:
@@ -105,9 +151,9 @@ def valid_records(nc: netCDF4.Dataset) -> int:
     before the counts, the records up to the last finite time (written last in a record)."""
     times = record_times(nc)
     size = len(nc.dimensions[times.dimensions[0]])
-    complete = _count_attribute(nc, RECORDS_COMPLETE)
+    complete = _count(nc, RECORDS_COMPLETE)
     if complete is not None:
-        written = _count_attribute(nc, RECORDS_WRITTEN)
+        written = _count(nc, RECORDS_WRITTEN)
         if written is not None and complete < written <= size:
             return written
         return max(0, min(complete, size))
@@ -221,12 +267,30 @@ class NetCDFStore:
                 variables[name][0:k] = values
         if restart is not None and RESTART in variables:
             variables[RESTART][...] = restart.rho.reshape(variables[RESTART].shape)
-            variables[RESTART].setncatts(restart_attributes(restart, float(block[TIME][-1])))
-        nc.setncattr(RECORDS_WRITTEN, np.int64(i + count))
+            self._write_restart_info(restart_attributes(restart, float(block[TIME][-1])))
+        self._set_count(RECORDS_WRITTEN, i + count)
         nc.sync()
         self.n += count
-        nc.setncattr(RECORDS_COMPLETE, np.int64(self.n))
+        self._set_count(RECORDS_COMPLETE, self.n)
         nc.sync()
+
+    def _write_restart_info(self, attrs: dict[str, Any]) -> None:
+        """The step state's description: the vector, its ``after_time`` last (archives
+        written before it: the attributes of ``restart_rho``)."""
+        info = self.nc.variables.get(RESTART_INFO)
+        if info is None:
+            self.nc.variables[RESTART].setncatts(attrs)
+            return
+        vector = encode_info(attrs)
+        info[1:vector.size] = vector[1:]
+        info[0] = vector[0]
+
+    def _set_count(self, name: str, value: int) -> None:
+        var = self.nc.variables.get(name)
+        if var is None:
+            self.nc.setncattr(name, np.int64(value))
+        else:
+            var.assignValue(value)
 
     def _ragged(self, name: str, var: netCDF4.Variable) -> bool:
         """Whether ``var`` is on ``(t, atom)`` or ``(t, dirac)`` (cached per name)."""

@@ -29,7 +29,7 @@ from solvers.io.layout import (
 )
 from solvers.io.netcdf_store import record_times as _times
 from solvers.io.netcdf_store import valid_records as _valid_records
-from solvers.io.restart import restart_atoms, restart_state
+from solvers.io.restart import RESTART_INFO, decode_info, fold_block_state, restart_atoms, restart_state
 
 
 def is_zarr(path: str | os.PathLike) -> bool:
@@ -125,7 +125,7 @@ def open_run(path: str | os.PathLike) -> xr.Dataset:
         with _reading(readable, shown=path) as nc:  # validates
             n = _valid_records(nc)
         try:
-            ds = to_api(xr.load_dataset(readable, engine="netcdf4"))
+            ds = fold_block_state(to_api(xr.load_dataset(readable, engine="netcdf4")))
         except (OSError, RuntimeError, KeyError, AttributeError, TypeError, ValueError) as err:
             raise ArchiveError(f"{path} is damaged: cannot read it "
                              f"({_named(err, readable, path)})") from None
@@ -212,9 +212,8 @@ def read_restart(path: str | os.PathLike) -> tuple[float, int, float, np.ndarray
         i = _valid_records(nc) - 1
         if i < 0 or RESTART not in nc.variables:
             return None
-        var = nc[RESTART]
-        attrs = {k: var.getncattr(k) for k in var.ncattrs()}
-        return restart_state(attrs, np.ma.filled(var[...], np.nan), float(_times(nc)[i]))
+        return restart_state(_restart_attrs(nc), np.ma.filled(nc[RESTART][...], np.nan),
+                             float(_times(nc)[i]))
 
 
 def read_restart_atoms(path: str | os.PathLike) -> Any:
@@ -229,9 +228,17 @@ def read_restart_atoms(path: str | os.PathLike) -> Any:
         i = _valid_records(nc) - 1
         if i < 0 or RESTART not in nc.variables or "dirac_mass" not in nc.variables:
             return None
-        var, dim = nc[RESTART], 3 if "dirac_x" in nc.variables else 1
-        return restart_atoms({k: var.getncattr(k) for k in var.ncattrs()},
-                             float(_times(nc)[i]), dim)
+        dim = 3 if "dirac_x" in nc.variables else 1
+        return restart_atoms(_restart_attrs(nc), float(_times(nc)[i]), dim)
+
+
+def _restart_attrs(nc: netCDF4.Dataset) -> dict[str, Any]:
+    """The description of the archived step state: its vector (:data:`RESTART_INFO`), or the
+    attributes of ``restart_rho`` in archives written before it."""
+    if RESTART_INFO in nc.variables:
+        return decode_info(nc[RESTART_INFO][...])
+    var = nc[RESTART]
+    return {k: var.getncattr(k) for k in var.ncattrs()}
 
 
 def resume_atoms(path: str | os.PathLike) -> Any:
