@@ -58,9 +58,10 @@ def test_archive_round_trip_with_plain_xarray(tmp_path: Path) -> None:
     g = grid()
     with xr.open_dataset(path) as ds:
         # nv: CF cell bounds; dirac: the Dirac atoms of the default representation (the default
-        # S^2 descent method is the fv grid with Dirac atoms; none in these snapshots)
+        # S^2 descent method is the fv grid with Dirac atoms; none in these snapshots);
+        # restart_len: the step state's description (restart_info: no interpolated record here)
         assert dict(ds.sizes) == {"t": 3, "theta": 32, "phi": 64, "lm": g.basis.nlm, "atom": 3,
-                                  "nv": 2, "dirac": 0}
+                                  "nv": 2, "dirac": 0, "restart_len": 0}
         assert ds.attrs["representation"] == "dirac" and ds["dirac_mass"].dims == ("t", "dirac")
         assert ds["rho"].dims == ("t", "theta", "phi") and ds.attrs["manifold"] == "S2"
         for i, t in enumerate(ds["t"].values):
