@@ -20,31 +20,20 @@ import netCDF4
 import numpy as np
 import pytest
 import xarray as xr
-from conftest import PAPER_S1_WEIGHTS_TOML
+from conftest import PAPER_S1_PERCEPTRON, toml_config
 
 import solvers
 from solvers.io.safe_paths import UnsafePathError
 
-CONFIG = f"""
-[domain]
-manifold = "S1"
-resolution = 64
-[model]
-beta = 2.0
-kernel = "exp_shifted"
-[perceptron]
-activation = "relu"
-{PAPER_S1_WEIGHTS_TOML}
-[initial]
-kind = "uniform"
-modes = [[2, 0.1]]
-[time]
-t_end = 2.0
-scheme = "fv"
-[output]
-snapshot_interval = 1.0
-progress = false
-"""
+CONFIG_DOC = {
+    "domain": {"manifold": "S1", "resolution": 64},
+    "model": {"beta": 2.0, "kernel": "exp_shifted"},
+    "perceptron": PAPER_S1_PERCEPTRON,
+    "initial": {"kind": "uniform", "modes": [[2, 0.1]]},
+    "time": {"t_end": 2.0, "scheme": "fv"},
+    "output": {"snapshot_interval": 1.0, "progress": False},
+}
+CONFIG = toml_config(CONFIG_DOC)
 ALLOWED = (solvers.ConfigError, solvers.ArchiveError, FileNotFoundError, UnsafePathError)
 
 
@@ -61,7 +50,7 @@ def made(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     shutil.copy(archive, hostile)
     with netCDF4.Dataset(hostile, "a") as nc:
         nc.setncattr("config_text", str(tmp / "evil.toml"))  # a path, not TOML
-    (tmp / "evil.toml").write_text(CONFIG.replace("beta = 2.0", "beta = 7.0"))
+    (tmp / "evil.toml").write_text(toml_config(CONFIG_DOC, model__beta=7.0))
     return {"tmp": tmp, "archive": archive, "ds": ds, "cfg": solvers.load_config(CONFIG)}
 
 
@@ -176,7 +165,7 @@ CASES: list[tuple[str, Call, str]] = [
     ("resume(Dataset, hostile text)", lambda m: solvers.resume(
         m["ds"].assign_attrs(config_text="/etc/passwd"), t_end=3.0), "config"),
     ("resume(Dataset, wrong grid)", lambda m: solvers.resume(
-        m["ds"].assign_attrs(config_text=CONFIG.replace("resolution = 64", "resolution = 32")),
+        m["ds"].assign_attrs(config_text=toml_config(CONFIG_DOC, domain__resolution=32)),
         t_end=3.0), "source"),
     # open_run
     ("open_run(123)", lambda m: solvers.open_run(123), "path"),

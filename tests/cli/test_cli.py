@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import PAPER_S2_A, PAPER_S2_OMEGA, toml_config
 
 import solvers.timestepping.loop
 from solvers.cli.main import ProgressBar, main
@@ -171,32 +172,15 @@ def test_run_info_plot_resume(tmp_path, capsys) -> None:
     assert history[-1][2].startswith("resumed") and "from t = 2:" in stdout
 
 
-S2_TINY = """
-[domain]
-manifold = "S2"
-resolution = 31
-
-[model]
-beta = 1.0
-kernel = "exp_shifted"
-
-[perceptron]
-activation = "relu"
-a = [[-0.5603236705120601, 0.0453159888005312, -0.8270331585994134],
-     [-0.8953385535255107, 0.3575716967547427, -0.2655397451433223],
-     [0.4791171509290202, 0.151262291683874, -0.8646192658044355]]
-omega = [-0.422016341580297, -1.1095875272656244, -0.3624772545416152]
-
-[initial]
-modes = [[1, 1, 0.01]]
-
-[time]
-t_end = 2.0
-
-[output]
-snapshot_interval = 1.0
-progress = false
-"""
+S2_TINY_DOC = {
+    "domain": {"manifold": "S2", "resolution": 31},
+    "model": {"beta": 1.0, "kernel": "exp_shifted"},
+    "perceptron": {"activation": "relu", "a": PAPER_S2_A.tolist(), "omega": PAPER_S2_OMEGA.tolist()},
+    "initial": {"modes": [[1, 1, 0.01]]},
+    "time": {"t_end": 2.0},
+    "output": {"snapshot_interval": 1.0, "progress": False},
+}
+S2_TINY = toml_config(S2_TINY_DOC)
 
 
 def test_s2_run_info_plot_animate_resume(tmp_path, capsys) -> None:
@@ -235,10 +219,10 @@ def test_s2_run_info_plot_animate_resume(tmp_path, capsys) -> None:
 
 
 def test_s2_bad_config_exits_2(tmp_path, capsys) -> None:
-    text = S2_TINY.replace("modes = [[1, 1, 0.01]]", "modes = [[1, 2, 0.01]]")
+    text = toml_config(S2_TINY_DOC, initial__modes=[[1, 2, 0.01]])
     rc, _, err = cli(capsys, "run", write(tmp_path, text), "-o", str(tmp_path / "o.nc"))
     assert_user_error(rc, err, "initial.modes[0]")
-    text = S2_TINY.replace("modes = [[1, 1, 0.01]]", "modes = [[1, 1, 0.5]]")  # negative
+    text = toml_config(S2_TINY_DOC, initial__modes=[[1, 1, 0.5]])  # negative
     rc, _, err = cli(capsys, "run", write(tmp_path, text), "-o", str(tmp_path / "o.nc"))
     assert_user_error(rc, err, "initial.modes")
     assert not (tmp_path / "o.nc").exists()

@@ -11,35 +11,24 @@ from pathlib import Path
 import netCDF4
 import numpy as np
 import pytest
+from conftest import toml_config
 
 import solvers.io.netcdf_store
 import solvers.io.zarr_store
 from solvers.cli.main import main
 
-RUN = """[domain]
-resolution = 64
-[model]
-beta = 2.0
-kernel = "exp_shifted"
-[perceptron]
-activation = "relu"
-a = [[1.0, 0.0], [-0.6, -0.8]]
-omega = [0.6, -0.5]
-[initial]
-kind = "uniform"
-modes = [[2, 0.1]]
-[time]
-t_end = 2.0
-scheme = "fv"
-[output]
-snapshot_interval = 0.25
-sync_interval = 0
-progress = false
-"""
+RUN_DOC = {
+    "domain": {"resolution": 64},
+    "model": {"beta": 2.0, "kernel": "exp_shifted"},
+    "perceptron": {"activation": "relu", "a": [[1.0, 0.0], [-0.6, -0.8]], "omega": [0.6, -0.5]},
+    "initial": {"kind": "uniform", "modes": [[2, 0.1]]},
+    "time": {"t_end": 2.0, "scheme": "fv"},
+    "output": {"snapshot_interval": 0.25, "sync_interval": 0, "progress": False},
+}
+RUN = toml_config(RUN_DOC)
 # the spectral scheme at a fixed step far above its stability bound: the density blows up
-BLOW_UP = RUN.replace("resolution = 64", "resolution = 128").replace(
-    'scheme = "fv"', 'scheme = "spectral"\ndt = 2.0').replace("t_end = 2.0", "t_end = 50.0") \
-    .replace("beta = 2.0", "beta = 5.0").replace("snapshot_interval = 0.25", "snapshot_interval = 2.0")
+BLOW_UP = toml_config(RUN_DOC, domain__resolution=128, model__beta=5.0, time__scheme="spectral",
+                      time__dt=2.0, time__t_end=50.0, output__snapshot_interval=2.0)
 
 
 def run_cli(capsys: pytest.CaptureFixture, *argv: str) -> tuple[int, str, str]:
@@ -126,14 +115,14 @@ def test_a_blow_up_names_its_time_without_raw_numpy_warnings(tmp_path: Path, cap
 def test_a_von_mises_centre_of_1e300_is_refused(tmp_path: Path, capsys) -> None:
     """cos(theta - 1e300) is the same number at every theta: it was a uniform start."""
     cfg = tmp_path / "vm.toml"
-    text = RUN.replace('kind = "uniform"\nmodes = [[2, 0.1]]',
-                       'kind = "von_mises"\ncenters = [1e300]\nkappas = [5.0]')
-    cfg.write_text(text)
+    von_mises = {"kind": "von_mises", "centers": [1e300], "kappas": [5.0]}
+    cfg.write_text(toml_config(RUN_DOC, initial=von_mises))
     rc, _, err = run_cli(capsys, "run", str(cfg), "-o", str(tmp_path / "vm.nc"))
     line = one_error_line(err)
     assert rc == 2 and "initial.centers[0]" in line and "not a representable angle" in line
     assert not (tmp_path / "vm.nc").exists()
-    cfg.write_text(text.replace("1e300", "6.0"))  # a plain angle runs, peaked at 6 rad
+    # a plain angle runs, peaked at 6 rad
+    cfg.write_text(toml_config(RUN_DOC, initial={**von_mises, "centers": [6.0]}))
     assert run_cli(capsys, "run", str(cfg), "-o", str(tmp_path / "ok.nc"), "--no-check")[0] == 0
 
 

@@ -31,6 +31,7 @@ ALLOWED = (solvers.ConfigError, solvers.ArchiveError, OSError, UnsafePathError,
 ATTRIBUTES = ["config_text", "records_complete", "records_written", "archive_format", "manifold", "scheme",
               "method_history", "version", "kernel"]
 VARIABLES = ["rho", "t", "step", "dt", "theta", "cell_weight", "atom_mass", "restart_rho",
+             "records_complete", "records_written", "restart_info",
              "steps_rejected", "time_error_estimate", "mass"]
 JUNK = st.one_of(st.integers(-(2**40), 2**40), st.floats(allow_nan=True), st.text(max_size=30),
                  st.sampled_from(["/etc/passwd", "[time]\nt_end = -1\n", "1e400", "",

@@ -8,26 +8,19 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import toml_config
 
 import solvers
 from solvers.cli.main import main
 from solvers.io.lock import ArchiveBusyError
 from solvers.io.zarr_store import open_zarr_run
 
-CONFIG = """[domain]
-resolution = 64
-[model]
-beta = 2.0
-[initial]
-kind = "uniform"
-modes = [[2, 0.1]]
-[time]
-t_end = 0.5
-scheme = "fv"
-[output]
-snapshot_interval = 0.1
-progress = false
-"""
+CONFIG = toml_config({
+    "domain": {"resolution": 64}, "model": {"beta": 2.0},
+    "initial": {"kind": "uniform", "modes": [[2, 0.1]]},
+    "time": {"t_end": 0.5, "scheme": "fv"},
+    "output": {"snapshot_interval": 0.1, "progress": False},
+})
 
 
 def run(cfg: Path, out: Path, *extra: str) -> int:
