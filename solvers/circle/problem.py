@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from solvers.circle.cells import layout_for, sink_corners
-from solvers.core.kernel import kernel_log_shift, max_kernel_second_derivative  # noqa: F401 (re-export)
+from solvers.model.kernel import kernel_log_shift, max_kernel_second_derivative  # noqa: F401 (re-export)
 from solvers.core.noise import free_energy
 from solvers.model import perceptron
 from solvers.model.params import ModelParams

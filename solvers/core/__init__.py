@@ -9,7 +9,6 @@ The protocol and plain-array records:
 
 Numerics on any ``S^{d-1}``:
 
-- :mod:`~solvers.core.kernel`: the (shifted) kernel as a function of the angle, its ``K''`` bound.
 - :mod:`~solvers.core.noise`: the noisy dynamics' free energy and the exponential integrators'
   ``phi`` functions.
 - :mod:`~solvers.core.limiters`: MUSCL slope limiters and WENO5 reconstruction (numpy references).

@@ -10,6 +10,7 @@
   kink faces, ``weno5``).
 - :mod:`~solvers.model.method`: the default method (``time.scheme = "auto"``): what runs, and why.
 - :mod:`~solvers.model.activations`: perceptron activations ``sigma`` and their potentials ``phi``.
+- :mod:`~solvers.model.kernel`: the (shifted) kernel as a function of the angle, its ``K''`` bound.
 - :mod:`~solvers.model.perceptron`: the perceptron potential ``v`` and its half gradient (paper eq. 2.7).
 - :mod:`~solvers.model.validate`: validation of a config built in Python, and the rules of a resume.
 - :mod:`~solvers.model.cost`: a run's cost estimated from its config before anything is built.

@@ -16,7 +16,12 @@ per sync`` (docs/cli.md, "Run cost"):
   ``K_GRID rate_factor / L``. The default method on S^1 counts as cells (its pseudo-spectral
   start, until the density concentrates, is short at the usual resolutions).
   ``K_GRID``, ``K_CELLS`` were measured (paper S^1 and S^2 descent, N = 256, lmax = 63: the
-  real steps are 10-26 and 2.4 times these bounds). A run that stops as stationary takes fewer.
+  real steps are 10-26 and 2.4 times these bounds). The S^2 fv grid with Dirac atoms (the
+  default on S^2 for descent) with its default integrator takes these grid steps only at its
+  start, about ``DIRAC_CFL_STEPS (lmax + 1)`` of them, while the density is spread; once its
+  mass sits in atoms the step is the rate bound ``6 rate_factor beta / (M max|K''|)`` (the SSP
+  coefficient 6 of ``ssprk10_2`` times the attention's relaxation-rate bound, docs/math.md §6),
+  which does not depend on the grid. A run that stops as stationary takes fewer.
 - **seconds per step**: S^1 ``0.5 ms + 3.7 us N``; S^2 ``1 ms + 0.95 us P max(1, (lmax+1)/128)``
   with ``P = (lmax + 1)(2 lmax + 2)`` grid points (the transforms' ``lmax^3``), measured on the
   2-core machine of benchmarks/README.md; the verdict's half-resolution run adds a third on a
@@ -38,6 +43,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from solvers.model.activations import get_activation
+from solvers.model.kernel import kernel_log_shift, max_kernel_second_derivative
 from solvers.model.params import RunConfig, auto_grid
 from solvers.model.validators import ConfigError
 
@@ -46,6 +52,8 @@ REPORT_S = 120.0  # the estimate is printed above this
 K_GRID, K_CELLS = 15.0, 2.4  # measured steps / bound steps (module docstring)
 SYNC_S = {"nc": 5e-3, "zarr": 0.35}
 RECHECK = 4.0 / 3.0  # the verdict's half-resolution companion run
+DIRAC_CFL_STEPS = 4.0  # S^2 fv with Dirac atoms: grid-bound steps per (lmax + 1) (docstring)
+DIRAC_SSP = 6.0  # the SSP coefficient of ssprk10_2, the fv grid's default integrator
 
 
 @dataclass(frozen=True)
@@ -124,7 +132,27 @@ def estimated_steps(config: RunConfig, t0: float = 0.0) -> float:
     grid_dt = K_GRID * min(tp.cfl / 0.4 * h / speed, tp.rate_factor / lip)
     cells_dt = K_CELLS * min(tp.cfl, tp.rate_factor) / lip
     dt = grid_dt if grid else cells_dt  # S^1 default: its short pseudo-spectral start aside
+    if grid and _dirac_grid(config):
+        return min(_two_phase_steps(config, span, grid_dt), float(tp.max_steps))
     return min(span / dt, float(tp.max_steps))
+
+
+def _dirac_grid(config: RunConfig) -> bool:
+    """The S^2 fv grid with Dirac atoms and its default integrator (module docstring)."""
+    tp = config.time
+    return (config.domain.manifold == "S2" and config.atoms.representation == "dirac"
+            and tp.scheme in ("fv", "auto") and tp.integrator in (None, "ssprk10_2")
+            and config.model.attention == "unnormalized")
+
+
+def _two_phase_steps(config: RunConfig, span: float, grid_dt: float) -> float:
+    """Steps of the S^2 fv Dirac state: at most ``DIRAC_CFL_STEPS (lmax + 1)`` grid steps of
+    ``grid_dt``, the rest of ``span`` at the rate bound (module docstring)."""
+    model, tp = config.model, config.time
+    k2 = max_kernel_second_derivative(model.beta, kernel_log_shift(model))
+    rate_dt = DIRAC_SSP * tp.rate_factor * model.beta / max(config.initial.mass * k2, 1e-300)
+    first = min(span / grid_dt, DIRAC_CFL_STEPS * (config.domain.resolution + 1))
+    return first + max(span - first * grid_dt, 0.0) / max(rate_dt, grid_dt)
 
 
 def _points(config: RunConfig) -> int:

@@ -21,7 +21,7 @@ from scipy import special
 
 from solvers.core.backend import compute_threads, resolve_backend
 from solvers.core.noise import free_energy
-from solvers.core.kernel import kernel_log_shift, max_kernel_second_derivative
+from solvers.model.kernel import kernel_log_shift, max_kernel_second_derivative
 from solvers.model import perceptron
 from solvers.model.activations import get_activation
 from solvers.model.params import ModelParams, PerceptronParams

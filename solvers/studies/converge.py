@@ -44,7 +44,7 @@ from typing import Any
 import numpy as np
 
 from solvers.circle.atoms import default_radius as circle_radius
-from solvers.core.kernel import kernel_log_shift
+from solvers.model.kernel import kernel_log_shift
 from solvers.core.measure import dirac_of
 from solvers.io.state import initial_density
 from solvers.model.config import ConfigError, check_resolution, load_config

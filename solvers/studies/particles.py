@@ -35,7 +35,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from solvers.core.kernel import kernel_log_shift, max_kernel_second_derivative
+from solvers.model.kernel import kernel_log_shift, max_kernel_second_derivative
 from solvers.model.activations import get_activation
 from solvers.model.params import AtomParams, ModelParams, RunConfig
 from solvers.model.perceptron import half_gradient, potential

@@ -25,7 +25,7 @@ from solvers.circle.measure import kernels_lagrangian_numba as kl  # noqa: E402
 from solvers.circle.measure import lagrangian as lg  # noqa: E402
 from solvers.circle.measure import lagrangian_discretization as ld  # noqa: E402
 from solvers.circle.measure import lagrangian_fields as lf  # noqa: E402
-from solvers.core.kernel import kernel_log_shift  # noqa: E402
+from solvers.model.kernel import kernel_log_shift  # noqa: E402
 from solvers.io.state import initial_state  # noqa: E402
 from solvers.timestepping import integrators as it  # noqa: E402
 from solvers.timestepping import loop  # noqa: E402

@@ -108,3 +108,20 @@ def test_the_verdicts_run_counts_on_one_core_only(monkeypatch) -> None:
     for cores, factor in ((1, cost.RECHECK), (2, 1.0)):
         monkeypatch.setattr(cost, "usable_cores", lambda cores=cores: cores)
         assert estimate_cost(config).steps == pytest.approx(factor * alone.steps, rel=1e-12)
+
+
+def test_the_s2_dirac_estimate_counts_a_grid_start_then_the_rate_bound() -> None:
+    """The S^2 fv grid with Dirac atoms takes grid-bound steps only at its start (about
+    4 (lmax + 1)), then steps of the grid-independent rate bound: more time costs the same steps
+    at every lmax, a finer grid only a longer start. runs/s2_descent_relu.toml took 775 steps
+    to t = 2460, where it stops as stationary; the grid bound alone estimated 65,000 to t = 5000."""
+    base = ROOT / "runs" / "s2_descent_relu.toml"
+    steps = {(lmax, t): estimated_steps(load_config(base, [f"domain.resolution={lmax}",
+                                                            f"time.t_end={t}"]))
+             for lmax in (63, 127) for t in (2460.0, 10000.0)}
+    assert steps[127, 10000.0] - steps[127, 2460.0] == pytest.approx(
+        steps[63, 10000.0] - steps[63, 2460.0], rel=1e-12)
+    assert 0 < steps[127, 2460.0] - steps[63, 2460.0] <= 4 * 64
+    assert 775 / 2 < steps[127, 2460.0] < 2 * 775
+    grid_bound = load_config(base, ["time.integrator=\"ssprk3\"", "time.t_end=2460"])
+    assert estimated_steps(grid_bound) > 20 * steps[127, 2460.0]  # not the Dirac state's model

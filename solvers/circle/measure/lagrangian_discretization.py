@@ -55,7 +55,7 @@ import numpy as np
 from solvers.circle.measure import lagrangian as lg
 from solvers.circle.measure.dirac_discretization import DiracCircleDiscretization
 from solvers.core.backend import default_backend
-from solvers.core.kernel import kernel_log_shift
+from solvers.model.kernel import kernel_log_shift
 from solvers.core.measure import DiracAtoms, starting_atoms
 from solvers.core.snapshot import Diagnostics
 from solvers.model.params import AtomParams, RunConfig

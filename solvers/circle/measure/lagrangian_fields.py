@@ -41,7 +41,7 @@ try:
 except ImportError:  # pragma: no cover - numba is a dependency; the numpy path is the reference
     numba = None
 
-from solvers.core.kernel import kernel_log_shift
+from solvers.model.kernel import kernel_log_shift
 from solvers.model import perceptron
 from solvers.model.params import ModelParams
 from spectral import kernel_bandwidth, kernel_eigenvalues

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from solvers.core.backend import resolve_backend
-from solvers.core.kernel import kernel_log_shift
+from solvers.model.kernel import kernel_log_shift
 from solvers.model import perceptron
 from solvers.sphere.atoms import grid_edges
 from solvers.sphere.grid.fv import SphereFV

@@ -31,7 +31,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from solvers.core.kernel import kernel_log_shift
+from solvers.model.kernel import kernel_log_shift
 from solvers.core.measure import DiracAtoms, MeasureLayout, starting_atoms
 from solvers.core.point_merge import merge_close
 from solvers.core.snapshot import Diagnostics
