@@ -19,8 +19,8 @@ per sync`` (docs/cli.md, "Run cost"):
   real steps are 10-26 and 2.4 times these bounds). The S^2 fv grid with Dirac atoms (the
   default on S^2 for descent) with its default integrator takes these grid steps only at its
   start, about ``DIRAC_CFL_STEPS (lmax + 1)`` of them, while the density is spread; once its
-  mass sits in atoms the step is the rate bound ``6 rate_factor beta / (M max|K''|)`` (the SSP
-  coefficient 6 of ``ssprk10_2`` times the attention's relaxation-rate bound, docs/math.md §6),
+  mass sits in atoms the step is the rate bound ``9 rate_factor beta / (M max|K''|)`` (the SSP
+  coefficient 9 of ``ssprk10_2`` times the attention's relaxation-rate bound, docs/math.md §6),
   which does not depend on the grid. A run that stops as stationary takes fewer.
 - **seconds per step**: S^1 ``0.5 ms + 3.7 us N``; S^2 ``1 ms + 0.95 us P max(1, (lmax+1)/128)``
   with ``P = (lmax + 1)(2 lmax + 2)`` grid points (the transforms' ``lmax^3``), measured on the
@@ -53,7 +53,7 @@ K_GRID, K_CELLS = 15.0, 2.4  # measured steps / bound steps (module docstring)
 SYNC_S = {"nc": 5e-3, "zarr": 0.35}
 RECHECK = 4.0 / 3.0  # the verdict's half-resolution companion run
 DIRAC_CFL_STEPS = 4.0  # S^2 fv with Dirac atoms: grid-bound steps per (lmax + 1) (docstring)
-DIRAC_SSP = 6.0  # the SSP coefficient of ssprk10_2, the fv grid's default integrator
+DIRAC_SSP = 9.0  # SSP coefficient of ssprk10_2, the fv grid's default integrator (s - 1)
 
 
 @dataclass(frozen=True)
