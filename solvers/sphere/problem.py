@@ -331,7 +331,8 @@ class SphereProblem:
         gf_t = syn(f_lm, "dp")
         gf_p = syn(f_lm, "p", d_phi=True) / np.sin(self.grid.theta)[:, None]
         gu_t, gu_p = gf_t / beta + self._c["w_theta_c"], gf_p / beta + self._c["w_phi_c"]
-        scale = beta * f if self._softmax else beta
+        # softmax: an empty density (f = 0: all the mass in Dirac atoms) attends to nothing
+        scale = np.where(f > 0, beta * f, np.inf) if self._softmax else beta
         v_t, v_p = gf_t / scale + self._c["w_theta_c"], gf_p / scale + self._c["w_phi_c"]
         return {"f": f, "grad_theta": gu_t, "grad_phi": gu_p, "vel_theta": v_t, "vel_phi": v_p}
 
