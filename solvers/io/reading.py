@@ -29,7 +29,13 @@ from solvers.io.layout import (
 )
 from solvers.io.netcdf_store import record_times as _times
 from solvers.io.netcdf_store import valid_records as _valid_records
-from solvers.io.restart import RESTART_INFO, decode_info, fold_block_state, restart_atoms, restart_state
+from solvers.io.restart import (
+    RESTART_INFO,
+    decode_info,
+    fold_block_state,
+    restart_atoms,
+    restart_state,
+)
 
 
 def is_zarr(path: str | os.PathLike) -> bool:

@@ -19,9 +19,8 @@ opened ("Can't open HDF5 attribute"). A vector is rewritten in place. Its layout
 ``[after_time, restart_time, restart_step, restart_dt, n, d, mass (n), position (d n),
 id (n)]``, ``n = -1`` for a state without Dirac atoms, ``d`` the coordinates of a position (1 on
 S^1, 3 on S^2); ``after_time`` is written last, and a longer vector written before leaves a
-tail that ``n`` excludes. The
-readers (:func:`fold_block_state`) turn it back into the attributes above, so that a loaded
-archive looks the same whichever way it was stored.
+tail that ``n`` excludes. The readers (:func:`fold_block_state`) turn it back into the
+attributes above, so that a loaded archive looks the same whichever way it was stored.
 """
 
 from __future__ import annotations
