@@ -35,7 +35,7 @@ KERNEL_CONVENTIONS = {
     "exp_shifted": "exp_shifted: K(x, y) = exp(beta (<x, y> - 1))",
 }
 _ATOM_CHUNK = 8  # atoms per chunk of a (time, atom) variable (most runs keep a few atoms)
-RECORDS_COMPLETE = "records_complete"  # global attribute: records that readers may trust
+RECORDS_COMPLETE = "records_complete"  # records that readers may trust (set by each store)
 RECORDS_WRITTEN = "records_written"  # global attribute: a block written whole, records and state
 CHUNK_BYTES = 2 << 20  # target size of one uncompressed time chunk of rho
 MAX_CHUNK_RECORDS = 64  # longest time chunk (small grids; NetCDF allocates chunks whole)
@@ -229,7 +229,6 @@ def _global_attributes(config: RunConfig) -> dict[str, Any]:
         "config_text": config.text,
         "atom_method": ATOM_METHODS_TEXT.get(config.atoms.method, config.atoms.method),
         "representation": config.atoms.representation,
-        RECORDS_COMPLETE: 0,
     }
     attrs.update(config_attributes(config))
     return attrs

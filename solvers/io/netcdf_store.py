@@ -91,8 +91,6 @@ def define(nc: netCDF4.Dataset, grid: _Grid, spectral: bool, records: int,
 def _define_block_state(nc: netCDF4.Dataset) -> None:
     """The variables a block rewrites in place of attributes: the two record counts (0-d,
     written 0 now so that their storage exists) and the step state's description."""
-    if RECORDS_COMPLETE in nc.ncattrs():
-        nc.delncattr(RECORDS_COMPLETE)
     for name, text in zip(COUNT_VARIABLES, (
             "number of complete records: readers read records 0 .. records_complete - 1",
             "records written whole, records and the state a resume continues from (a larger "

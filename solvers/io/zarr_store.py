@@ -115,7 +115,7 @@ class ZarrStore:
         with private_folder(path) as scratch, refuse_if_read(path):  # no lazy reader swapped
             tmp = scratch / path.name
             group = zarr.open_group(str(tmp), mode="w", zarr_format=3)
-            group.attrs.update(_global_attributes(config))
+            group.attrs.update({**_global_attributes(config), RECORDS_COMPLETE: 0})
             sizes = dimension_sizes(grid, spectral, dirac)
             for spec in axis_specs(grid, spectral) + record_specs(grid, spectral, dirac):
                 _create_array(group, spec, sizes, records)
