@@ -32,9 +32,6 @@ from dataclasses import dataclass
 from functools import cached_property
 
 import numpy as np
-from scipy.sparse import coo_matrix
-from scipy.sparse.csgraph import connected_components
-from scipy.spatial import cKDTree
 
 from solvers.core.atom_tracks import DEFAULT_LINK_RADIUS
 from solvers.model.params import AtomParams
@@ -216,6 +213,10 @@ def paper_labels(density: np.ndarray, graph: CellGraph, mass: float, contrast: f
                  radius: float) -> np.ndarray:
     """The paper particle code's groups: cells denser than ``contrast * mass / |S|``, single
     linkage within geodesic ``radius``; one label per cell (-1 for the others), shape (n,)."""
+    from scipy.sparse import coo_matrix  # (scipy.spatial: 0.1 s of a run's start-up, only here)
+    from scipy.sparse.csgraph import connected_components
+    from scipy.spatial import cKDTree
+
     idx = np.flatnonzero(density > contrast * mass / graph.measure)
     labels = np.full(density.size, -1)
     if idx.size:

@@ -93,10 +93,13 @@ def _inside(dist: float, radius: float, width: float) -> float:
 def ascent(values: np.ndarray, labels: np.ndarray, nbr: np.ndarray, length: np.ndarray) -> np.ndarray:
     """``steepest_ascent(values, graph, labels)``: each cell's neighbour of steepest ascent
     (among equal slopes the last in edge order; on a plateau the equal neighbour of lower
-    index), itself at a local maximum; moves only within equal ``labels`` (all 0: none)."""
+    index), itself at a local maximum; moves only within equal ``labels`` (all 0: none); a cell
+    labelled below 0 points to itself (no neighbour of another label is ever taken)."""
     n = values.size
     pointer = np.arange(n)
     for i in range(n):
+        if labels[i] < 0:
+            continue
         best, best_slope = -1, -np.inf
         for k in range(nbr.shape[1]):
             j = nbr[i, k]
@@ -270,8 +273,13 @@ def detect_graph(pointer: np.ndarray, density: np.ndarray, cell_mass: np.ndarray
                  points: np.ndarray, width: np.ndarray, edges: np.ndarray, nbr: np.ndarray,
                  length: np.ndarray, measure: float, contrast: float, min_mass: float,
                  ratio: float, core_radius: float, cap: float, slack: float,
-                 concentrated: float):
+                 concentrated: float, candidate: np.ndarray, centres: bool):
     """``detect`` with ``method = "basin"``: the atoms of the flow ``pointer`` (n,).
+
+    ``candidate`` (n,) bool, or empty for all: only the flow's basins that hold a candidate
+    cell are looked at (the atoms found there are those of the whole detection; the other
+    basins' cells are labelled -1 and their mass counts as diffuse). ``centres`` False: each
+    atom's position is its peak cell and its core mass 0 (no centre-of-mass iteration).
 
     Returns ``(ok, labels (n,), mass (k,), core_mass (k,), unit (k, d), diffuse)`` in
     detection order (ascending root cell); ``ok`` False when the pointers form a cycle (the
@@ -282,6 +290,14 @@ def detect_graph(pointer: np.ndarray, density: np.ndarray, cell_mass: np.ndarray
     basin = _roots(pointer)
     if n and basin[0] == -2:
         return False, owner, np.zeros(0), np.zeros(0), np.zeros((0, d)), 0.0
+    if candidate.size == n:
+        wanted = np.zeros(n, dtype=np.bool_)
+        for i in range(n):
+            if candidate[i] and basin[i] >= 0:
+                wanted[basin[i]] = True
+        for i in range(n):
+            if basin[i] >= 0 and not wanted[basin[i]]:
+                basin[i] = -1
     labels = split_edges(basin, density, edges, nbr, length, ratio)
     total = 0.0
     for i in range(n):
@@ -312,7 +328,10 @@ def detect_graph(pointer: np.ndarray, density: np.ndarray, cell_mass: np.ndarray
         if faint and not cell_scale(keep[:k], top, density, cell_mass, nbr, width, d, contrast,
                                     m, concentrated):
             continue
-        unit, cm = core(keep[:k], cell_mass, points, width, points[top].copy(), core_radius)
+        if centres:
+            unit, cm = core(keep[:k], cell_mass, points, width, points[top].copy(), core_radius)
+        else:
+            unit, cm = points[top].copy(), 0.0
         for c in keep[:k]:
             owner[c] = count
         masses.append(m)

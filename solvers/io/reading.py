@@ -13,11 +13,10 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import netCDF4
 import numpy as np
-import xarray as xr
 
 from solvers.io.cf import to_api
 from solvers.io.errors import ArchiveError
@@ -36,6 +35,9 @@ from solvers.io.restart import (
     restart_atoms,
     restart_state,
 )
+
+if TYPE_CHECKING:  # xarray (pandas with it) costs 0.3 s of a run's start-up: imported where read
+    import xarray as xr
 
 
 def is_zarr(path: str | os.PathLike) -> bool:
@@ -127,6 +129,8 @@ def open_run(path: str | os.PathLike) -> xr.Dataset:
         from solvers.io.zarr_store import load_run
 
         return load_run(_existing(path))
+    import xarray as xr
+
     with _readable(path) as readable:
         with _reading(readable, shown=path) as nc:  # validates
             n = _valid_records(nc)

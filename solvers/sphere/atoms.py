@@ -102,7 +102,8 @@ def _fingerprint(values: np.ndarray, samples: int = 4096) -> bytes:
 
 def detect_atoms(points: np.ndarray, cell_mass: np.ndarray, area: np.ndarray, beta: float,
                  params: AtomParams, cell: float = 0.0, potential: np.ndarray | None = None,
-                 backend: str | None = None) -> SphereAtoms:
+                 backend: str | None = None, candidates: np.ndarray | None = None,
+                 centres: bool = True) -> SphereAtoms:
     """Atoms of a grid density on S^2 (see :mod:`solvers.core.atoms`).
 
     Parameters
@@ -123,6 +124,13 @@ def detect_atoms(points: np.ndarray, cell_mass: np.ndarray, area: np.ndarray, be
     backend : {"numba", "numpy"}, optional
         ``numba`` (the default where it imports) runs the basin detector as compiled calls
         (:mod:`solvers.core.atoms_numba`); ``numpy`` the reference.
+    candidates : ndarray of bool, shape (nlat * nphi,), optional
+        A hint for a caller that needs only the atoms whose basin of the flow holds a candidate
+        cell (capture): the compiled detector then looks only at those basins, and the atoms
+        of the others are missing (their mass counts as diffuse). The reference ignores it.
+    centres : bool
+        False: positions are the peak cells and core masses 0 (compiled detector only), for a
+        caller that needs only the atoms' masses and labels.
     """
     area = np.asarray(area, dtype=float)
     graph = _cached_graph(np.asarray(points, dtype=float), area)
@@ -132,7 +140,7 @@ def detect_atoms(points: np.ndarray, cell_mass: np.ndarray, area: np.ndarray, be
     radii = resolve_radii(params, beta, cell, np.pi / 6.0)
     found = None
     if params.method == "basin" and resolve_backend(backend) == "numba":
-        found = _detect_compiled(graph, ascent, density, mass, params, radii)
+        found = _detect_compiled(graph, ascent, density, mass, params, radii, candidates, centres)
     if found is None:
         found = detect(steepest_ascent(ascent, graph), density, mass, graph, params, radii)
     order = np.argsort(-found.mass, kind="stable")
@@ -144,8 +152,10 @@ def detect_atoms(points: np.ndarray, cell_mass: np.ndarray, area: np.ndarray, be
 
 
 def _detect_compiled(graph: CellGraph, ascent: np.ndarray, density: np.ndarray, mass: np.ndarray,
-                     params: AtomParams, radii: Radii) -> AtomSet | None:
-    """The basin detector in two compiled calls (None on a pointer cycle: use the reference)."""
+                     params: AtomParams, radii: Radii, candidates: np.ndarray | None = None,
+                     centres: bool = True) -> AtomSet | None:
+    """The basin detector in two compiled calls (None on a pointer cycle: use the reference);
+    ``candidates`` and ``centres`` as :func:`detect_atoms`."""
     from solvers.core.atoms_numba import ascent as steepest, detect_graph
 
     nbr, length = graph.neighbours
@@ -153,5 +163,7 @@ def _detect_compiled(graph: CellGraph, ascent: np.ndarray, density: np.ndarray, 
     ok, labels, m, core, unit, diffuse = detect_graph(
         pointer, density, mass, graph.points, graph.width, graph.edges, nbr, length,
         graph.measure, float(params.contrast), float(params.min_mass), float(params.saddle_ratio),
-        radii.core, radii.cap, CAP_SLACK, CONCENTRATED)
+        radii.core, radii.cap, CAP_SLACK, CONCENTRATED,
+        np.zeros(0, dtype=np.bool_) if candidates is None else np.asarray(candidates, dtype=np.bool_),
+        bool(centres))
     return AtomSet(m, core, unit, float(diffuse), labels) if ok else None

@@ -141,6 +141,14 @@ class SphereGrid:
         k = np.floor(phi / self.dphi + 0.5).astype(int) % nphi
         return j * nphi + k
 
+    @cached_property
+    def centres(self) -> np.ndarray:
+        """Cell centres as unit vectors, row-major over (nlat, nphi), shape (nlat * nphi, 3)
+        (read-only)."""
+        out = self.points(self.theta, self.phi).reshape(-1, 3)
+        out.flags.writeable = False
+        return out
+
     def points(self, theta: np.ndarray, phi: np.ndarray) -> np.ndarray:
         """Cartesian points of the outer product ``theta x phi``, shape (len(theta), len(phi), 3)."""
         st, ct = np.sin(theta)[:, None], np.cos(theta)[:, None]

@@ -121,3 +121,36 @@ def test_cell_scale_atom_on_a_coarse_grid(light):
     assert True in seen and got.count == 2
     assert_same(got, ref)
     assert got.mass.min() == pytest.approx(light, rel=1e-3)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_candidates_and_centres_options(seed):
+    """``candidates`` all True is the full detection; a mask keeps exactly the atoms whose flow
+    basin holds a masked cell, with the same masses; ``centres=False`` keeps labels and masses
+    and puts each atom at its peak cell."""
+    g = SphereGrid(31)
+    rho = _bumps(g, seed, 300.0)
+    points = g.points(g.theta, g.phi).reshape(-1, 3)
+    args = (points, (rho * g.area).ravel(), g.area, 5.0, AtomParams())
+    opts = dict(cell=float(max(g.dtheta.max(), g.dphi)), backend="numba")
+    full = detect_atoms(*args, **opts)
+    every = detect_atoms(*args, **opts, candidates=np.ones(rho.size, bool))
+    assert_same(every, full)
+    bare = detect_atoms(*args, **opts, centres=False)
+    np.testing.assert_array_equal(bare.labels, full.labels)
+    np.testing.assert_array_equal(bare.mass, full.mass)
+    flat = rho.ravel()
+    for k in range(full.count):
+        cells = np.flatnonzero(full.labels == k)
+        np.testing.assert_array_equal(bare.position[k], points[cells[np.argmax(flat[cells])]])
+    if full.count < 2:
+        return
+    # mark the heaviest atom's peak only: that atom alone is found, the rest is diffuse
+    cells = np.flatnonzero(full.labels == 0)
+    mask = np.zeros(rho.size, bool)
+    mask[cells[np.argmax(flat[cells])]] = True
+    one = detect_atoms(*args, **opts, candidates=mask)
+    assert one.count == 1
+    assert one.mass[0] == full.mass[0]
+    np.testing.assert_array_equal(one.labels == 0, full.labels == 0)
+    assert one.diffuse_mass == pytest.approx(full.diffuse_mass + full.mass[1:].sum(), rel=1e-12)

@@ -38,7 +38,7 @@ from solvers.sphere.measure.dirac import (
     locate,
     normalise,
 )
-from solvers.sphere.measure.dirac_events import absorb, capture, core_adjacency, may_capture, merge
+from solvers.sphere.measure.dirac_events import absorb, capture, capture_candidates, core_adjacency, merge
 from solvers.sphere.grid.discretization import (
     SUPPORT_FLOOR,
     SphereDiscretization,
@@ -124,10 +124,11 @@ class DiracSphereDiscretization(MeasureStateAccess, SphereDiscretization):
         x, m = atoms.position, atoms.mass
         f_lm = self.problem.kernel_coefficients(rho)
         u_t, u_p = self.field.face_velocities(f_lm, x, m)
-        if may_capture(rho, self.fv, self._adjacency, self.config.atoms):
+        candidates = capture_candidates(rho, self.fv, self._adjacency, self.config.atoms)
+        if candidates is not None:
             potential = self.field.flow_potential(rho, x, m, self.problem.centre_values(f_lm))
             rho, atoms = capture(rho, atoms, potential, self.fv, self.neighbours, self.config.atoms,
-                                 self.next_id)
+                                 self.next_id, candidates)
             self.reserve_ids(atoms)
         rho, atoms = absorb(rho, atoms, u_t, u_p, self.fv)
         return self.layout.pack(rho, merge(atoms, self.width))

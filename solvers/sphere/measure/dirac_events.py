@@ -91,14 +91,25 @@ def may_capture(rho: np.ndarray, fv: SphereFV, adjacency: sparse.csr_matrix, par
     ``capture_fraction * min_mass``; the bound is relaxed by 1e-9 relative so that a different
     order of summation cannot skip a capture.
     """
+    return capture_candidates(rho, fv, adjacency, params) is not None
+
+
+def capture_candidates(rho: np.ndarray, fv: SphereFV, adjacency: sparse.csr_matrix,
+                       params: AtomParams) -> np.ndarray | None:
+    """The fine cells (bool, shape (nlat * nphi,)) of the finite volumes whose core (with their
+    neighbours) holds ``capture_fraction * min_mass`` (relaxed as in :func:`may_capture`), None
+    where there are none: a captured basin's peak is one of them (:func:`capture`)."""
     volume = fv.cells(rho) * fv.maps.area
     core = volume + adjacency @ volume
-    return bool(core.max() >= (1.0 - 1e-9) * params.capture_fraction * params.min_mass)
+    hit = core >= (1.0 - 1e-9) * params.capture_fraction * params.min_mass
+    if not hit.any():
+        return None
+    return hit[fv.maps.cell_id.ravel()]
 
 
 def capture(rho: np.ndarray, atoms: DiracAtoms, potential: np.ndarray, fv: SphereFV,
-            neighbours: tuple[np.ndarray, np.ndarray], params: AtomParams, next_id: int
-            ) -> tuple[np.ndarray, DiracAtoms]:
+            neighbours: tuple[np.ndarray, np.ndarray], params: AtomParams, next_id: int,
+            candidates: np.ndarray | None = None) -> tuple[np.ndarray, DiracAtoms]:
     """Turn concentrated basin atoms of the density into Dirac atoms.
 
     A basin (detected on the density with the Dirac masses deposited in their cells, so that a
@@ -119,18 +130,21 @@ def capture(rho: np.ndarray, atoms: DiracAtoms, potential: np.ndarray, fv: Spher
         :func:`cell_neighbours` of ``fv``.
     params : AtomParams
     next_id : int
+    candidates : ndarray of bool, shape (nlat * nphi,), optional
+        :func:`capture_candidates` of ``rho``: the detection then looks only at the basins of
+        the flow that hold one (a basin without one has no captured peak: the same captures).
 
     Returns
     -------
     (rho, atoms) with the new atoms appended (ids ``next_id, next_id + 1, ...``).
     """
     g = fv.problem.grid
-    area, points = g.area.ravel(), g.points(g.theta, g.phi).reshape(-1, 3)
+    area, points = g.area.ravel(), g.centres
     fine_at, _ = locate(fv, atoms.position)
     deposit = np.bincount(fine_at, weights=atoms.mass, minlength=area.size)
     cell = float(max(fv.dtheta.max(), g.dphi))
     found = detect_atoms(points, rho.ravel() * area + deposit, g.area, fv.problem.model.beta, params,
-                         cell=cell, potential=potential)
+                         cell=cell, potential=potential, candidates=candidates, centres=False)
     if found.labels is None or found.count == 0:
         return rho, atoms
     rho = rho.copy()
