@@ -120,11 +120,15 @@ NUMBER = r"[-+]?\d+(?:\.\d+)?(?:e[-+]\d+)?"
 ROUND_OFF = 1e-7  # below this, a figure is round-off (mass error, min rho, sub-1e-7 moves)
 
 
+def _shown(line: str) -> str:
+    """A shown line with its wall time (``in 9.5 s``) as ``...``."""
+    return re.sub(r"in \d+(\.\d+)? s", "in ... s", line.strip())
+
+
 def _pattern(line: str) -> str:
     """A printed line as a regex: wall times and ``...`` match anything, every number is a
     group (compared by :func:`_same_numbers`)."""
-    text = re.sub(r"in \d+(\.\d+)? s", "in ... s", line.strip())  # "in 9.5 s"
-    parts = re.split(f"({NUMBER})", text)
+    parts = re.split(f"({NUMBER})", _shown(line))
     text = "".join(f"({NUMBER})" if k % 2 else re.escape(part) for k, part in enumerate(parts))
     text = text.replace(r"\.\.\.", ".*")
     return re.sub(r"(\\ )+", r"[ \\t]+", text)  # within one printed line
@@ -133,7 +137,7 @@ def _pattern(line: str) -> str:
 def _same_numbers(line: str, found: re.Match) -> bool:
     """The numbers of a shown line against those printed: the same text, or both round-off
     (below :data:`ROUND_OFF` in magnitude), which differs between machines."""
-    shown = re.findall(NUMBER, re.sub(r"in \d+(\.\d+)? s", "in ... s", line.strip()))
+    shown = re.findall(NUMBER, _shown(line))
     return all(a == b or max(abs(float(a)), abs(float(b))) < ROUND_OFF
                for a, b in zip(shown, found.groups(), strict=True))
 
