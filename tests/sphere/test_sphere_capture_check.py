@@ -1,5 +1,6 @@
 """S^2 Dirac capture is checked after every step, its basin detection skipped only where
-:func:`solvers.sphere.measure.dirac_events.may_capture` (a necessary condition) rules a capture out."""
+:func:`solvers.sphere.measure.dirac_events.capture_candidates` (a necessary condition) finds
+none."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import pytest
 from solvers.api import load_config
 from solvers.core.measure import DiracAtoms
 from solvers.model.params import AtomParams
-from solvers.sphere.measure.dirac_events import capture, may_capture
+from solvers.sphere.measure.dirac_events import capture, capture_candidates
 from solvers.sphere.measure.dirac_discretization import DiracSphereDiscretization
 
 PARAMS = AtomParams(capture_fraction=0.9)  # min_mass 0.02: a capture needs a core of 0.018
@@ -36,11 +37,11 @@ def captured(d: DiracSphereDiscretization, rho: np.ndarray) -> int:
 
 
 @pytest.mark.parametrize("mass", [0.0, 0.005, 0.0179, 0.0181, 0.03, 0.5])
-def test_may_capture_is_necessary(mass):
-    """Wherever capture captures, may_capture holds; below the core bound it does not."""
+def test_capture_candidates_are_necessary(mass):
+    """Wherever capture captures, there are candidates; below the core bound there are none."""
     d = disc()
     rho = spike(d, mass)
-    may = may_capture(rho, d.fv, d._adjacency, PARAMS)
+    may = capture_candidates(rho, d.fv, d._adjacency, PARAMS) is not None
     count = captured(d, rho)
     assert may or count == 0
     assert may == (mass > 0.018)  # the background adds about 5e-8 to a core
@@ -69,7 +70,7 @@ def test_after_step_captures_at_once():
         assert d.layout.count(new) == 1
         assert d.total_mass(new) == pytest.approx(d.total_mass(state), rel=1e-14)
     quiet = d.prepare_state(spike(d, 0.0, 1.0 / (4 * np.pi)), DiracAtoms.empty(3), fresh=False)
-    assert not may_capture(d.density(quiet), d.fv, d._adjacency, PARAMS)
+    assert capture_candidates(d.density(quiet), d.fv, d._adjacency, PARAMS) is None
     assert d.layout.count(d.after_step(quiet, 10)) == 0
 
 

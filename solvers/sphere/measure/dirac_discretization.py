@@ -6,8 +6,8 @@ x (n, 3), m (n), ids (n)]``, positions unit vectors); the right-hand side moves 
 finite volumes with the face velocities of the whole measure and the atoms by their velocity
 (:mod:`solvers.sphere.measure.dirac`). :meth:`DiracSphereDiscretization.after_step` renormalises the
 positions to unit length and applies capture, absorption and merging after every accepted step
-(capture's basin detection only where :func:`~solvers.sphere.measure.dirac_events.may_capture` says it could
-find something).
+(capture's basin detection only where
+:func:`~solvers.sphere.measure.dirac_events.capture_candidates` finds a cell it could capture).
 
 Step size (docs/math.md §6): ``max_rate`` is the larger of the fv Courant rate (over the faces
 that move mass) and ``|v_i| / w_i`` over the atoms, ``w_i`` the smaller width of the atom's
@@ -63,7 +63,7 @@ class DiracSphereDiscretization(MeasureStateAccess, SphereDiscretization):
         self.field = SphereMeasureField(self.problem)
         self.layout = MeasureLayout(self.shape, 3)
         self.neighbours = cell_neighbours(self.fv)
-        self._adjacency = core_adjacency(self.neighbours)  # may_capture's neighbour sums
+        self._adjacency = core_adjacency(self.neighbours)  # capture_candidates' neighbour sums
         self._bands = band_widths(self.fv)  # an atom's cell width from its band (the step's rate)
         self.width = float(max(self.grid.dtheta.max(), self.grid.dphi))  # merging distance
         self.total = 1.0
@@ -117,8 +117,8 @@ class DiracSphereDiscretization(MeasureStateAccess, SphereDiscretization):
         concentrated atom wait up to 10 steps on the grid: on ``runs/paper_s2_descent_relu.toml``
         at lmax 63 that moved 0.003 of mass between the two heaviest atoms at ``cfl >= 0.25``
         (docs/methods.md §6.6, the Dirac state on S^2). The basin detection runs only when
-        :func:`may_capture` (a necessary condition: one sparse product over the finite volumes)
-        holds."""
+        :func:`capture_candidates` (a necessary condition: one sparse product over the finite
+        volumes) finds a cell, and follows only the flow basins that hold one."""
         rho, atoms = self.density(state).copy(), self.atoms(state)
         atoms = DiracAtoms(atoms.mass, normalise(atoms.position), atoms.ids)
         x, m = atoms.position, atoms.mass

@@ -3,8 +3,8 @@
 Never inside a Runge-Kutta step. :func:`absorb`, :func:`merge` and :func:`capture` each conserve
 the total mass (``sum rho area + sum m``) to round-off and keep ``rho >= 0``. A finite volume is a
 merged polar cell where the grid merges cells (:class:`~solvers.sphere.cells.SphereGrid`): they are
-emptied whole, so the density stays constant over its fine cells. :func:`may_capture` is the
-cheap necessary condition that lets capture be checked after every step
+emptied whole, so the density stays constant over its fine cells. :func:`capture_candidates` is
+the cheap necessary condition that lets capture be checked after every step
 (:meth:`solvers.sphere.measure.dirac_discretization.DiracSphereDiscretization.after_step`).
 """
 
@@ -81,24 +81,18 @@ def core_adjacency(neighbours: tuple[np.ndarray, np.ndarray]) -> sparse.csr_matr
     return sparse.csr_matrix((np.ones(adjacent.size), adjacent, start), shape=(n, n))
 
 
-def may_capture(rho: np.ndarray, fv: SphereFV, adjacency: sparse.csr_matrix, params: AtomParams) -> bool:
-    """Whether :func:`capture` could capture anything in ``rho`` (nlat, nphi): a necessary
-    condition that costs one sparse product instead of a basin detection.
-
-    :func:`capture` needs a basin of at least ``params.min_mass`` whose core (a finite volume and
-    the finite volumes adjacent to it) holds ``params.capture_fraction`` of it, so some finite
-    volume with its neighbours (``adjacency``: :func:`core_adjacency`) must hold
-    ``capture_fraction * min_mass``; the bound is relaxed by 1e-9 relative so that a different
-    order of summation cannot skip a capture.
-    """
-    return capture_candidates(rho, fv, adjacency, params) is not None
-
-
 def capture_candidates(rho: np.ndarray, fv: SphereFV, adjacency: sparse.csr_matrix,
                        params: AtomParams) -> np.ndarray | None:
-    """The fine cells (bool, shape (nlat * nphi,)) of the finite volumes whose core (with their
-    neighbours) holds ``capture_fraction * min_mass`` (relaxed as in :func:`may_capture`), None
-    where there are none: a captured basin's peak is one of them (:func:`capture`)."""
+    """Where :func:`capture` could capture in ``rho`` (nlat, nphi): the fine cells (bool, shape
+    (nlat * nphi,)) of the finite volumes whose core holds ``capture_fraction * min_mass``, None
+    where there are none; one sparse product instead of a basin detection.
+
+    :func:`capture` needs a basin of at least ``params.min_mass`` whose core (its peak's finite
+    volume and the finite volumes adjacent to it) holds ``params.capture_fraction`` of it, so the
+    peak's finite volume with its neighbours (``adjacency``: :func:`core_adjacency`) must hold
+    ``capture_fraction * min_mass``: a captured basin's peak is a candidate. The bound is
+    relaxed by 1e-9 relative so that a different order of summation cannot skip a capture.
+    """
     volume = fv.cells(rho) * fv.maps.area
     core = volume + adjacency @ volume
     hit = core >= (1.0 - 1e-9) * params.capture_fraction * params.min_mass
