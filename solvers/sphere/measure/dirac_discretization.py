@@ -80,8 +80,13 @@ class DiracSphereDiscretization(MeasureStateAccess, SphereDiscretization):
         """Flat state from the grid density (averaged over merged cells when ``fresh``) and the
         atoms (None: the config's ``kind = "atoms"`` atoms for a new run, none for a resume)."""
         atoms0 = starting_atoms(self.config.initial, atoms0, fresh, 3)
-        atoms0 = DiracAtoms(np.asarray(atoms0.mass, float), normalise(atoms0.position),
-                            np.asarray(atoms0.ids, int))
+        position = np.asarray(atoms0.position, dtype=float).reshape(-1, 3)
+        # a resume's positions are the step state's, unit since after_step: normalising them
+        # again moves their last bits, and the resumed run would not take the uninterrupted
+        # run's steps bitwise
+        if fresh or np.any(np.abs(np.linalg.norm(position, axis=1) - 1.0) > 1e-14):
+            position = normalise(position)
+        atoms0 = DiracAtoms(np.asarray(atoms0.mass, float), position, np.asarray(atoms0.ids, int))
         rho = self.prepare(rho0, fresh) if fresh else np.asarray(rho0, float)
         self.next_id = int(atoms0.ids.max()) + 1 if atoms0.count else 0
         state = self.layout.pack(rho, merge(atoms0, self.width))
