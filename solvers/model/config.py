@@ -47,6 +47,7 @@ from solvers.model.limits import (  # noqa: F401  (public names re-exported)
 from solvers.model.params import (
     ATOM_METHODS,
     ATTENTIONS,
+    DIRAC_CFL_FLOOR,
     DIRECTIONS,
     INTEGRATOR_NAMES,
     KERNELS,
@@ -94,7 +95,7 @@ FV_KNOBS = ("limiter", "cfl_floor", "kink_faces")
 # density gives the same demo atoms at N = 128 ... 1024 to 8e-4 ("mc": 2.3e-3); and the CFL
 # condition on the faces whose upwind density exceeds 1% of the mean (the mass is in the atoms:
 # stationary atoms within 3e-5 of cfl_floor = 1e-6, with 1.1-3.2x fewer steps at beta 1-10)
-DIRAC_S1_TIME = {"limiter": "weno5", "cfl_floor": 1e-2}  # the time schemes, with their largest cfl
+DIRAC_S1_TIME = {"limiter": "weno5", "cfl_floor": DIRAC_CFL_FLOOR}  # the time schemes, with their largest cfl
 # Limits that follow from the numerics and the machine (docs/math.md; the README lists them).
 KIND_KEYS = {"uniform": ("modes",), "von_mises": ("centers", "kappas", "weights"),
              "archive": ("path", "time"), "atoms": ("centers", "weights", "modes")}
