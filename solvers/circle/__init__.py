@@ -2,6 +2,8 @@
 
 Shared by both states of the circle (the manifold's geometry and model):
 
+- :mod:`~solvers.circle.manifold`: ``CIRCLE``, the circle as a ``Manifold`` object (what the
+  layers above ask of a manifold).
 - :mod:`~solvers.circle.problem`: ``CircleProblem``: velocities, energy, dissipation of a grid density.
 - :mod:`~solvers.circle.cells`: the finite-volume cells (uniform, or with faces on the ReLU
   corners of the perceptron velocity, ``time.kink_faces``).

@@ -3,6 +3,8 @@
 The protocol and plain-array records:
 
 - :mod:`~solvers.core.discretization`: the ``Discretization`` protocol the time loop sees, and ``Rhs``.
+- :mod:`~solvers.core.manifold`: ``Manifold``, the contract of a manifold (grid, initial states,
+  atoms, resolutions, cost figures) that the layers above ask instead of comparing names.
 - :mod:`~solvers.core.snapshot`: ``Diagnostics`` and ``Snapshot`` (plain arrays).
 - :mod:`~solvers.core.measure`: a measure-valued state (density plus Dirac atoms) as one flat vector.
 - :mod:`~solvers.core.initial`: checking and scaling an initial grid density.

@@ -2,6 +2,8 @@
 
 Shared by both states of the sphere (the manifold's geometry and model):
 
+- :mod:`~solvers.sphere.manifold`: ``SPHERE``, the sphere as a ``Manifold`` object (what the
+  layers above ask of a manifold).
 - :mod:`~solvers.sphere.problem`: ``SphereProblem``: face velocities, energy, dissipation.
 - :mod:`~solvers.sphere.cells`: ``SphereGrid``: cells whose areas are the Gauss weights, merged
   near the poles.

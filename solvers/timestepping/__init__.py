@@ -11,5 +11,6 @@
 - :mod:`~solvers.timestepping.loop`: ``simulate``, the time loop (snapshots, trackers, stopping),
   and ``RunResult``.
 - :mod:`~solvers.timestepping.snapshot_queue`: snapshots batched on their way to the trackers.
+- :mod:`~solvers.timestepping.manifolds`: ``manifold_of``, the manifold object of a config or name.
 - :mod:`~solvers.timestepping.stop_rule`: when a run is stationary.
 """

@@ -1,0 +1,31 @@
+"""``manifold_of``: the :class:`~solvers.core.manifold.Manifold` object of a config or a name.
+
+The manifolds are the objects ``CIRCLE`` (:mod:`solvers.circle.manifold`) and ``SPHERE``
+(:mod:`solvers.sphere.manifold`); a config's ``domain.manifold`` and an archive's ``manifold``
+attribute hold the ``name`` of one of them. Importing them is cheap: each method imports its
+manifold's numerics when called, so an S^1 run never imports the sphere's transforms.
+"""
+
+from __future__ import annotations
+
+from solvers.circle.manifold import CIRCLE
+from solvers.core.manifold import Manifold
+from solvers.model.params import RunConfig
+from solvers.sphere.manifold import SPHERE
+
+MANIFOLDS: tuple[Manifold, ...] = (CIRCLE, SPHERE)
+
+
+def manifold_of(source: RunConfig | str) -> Manifold:
+    """The manifold of ``source``: a config (its ``domain.manifold``) or a manifold's name.
+
+    Raises
+    ------
+    ValueError
+        For a name no manifold has.
+    """
+    name = source if isinstance(source, str) else source.domain.manifold
+    for manifold in MANIFOLDS:
+        if manifold.name == name:
+            return manifold
+    raise ValueError(f"unknown manifold {name!r}: one of {', '.join(m.name for m in MANIFOLDS)}")
