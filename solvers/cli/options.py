@@ -14,7 +14,8 @@ PLACEMENTS = ("quantiles", "sample")  # solvers.studies.particles.PLACEMENTS
 MERGE_TOL = 1e-3  # solvers.studies.polish.MERGE_TOL
 DEFAULT_MASS_TOL = 0.02  # solvers.studies.resolution.DEFAULT_MASS_TOL
 MAX_REFINEMENTS = 3  # solvers.studies.resolution.MAX_REFINEMENTS
-MAX_RESOLUTION = {"S1": 4096, "S2": 255}  # solvers.studies.resolution.MAX_RESOLUTION
+MAX_CHECK_CELLS = 4096  # solvers.circle.manifold.CIRCLE.max_check_resolution
+MAX_CHECK_LMAX = 255  # solvers.sphere.manifold.SPHERE.max_check_resolution
 DEFAULT_PERTURBATION = 0.05  # solvers.studies.sweep.DEFAULT_PERTURBATION
 MAX_SWEEP_RUNS = 10_000  # solvers.studies.sweep.MAX_RUNS
 

@@ -15,7 +15,8 @@ from solvers.cli.options import (
     DEFAULT_MASS_TOL,
     DEFAULT_PERTURBATION,
     MAX_REFINEMENTS,
-    MAX_RESOLUTION,
+    MAX_CHECK_CELLS,
+    MAX_CHECK_LMAX,
     MAX_SWEEP_RUNS,
 )
 from solvers.cli.progress import Counter
@@ -53,7 +54,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                         f"masses of two grids (default {DEFAULT_MASS_TOL})")
     p.add_argument("--max-refinements", type=int, default=MAX_REFINEMENTS, metavar="K",
                    help=f"--auto-resolution: at most K doublings of N (default {MAX_REFINEMENTS}"
-                        f"; never above {MAX_RESOLUTION['S1']} cells, lmax {MAX_RESOLUTION['S2']})")
+                        f"; never above {MAX_CHECK_CELLS} cells, lmax {MAX_CHECK_LMAX})")
     p.add_argument("--perturbation", type=float, default=DEFAULT_PERTURBATION, metavar="EPS",
                    help=f"initial.seed: mass in the random bumps (default {DEFAULT_PERTURBATION})")
     p.set_defaults(func=run_command)

@@ -27,6 +27,7 @@ from solvers.io.cf import (  # noqa: F401  (RECORD_DIM, TIME re-exported)
 )
 from solvers.io.cf import utc_now as _utc_now
 from solvers.model.params import RunConfig, flatten
+from solvers.timestepping.manifolds import manifold_of
 
 ARCHIVE_FORMAT = "meanfield-spectral-archive 1"
 REQUIRED_VARIABLES = ("theta", "cell_weight", "rho", "step", "dt")  # and the record coordinate
@@ -204,7 +205,7 @@ def _make_grid(config: RunConfig, theta: np.ndarray, cell_weight: np.ndarray,
     phi = np.asarray(phi, dtype=float)
     if theta.ndim != 1 or phi.ndim != 1 or weight.shape != (theta.size, phi.size):
         raise ValueError("S2 archive: theta (nlat,), phi (nphi,), cell_weight (nlat, nphi)")
-    if config.domain.manifold != "S2":
+    if "phi" not in manifold_of(config).grid_dims:
         raise ValueError(f"phi given but domain.manifold is {config.domain.manifold!r}")
     basis = SphereBasis(config.domain.resolution, nlat=theta.size, nphi=phi.size)
     if not np.allclose(theta, basis.theta, rtol=0, atol=1e-12):

@@ -1,7 +1,7 @@
 """A run's starting state and grid, for new runs and restarts.
 
 ``initial_density(config)`` gives the configured initial density on the run's grid: analytic
-kinds come from :mod:`solvers.circle.initial` / :mod:`solvers.sphere.initial`, ``kind =
+kinds come from the manifold object (:meth:`~solvers.core.manifold.Manifold.initial_density`), ``kind =
 "archive"`` reads a snapshot of another run here (the only layer that reads archives).
 ``initial_state(config)`` gives the initial measure as the run's state: the density and, for
 ``[atoms] representation = "dirac"`` started from the archive of a measure-valued run, that
@@ -20,11 +20,10 @@ from pathlib import Path
 
 import numpy as np
 
-from solvers.circle import initial as circle
 from solvers.core.measure import DiracAtoms
 from solvers.model.config import ConfigError
 from solvers.model.params import RunConfig
-from spectral import CircleBasis
+from solvers.timestepping.manifolds import manifold_of
 
 
 def initial_density(config: RunConfig) -> np.ndarray:
@@ -72,37 +71,14 @@ def initial_state(config: RunConfig) -> tuple[np.ndarray, DiracAtoms | None]:
 def _initial_measure(config: RunConfig) -> tuple[np.ndarray, DiracAtoms | None]:
     """The configured density and, for an archived measure-valued record, its Dirac atoms,
     scaled together to ``initial.mass`` (atoms: None when the record has none)."""
-    init, n = config.initial, config.domain.resolution
+    init, n, manifold = config.initial, config.domain.resolution, manifold_of(config)
     if init.kind != "archive":
-        if config.domain.manifold == "S2":
-            from solvers.sphere import initial as sphere
-            from solvers.sphere.cells import SphereGrid
-
-            points = config.time.scheme == "spectral"
-            return sphere.sphere_initial_density(init, SphereGrid(n), point_values=points), None
-        return circle.circle_initial_density(init, n), None
+        return manifold.initial_density(init, n, point_values=config.time.scheme == "spectral"), None
     axes, rho, atoms = _read_archive(init.path, init.time)
-    if config.domain.manifold == "S2":
-        from solvers.sphere import initial as sphere
-        from solvers.sphere.cells import SphereGrid
-
-        grid = SphereGrid(n)
-        rho, weight = sphere.from_snapshot(axes, rho, grid, init.path), grid.area
-    else:
-        rho, weight = circle.from_snapshot(axes, rho, n, init.path), circle.cell_width(n)
+    rho, weight = manifold.density_from_snapshot(axes, rho, n, init.path)
     if atoms is None or atoms.count == 0:
-        return _scale(config, rho), None
+        return manifold.scale_density(rho, init.mass, "initial.path", n), None
     return _scale_measure(config, rho, weight, atoms)
-
-
-def _scale(config: RunConfig, rho: np.ndarray) -> np.ndarray:
-    """``rho`` checked and scaled to ``initial.mass`` (errors name ``initial.path``)."""
-    if config.domain.manifold == "S2":
-        from solvers.sphere import initial as sphere
-        from solvers.sphere.cells import SphereGrid
-
-        return sphere.scale(rho, config.initial.mass, "initial.path", SphereGrid(config.domain.resolution))
-    return circle.scale(rho, config.initial.mass, "initial.path")
 
 
 def _scale_measure(config: RunConfig, rho: np.ndarray, weight: np.ndarray | float,
@@ -122,17 +98,7 @@ def _scale_measure(config: RunConfig, rho: np.ndarray, weight: np.ndarray | floa
 def deposit_atoms(config: RunConfig, rho: np.ndarray, atoms: DiracAtoms) -> np.ndarray:
     """``rho`` (the run's grid shape) with each Dirac atom's mass added to the cell that holds
     it (S^1: the uniform cell ``round(x / h)``; S^2: the fine cell), a copy; mass exact."""
-    rho = rho.copy()
-    if config.domain.manifold == "S2":
-        from solvers.sphere.cells import SphereGrid
-
-        grid = SphereGrid(config.domain.resolution)
-        flat, fine = rho.reshape(-1), grid.fine_cell(atoms.position)
-        np.add.at(flat, fine, atoms.mass / grid.area.reshape(-1)[fine])
-        return rho
-    basis = CircleBasis(rho.size)
-    np.add.at(rho, basis.cell_of(atoms.position), atoms.mass / basis.h)
-    return rho
+    return manifold_of(config).deposit_atoms(rho, atoms, config.domain.resolution)
 
 
 def _read_archive(path: str, time: float | None) -> tuple[object, np.ndarray, DiracAtoms | None]:
@@ -156,10 +122,4 @@ def grid_arrays(config: RunConfig) -> tuple[np.ndarray, np.ndarray, np.ndarray |
     S^1: cell centres (N,), widths (N,), None. S^2: ``SphereGrid(lmax)``'s colatitudes (nlat,),
     areas (nlat, nphi) and longitudes (nphi,).
     """
-    n = config.domain.resolution
-    if config.domain.manifold == "S2":
-        from solvers.sphere.cells import SphereGrid
-
-        grid = SphereGrid(n)
-        return grid.theta, grid.area, grid.phi
-    return circle.cell_centers(n), np.full(n, circle.cell_width(n)), None
+    return manifold_of(config).grid_arrays(config.domain.resolution)

@@ -31,16 +31,17 @@ from typing import Any
 
 import numpy as np
 
+from solvers.core.manifold import Manifold
 from solvers.io.summary import FINISHED, done_path, write_done
 
 DEFAULT_MASS_TOL = 0.02
 MAX_REFINEMENTS = 3
-MAX_RESOLUTION = {"S1": 4096, "S2": 255}
 
 
 @dataclass(frozen=True)
 class ResolutionCheck:
-    """Settings of the check (module docstring); ``max_resolution`` None: per manifold."""
+    """Settings of the check (module docstring); ``max_resolution`` None: the manifold's
+    ``max_check_resolution``."""
 
     mass_tol: float = DEFAULT_MASS_TOL
     max_refinements: int = MAX_REFINEMENTS
@@ -57,17 +58,13 @@ class ResolutionCheck:
         return f"rc:{self.mass_tol!r}:{self.max_refinements}:{self.max_resolution}"
 
 
-def refine(resolution: int, manifold: str) -> int:
-    """The next level: S^1 ``2 N`` cells; S^2 ``2 (lmax + 1) - 1`` (twice the latitudes)."""
-    return 2 * resolution if manifold == "S1" else 2 * (resolution + 1) - 1
-
-
-def resolution_ladder(start: int, manifold: str, check: ResolutionCheck) -> list[int]:
-    """``N_0`` and at most ``max_refinements`` refinements, none above the limit."""
-    cap = check.max_resolution or MAX_RESOLUTION[manifold]
+def resolution_ladder(start: int, manifold: Manifold, check: ResolutionCheck) -> list[int]:
+    """``N_0`` and at most ``max_refinements`` refinements (:meth:`Manifold.refine`: S^1
+    ``2 N`` cells; S^2 ``2 (lmax + 1) - 1``, twice the latitudes), none above the limit."""
+    cap = check.max_resolution or manifold.max_check_resolution
     levels = [start]
-    while len(levels) <= check.max_refinements and refine(levels[-1], manifold) <= cap:
-        levels.append(refine(levels[-1], manifold))
+    while len(levels) <= check.max_refinements and manifold.refine(levels[-1]) <= cap:
+        levels.append(manifold.refine(levels[-1]))
     return levels
 
 

@@ -49,6 +49,7 @@ from typing import Any
 
 import numpy as np
 
+from solvers.core.manifold import Manifold
 from solvers.io.summary import (
     FINISHED,
     build_summary,
@@ -87,23 +88,20 @@ from solvers.studies.sweep_params import (  # noqa: F401  (the sweep's vocabular
     split_values,
     sweep_points,
 )
+from solvers.timestepping.manifolds import CIRCLE, manifold_of
 
 EXIT_USAGE, EXIT_FAILED, EXIT_INTERRUPTED = 2, 1, 130
 DEFAULT_PERTURBATION = 0.05
 PERTURBATION_BUMPS, PERTURBATION_KAPPA = 8, 20.0
 
 
-def perturbation(seed: int, manifold: str, eps: float) -> dict[str, Any]:
+def perturbation(seed: int, manifold: Manifold, eps: float) -> dict[str, Any]:
     """``[initial]`` table of the seeded perturbation of the uniform density (module doc)."""
     if not 0.0 <= eps < 1.0:
         raise SweepError(f"--perturbation must be in [0, 1) (got {eps:g})")
     rng = np.random.default_rng(seed)
     k = PERTURBATION_BUMPS
-    if manifold == "S1":
-        centers = [0.0] + (2.0 * np.pi * rng.random(k)).tolist()
-    else:
-        vectors = rng.normal(size=(k, 3))
-        centers = [[0.0, 0.0, 1.0]] + (vectors / np.linalg.norm(vectors, axis=1)[:, None]).tolist()
+    centers = manifold.random_centers(rng, k)
     weights = rng.random(k)
     return {"kind": "von_mises", "centers": centers, "kappas": [0.0] + [PERTURBATION_KAPPA] * k,
             "weights": [1.0 - eps] + (eps * weights / weights.sum()).tolist()}
@@ -113,9 +111,8 @@ def minimum_resolution(config: RunConfig) -> int:
     """Smallest resolution :func:`check_resolution` accepts (S^1: a multiple of 32)."""
     from spectral import kernel_bandwidth
 
-    s1 = config.domain.manifold == "S1"
-    jstar = int(kernel_bandwidth(config.model.beta, 2 if s1 else 3))
-    return 32 * -(-3 * jstar // 32) if s1 else jstar
+    manifold = manifold_of(config)
+    return manifold.minimum_resolution(int(kernel_bandwidth(config.model.beta, manifold.dimension)))
 
 
 def point_config(base: dict[str, Any], items: Sequence[str], archive: Path,
@@ -133,8 +130,11 @@ def point_config(base: dict[str, Any], items: Sequence[str], archive: Path,
         if doc.get("initial", {}).get("kind", "uniform") != "uniform":
             raise ConfigError(SEED_KEY, "perturbs a uniform start: use initial.kind = \"uniform\"")
         doc["initial"] = {"mass": doc["initial"]["mass"]} if "mass" in doc.get("initial", {}) else {}
-        doc["initial"].update(perturbation(seeds[0], doc.get("domain", {}).get("manifold", "S1"),
-                                           eps))
+        try:
+            manifold = manifold_of(doc.get("domain", {}).get("manifold", CIRCLE.name))
+        except ValueError as err:
+            raise ConfigError("domain.manifold", str(err)) from None
+        doc["initial"].update(perturbation(seeds[0], manifold, eps))
     if doc.get("perceptron", {}).get("activation") == "none":
         doc["perceptron"] = {"activation": "none"}
     config = build_config(doc, "# sweep: " + " ".join(items) + "\n" + dump_toml(doc))
@@ -293,7 +293,7 @@ def _levels(base: dict[str, Any], items: list[str], archive: Path, cfg: RunConfi
             check: ResolutionCheck, eps: float) -> list[tuple[int, RunConfig, str]]:
     """The validated configs of a point's resolution ladder, with their level archives."""
     out = []
-    for n in resolution_ladder(cfg.domain.resolution, cfg.domain.manifold, check):
+    for n in resolution_ladder(cfg.domain.resolution, manifold_of(cfg), check):
         path = archive.with_name(f"{archive.stem}.N{n}.nc")
         out.append((n, point_config(base, items + [f"domain.resolution={n}"], path, True, eps),
                     str(path)))

@@ -31,12 +31,12 @@ import numpy as np
 
 from solvers.model.method import choose_method
 from solvers.model.params import RunConfig
+from solvers.timestepping.manifolds import manifold_of
 
 MOVING = 1e-4  # an atom faster than this (rad per unit time) is not at rest
 MASS_TOL = 1e-3  # atom masses that move more than this between resolutions are flagged
 POSITION_TOL = 1e-2  # ... and positions (rad)
 DIFFUSE_WARN = 0.05  # more diffuse mass than this is reported
-MIN_COARSE = {"S1": 64, "S2": 31}
 
 
 @dataclass(frozen=True)
@@ -133,9 +133,8 @@ def compare_atoms(fine: Any, coarse: Any) -> tuple[int, float | None, float | No
 
 def coarse_config(config: RunConfig) -> RunConfig | None:
     """The run at half the resolution (None where that grid would be too coarse)."""
-    res = config.domain.resolution // 2 if config.domain.manifold == "S1" else \
-        (config.domain.resolution + 1) // 2 - 1
-    if res < MIN_COARSE[config.domain.manifold]:
+    res = manifold_of(config).coarse_resolution(config.domain.resolution)
+    if res is None:
         return None
     half = replace(config, domain=replace(config.domain, resolution=res),
                    output=replace(config.output, progress=False))
@@ -158,7 +157,7 @@ def _time_line(config: RunConfig, time_error: float | None) -> tuple[str, list[s
         "steps limited by the CFL and stability bounds only"
     fix = "set time.integrator = \"dopri5\" (\"ssprk3_2\" for the fv grid) for error-controlled " \
           "steps, or check the atoms at time.cfl halved"
-    if config.domain.manifold == "S1" and tp.scheme != "auto":
+    if manifold_of(config).error_controlled_default and tp.scheme != "auto":
         fix = "run with the default method and time settings (error-controlled steps), or " + fix
     return f"not estimated ({why})", [f"the time error is not estimated ({why}): {fix}"]
 
@@ -219,23 +218,10 @@ def as_dict(verdict: Verdict) -> dict[str, Any]:
 
 
 def exact_atom_speed(config: RunConfig, final: Any) -> float | None:
-    """Largest speed of an atom of ``final`` under the exact velocity of its measure (S^1: the
-    closed-form field of the cells and Dirac atoms, :func:`solvers.circle.measure.lagrangian.velocity`;
-    None on S^2 and without atoms)."""
-    if config.domain.manifold != "S1":
-        return None
-    from solvers.circle.measure import lagrangian as lg
-    from solvers.model.params import ModelParams  # noqa: F401  (the model of the field)
-
-    diag = final.diagnostics
-    _, where = _atoms_of(diag)
-    if where.size == 0:
-        return None
-    dm = np.asarray(diag.dirac_mass, float)
-    state = lg.from_grid(np.asarray(final.rho, float), dm, np.asarray(diag.dirac_position, float),
-                         np.asarray(diag.dirac_id, int) if dm.size else np.zeros(0, int))
-    u = lg.velocity(state, config.model, lg.gradient_weights(config.model), np.asarray(where, float))
-    return float(np.max(np.abs(u)))
+    """Largest speed of an atom of ``final`` under the exact velocity of its measure
+    (:meth:`~solvers.core.manifold.Manifold.exact_atom_speed`: on S^1 the closed-form field of
+    the cells and Dirac atoms; None on S^2 and without atoms)."""
+    return manifold_of(config).exact_atom_speed(config, final)
 
 
 def resumed_history(earlier: Any, new: Any, t0: float) -> list:

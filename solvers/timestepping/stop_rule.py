@@ -16,6 +16,7 @@ import numpy as np
 from solvers.core.atom_tracks import AtomTracks, link_radius
 from solvers.core.snapshot import Snapshot, Stationarity
 from solvers.model.params import RunConfig
+from solvers.timestepping.manifolds import manifold_of
 
 
 class _Record(NamedTuple):
@@ -44,7 +45,7 @@ class StopRule:
 
     def __init__(self, config: RunConfig, link_radius: float) -> None:
         self.time = config.time
-        self.tracks = AtomTracks(link_radius, 2 if config.domain.manifold == "S1" else 3)
+        self.tracks = AtomTracks(link_radius, manifold_of(config).dimension)
         self.records: deque[_Record] = deque()
         # the latest record where each criterion failed (for a pair of consecutive records:
         # the earlier one's time): a window holds a criterion iff it starts after that time

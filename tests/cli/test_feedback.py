@@ -55,7 +55,10 @@ def test_repeated_constants_match_the_studies() -> None:
     assert options.MERGE_TOL == polish.MERGE_TOL
     assert options.DEFAULT_MASS_TOL == resolution.DEFAULT_MASS_TOL
     assert options.MAX_REFINEMENTS == resolution.MAX_REFINEMENTS
-    assert options.MAX_RESOLUTION == resolution.MAX_RESOLUTION
+    from solvers.timestepping.manifolds import manifold_of
+
+    assert options.MAX_CHECK_CELLS == manifold_of("S1").max_check_resolution
+    assert options.MAX_CHECK_LMAX == manifold_of("S2").max_check_resolution
     assert options.DEFAULT_PERTURBATION == sweep.DEFAULT_PERTURBATION
     from solvers.cli import sweep as cli_sweep
 

@@ -12,6 +12,7 @@ from conftest import paper_s1_toml
 from solvers.io.summary import build_summary
 from solvers.studies import resolution as rs
 from solvers.studies import sweep
+from solvers.timestepping.manifolds import CIRCLE, SPHERE
 
 
 def record(n_atoms: int, masses, reason: str = "stationary") -> dict:
@@ -42,11 +43,11 @@ def levels(tmp_path: Path, ns):
 
 def test_ladder_doubles_up_to_the_limits():
     check = rs.ResolutionCheck()
-    assert rs.resolution_ladder(256, "S1", check) == [256, 512, 1024, 2048]
-    assert rs.resolution_ladder(1024, "S1", check) == [1024, 2048, 4096]
-    assert rs.resolution_ladder(4096, "S1", check) == [4096]
-    assert rs.resolution_ladder(31, "S2", check) == [31, 63, 127, 255]
-    assert rs.resolution_ladder(256, "S1", rs.ResolutionCheck(max_refinements=1)) == [256, 512]
+    assert rs.resolution_ladder(256, CIRCLE, check) == [256, 512, 1024, 2048]
+    assert rs.resolution_ladder(1024, CIRCLE, check) == [1024, 2048, 4096]
+    assert rs.resolution_ladder(4096, CIRCLE, check) == [4096]
+    assert rs.resolution_ladder(31, SPHERE, check) == [31, 63, 127, 255]
+    assert rs.resolution_ladder(256, CIRCLE, rs.ResolutionCheck(max_refinements=1)) == [256, 512]
     with pytest.raises(ValueError, match="--mass-tol"):
         rs.ResolutionCheck(mass_tol=-1.0)
 
