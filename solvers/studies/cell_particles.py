@@ -32,6 +32,7 @@ from scipy.cluster.hierarchy import fcluster, linkage
 from solvers.core.point_merge import merge_close
 from solvers.model.params import RunConfig
 from solvers.studies.particles import ParticleSystem, normalise
+from solvers.timestepping.manifolds import manifold_of
 
 MERGE = 1e-4  # rad: particles closer than this merge
 LINK = 0.05  # rad: particles joined by shorter links form one atom
@@ -43,14 +44,7 @@ def cell_particles(config: RunConfig) -> tuple[np.ndarray, np.ndarray]:
     from solvers.io.state import initial_density
 
     rho = np.asarray(initial_density(config), dtype=float)
-    if config.domain.manifold == "S2":
-        from solvers.sphere.cells import SphereGrid
-
-        g = SphereGrid(config.domain.resolution)
-        x, cell = g.points(g.theta, g.phi).reshape(-1, 3), (rho * g.area).ravel()
-    else:
-        theta = (np.arange(rho.size) + 0.5) * 2.0 * np.pi / rho.size
-        x, cell = np.stack([np.cos(theta), np.sin(theta)], axis=1), rho * 2.0 * np.pi / rho.size
+    x, cell = manifold_of(config).cell_masses(rho, config.domain.resolution)
     has = cell > 0
     return x[has], cell[has]
 

@@ -43,6 +43,7 @@ from solvers.studies.particles import (
     group_particles,
     run_particles,
 )
+from solvers.timestepping.manifolds import MANIFOLDS, manifold_of
 
 TWO_PI = 2.0 * np.pi
 DEFAULT_TIMES = (50.0, 100.0, 200.0)
@@ -137,7 +138,7 @@ def cell_averages(config: RunConfig, rho: np.ndarray) -> np.ndarray:
 
     S^2 states and fv states are returned as they are (a copy).
     """
-    if config.time.scheme != "spectral" or config.domain.manifold != "S1":
+    if config.time.scheme != "spectral" or not manifold_of(config).ordered:
         return rho.copy()
     n = rho.size
     avg = np.fft.irfft(np.fft.rfft(rho) * np.sinc(np.arange(n // 2 + 1) / n), n=n)
@@ -209,7 +210,7 @@ def distances(config: RunConfig, rho: np.ndarray, x: np.ndarray, w: np.ndarray,
     ``dirac``: the PDE's Dirac atoms ``(masses, positions)`` (measure-valued runs), exact
     point masses in both distances. W1 is NaN on S^2.
     """
-    if config.domain.manifold == "S2":
+    if not manifold_of(config).ordered:  # W1 by distribution functions: S^1 only
         return float("nan"), sphere_kernel_distance(config, rho, x, w, dirac=dirac)
     from solvers.studies.wasserstein import CircleMeasure, particles, w1
 
@@ -278,7 +279,7 @@ def atom_radius(config: RunConfig) -> float:
 def particle_atoms(config: RunConfig, x: np.ndarray, w: np.ndarray
                    ) -> tuple[np.ndarray, np.ndarray]:
     """Atoms of the particles (S^1, :func:`group_particles` on the PDE grid); S^2: none."""
-    if config.domain.manifold != "S1":
+    if not manifold_of(config).ordered:  # grouped by angle
         return np.full(0, np.nan), np.full(0, np.nan)
     return group_particles(circle_angles(x), w, config.model.beta, config.atoms,
                            config.domain.resolution)
@@ -369,7 +370,7 @@ def _masses(values: np.ndarray) -> str:
 
 def _atom_lines(ds: Any) -> list[str]:
     """Atom counts and masses of the PDE and of each n, per time (S^1)."""
-    if ds.attrs.get("manifold") != "S1":
+    if not any(m.ordered and m.name == ds.attrs.get("manifold") for m in MANIFOLDS):
         return []
     lines = ["", "atoms (count: masses, largest first)"]
     for j, t in enumerate(ds["time"].values):

@@ -90,7 +90,7 @@ def to_dataset(result: Result, with_stability: bool = True) -> Any:
             stable.append(False)
             growth.append(np.nan)
     specials = _specials(recs, result)
-    grid = ("theta",) if base.basis.manifold == "S1" else ("theta", "phi")
+    grid = base.basis.manifold.grid_dims
     ds = xr.Dataset({
         "parameter": ("point", [r.value for r in recs]),
         "branch": ("point", np.array([r.branch for r in recs], dtype=np.int32)),
@@ -109,20 +109,9 @@ def to_dataset(result: Result, with_stability: bool = True) -> Any:
         "special_moment": ("special", [m for _, _, m in specials]),
         "branch_parent": ("branch_index", np.array(result.parents, dtype=np.int32)),
         "branch_stop": ("branch_index", np.array(result.stops, dtype=str)),
-    }, coords={**_grid_coords(base.basis), "degree": np.arange(1, N_MOMENTS + 1)},
+    }, coords={**base.basis.coords, "degree": np.arange(1, N_MOMENTS + 1)},
         attrs=_attributes(result))
     return describe(ds, "meanfield-spectral continuation of noisy stationary states", TABLE)
-
-
-def _grid_coords(basis: Any) -> dict[str, Any]:
-    if basis.manifold == "S1":
-        return {"theta": ("theta", 2 * np.pi * np.arange(basis.shape[0]) / basis.shape[0],
-                          {"units": "radian", "long_name": "angle"})}
-    pts = basis.points.reshape(*basis.shape, 3)
-    return {"theta": ("theta", np.arccos(np.clip(pts[:, 0, 2], -1, 1)),
-                      {"units": "radian", "long_name": "Gauss colatitude"}),
-            "phi": ("phi", 2 * np.pi * np.arange(basis.shape[1]) / basis.shape[1],
-                    {"units": "radian", "long_name": "longitude"})}
 
 
 def _attributes(result: Result) -> dict[str, Any]:
@@ -138,7 +127,7 @@ def _attributes(result: Result) -> dict[str, Any]:
 def _full_size(result: Result) -> int:
     b = result.problem.basis
     top = int(b.degree.max())
-    return 2 * top + 1 if b.manifold == "S1" else (top + 1) ** 2
+    return b.manifold.basis_size(top)
 
 
 def write(ds: Any, path: str | Path, overwrite: bool = True) -> Path:

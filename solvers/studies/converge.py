@@ -43,7 +43,6 @@ from typing import Any
 
 import numpy as np
 
-from solvers.circle.atoms import default_radius as circle_radius
 from solvers.model.kernel import kernel_log_shift
 from solvers.core.measure import dirac_of
 from solvers.io.state import initial_density
@@ -59,9 +58,9 @@ from solvers.studies.orders import (
     richardson,
     tail_error,
 )
-from solvers.sphere.atoms import default_radius as sphere_radius
 from solvers.timestepping.integrators import get_integrator
 from solvers.timestepping.loop import simulate
+from solvers.timestepping.manifolds import manifold_of
 from solvers.studies.distances import (  # noqa: F401  (re-exported: cv.s1_cdf, ...)
     kernel_distance_s2,
     s1_cdf,
@@ -196,8 +195,7 @@ class Ladder:
     def radius(self) -> float:
         """The atom grouping radius of the reference run (docs/math.md §5)."""
         cfg = self.runs[-1].config
-        return cfg.atoms.radius or (circle_radius if cfg.domain.manifold == "S1"
-                                    else sphere_radius)(cfg.model.beta)
+        return cfg.atoms.radius or manifold_of(cfg).atom_radius(cfg.model.beta)
 
     @property
     def slopes(self) -> tuple[int, ...]:
@@ -206,15 +204,16 @@ class Ladder:
         return SPACE_SLOPES[scheme] if self.dim == "resolution" else (self.design_order,)
 
     def distance(self, a: Run, b: Run) -> float:
-        """W1 (S^1) or the kernel norm (S^2) between two runs' final states."""
+        """W1 (on an ordered manifold: S^1) or the kernel norm (S^2) between two runs' final
+        states."""
         cfg = b.config
-        if cfg.domain.manifold == "S1":
+        if manifold_of(cfg).ordered:
             return w1_s1(a.rho, b.rho, cfg.time.scheme, a.atoms, b.atoms)
         return kernel_distance_s2(a.rho, a.config.domain.resolution, b.rho, cfg.domain.resolution,
                                   cfg.model.beta, kernel_log_shift(cfg.model), a.atoms, b.atoms)
 
     def metric(self) -> str:
-        return "W1" if self.runs[-1].config.domain.manifold == "S1" else "kernel_norm"
+        return "W1" if manifold_of(self.runs[-1].config).ordered else "kernel_norm"
 
     def table(self, tol: float = ORDER_TOL) -> dict[str, np.ndarray]:
         """Errors against the reference, successive distances, energies, atoms, orders, their
@@ -335,7 +334,7 @@ def converge(path: str | Path, resolutions: str | Sequence[int] = (), dts: str |
         raise ConfigError("--t", f"must be a positive number, e.g. --t 1.0 (got {t_end!r})")
     if len(resolutions) == 0 and len(dts) == 0:
         raise ConfigError("--resolutions", "give --resolutions 64,128,256 and/or --dts 0.02,0.01,0.005")
-    offset = int(base.domain.manifold == "S2")
+    offset = manifold_of(base).resolution_offset
     resolutions = parse_ladder(resolutions, "--resolutions", True, offset) if len(resolutions) else []
     dts = parse_ladder(dts, "--dts", False) if len(dts) else []
     _check_dts(dts, t_end)

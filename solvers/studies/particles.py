@@ -39,6 +39,7 @@ from solvers.model.kernel import kernel_log_shift, max_kernel_second_derivative
 from solvers.model.activations import get_activation
 from solvers.model.params import AtomParams, ModelParams, RunConfig
 from solvers.model.perceptron import half_gradient, potential
+from solvers.timestepping.manifolds import manifold_of
 from spectral.kernel_series import series_field_numba, series_terms
 
 TWO_PI = 2.0 * np.pi
@@ -358,11 +359,11 @@ def initial_particles(config: RunConfig, n: int, placement: str = "quantiles",
     from solvers.io.state import initial_density
 
     rho = initial_density(config)
-    if config.domain.manifold == "S2":
-        from solvers.sphere.cells import SphereGrid
+    if manifold_of(config).ordered:  # quantiles along the circle
+        return circle_particles(rho, n, placement, seed)
+    from solvers.sphere.cells import SphereGrid
 
-        return sphere_particles(rho, SphereGrid(config.domain.resolution), n, placement, seed)
-    return circle_particles(rho, n, placement, seed)
+    return sphere_particles(rho, SphereGrid(config.domain.resolution), n, placement, seed)
 
 
 def run_particles(config: RunConfig, n: int, times=None, *, placement: str = "quantiles",

@@ -35,6 +35,7 @@ import numpy as np
 from solvers.core.point_atoms import AtomSystem, newton, tangent_bases
 from solvers.model.config import load_config
 from solvers.model.params import RunConfig
+from solvers.timestepping.manifolds import manifold_of
 
 MERGE_TOL = 1e-3  # a remainder up to this mass is merged into the nearest atoms
 
@@ -72,23 +73,7 @@ def grid_atoms(config: RunConfig, rho: np.ndarray) -> tuple[Any, np.ndarray, np.
     from solvers.timestepping.registry import make_discretization
 
     disc = make_discretization(config)
-    if config.domain.manifold == "S1":
-        from solvers.circle.atoms import detect_atoms
-
-        b = disc.problem.basis
-        found = detect_atoms(b.theta, rho * b.cell_weight, config.model.beta, config.atoms,
-                             face_velocity=disc.problem.velocity(b.forward(rho), "face"))
-        points = np.stack([np.cos(b.theta), np.sin(b.theta)], axis=1)
-        return found, points, (rho * b.cell_weight).ravel(), found.labels
-    from solvers.sphere.atoms import detect_atoms
-
-    g = disc.grid
-    points = g.points(g.theta, g.phi).reshape(-1, 3)
-    fields = disc.problem.centre_fields(rho)
-    found = detect_atoms(points, rho * g.area, g.area, config.model.beta, config.atoms,
-                         cell=float(max(g.dtheta.max(), g.dphi)),
-                         potential=disc.flow_potential(fields))
-    return found, points, (rho * g.area).ravel(), found.labels
+    return manifold_of(config).grid_atoms(config, disc, rho)
 
 
 def measure_atoms(config: RunConfig, rho: np.ndarray, dirac: Any
@@ -97,26 +82,12 @@ def measure_atoms(config: RunConfig, rho: np.ndarray, dirac: Any
     basins of density plus Dirac atoms (``dirac``: :class:`solvers.core.measure.DiracAtoms`), by
     the run's own measure diagnostics; ``cell_mass`` is the density's (the Dirac masses are in
     the atoms' masses), so the remainder is the density in no basin."""
-    from types import SimpleNamespace
-
     from solvers.circle.measure.lagrangian_discretization import eulerian_config
     from solvers.timestepping.registry import make_discretization
 
     disc = make_discretization(eulerian_config(config))  # a Lagrangian run archives this state
     state = disc.prepare_state(rho, dirac, fresh=False)  # (atoms closer than a cell merged)
-    if config.domain.manifold == "S1":
-        from solvers.circle.measure.dirac_diagnostics import measure_atoms as circle_measure_atoms
-
-        b, atoms = disc.problem.basis, disc.atoms(state)
-        u = disc.fields.face_velocity(b.forward(rho), atoms.position, atoms.mass)
-        found = circle_measure_atoms(disc, rho, atoms, u, config.atoms)
-        return found, np.stack([np.cos(b.theta), np.sin(b.theta)], axis=1), rho * b.cell_weight, found.labels
-    diag = disc.diagnostics(state, config.atoms)
-    labels = np.asarray(diag.atom_labels).ravel()
-    found = SimpleNamespace(count=int(diag.n_atoms), mass=np.asarray(diag.atom_mass, float),
-                            position=np.asarray(diag.atom_position, float), labels=labels)
-    g = disc.grid
-    return found, g.points(g.theta, g.phi).reshape(-1, 3), (rho * g.area).ravel(), labels
+    return manifold_of(config).measure_atoms(config, disc, rho, state)
 
 
 def _positions(found: Any, d: int) -> np.ndarray:

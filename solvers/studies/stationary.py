@@ -34,6 +34,7 @@ from solvers.model.params import RunConfig
 from solvers.model.perceptron import potential
 from solvers.model.validators import ConfigError
 from solvers.studies.stationary_basis import RealBasis, make_basis
+from solvers.timestepping.manifolds import manifold_of
 from spectral.eigenvalues import kernel_bandwidth, kernel_eigenvalues
 
 log = logging.getLogger(__name__)
@@ -116,7 +117,7 @@ class StationaryProblem:
 
     @property
     def dim(self) -> int:
-        return 2 if self.basis.manifold == "S1" else 3
+        return self.basis.manifold.dimension
 
     # ---------------------------------------------------------------- the equation
     def potential(self, x: np.ndarray) -> np.ndarray:
@@ -181,7 +182,7 @@ class StationaryProblem:
         x0 = float(x[b.degree == 0][0])
         for k in range(1, min(count, int(b.degree.max())) + 1):
             norm = float(np.sqrt(np.sum(x[b.degree == k] ** 2)))
-            out[k - 1] = norm / (2.0 * x0) if b.manifold == "S1" else norm / (np.sqrt(2 * k + 1) * x0)
+            out[k - 1] = norm / (b.manifold.degree_norm_factor(k) * x0)
         return out
 
     def order_parameter(self, rho: np.ndarray) -> float:
@@ -259,12 +260,12 @@ def build_problem(config: RunConfig, degree: int | None = None, symmetric: bool 
     check_config(config)
     dom, model = config.domain, config.model
     res = dom.resolution if resolution is None else int(resolution)
-    dim = 2 if dom.manifold == "S1" else 3
-    top = res // 2 - 1 if dom.manifold == "S1" else res
+    manifold = manifold_of(config)
+    dim, top = manifold.dimension, manifold.top_degree(res)
     jstar = kernel_bandwidth(model.beta, dim)
     deg = min(jstar, top) if degree is None else int(degree)
     sym = rotation_invariant(config) if symmetric is None else bool(symmetric)
-    basis = make_basis(dom.manifold, res, deg, symmetric=sym)
+    basis = make_basis(manifold, res, deg, symmetric=sym)
     eig = kernel_multipliers(model.beta, model.kernel, basis.degree, dim)
     half_v = 0.5 * potential(model.perceptron, basis.points)
     log.debug("stationary problem: %s, %d unknowns, grid %s", dom.manifold, basis.size, basis.shape)

@@ -21,6 +21,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from solvers.core.manifold import Manifold
+from solvers.timestepping.manifolds import CIRCLE, SPHERE
 from spectral.circle import CircleBasis
 from spectral.sphere import SphereBasis
 from spectral.sphere_vector import gradient as sphere_gradient
@@ -32,8 +34,8 @@ class RealBasis:
 
     Attributes
     ----------
-    manifold : str
-        ``"S1"`` or ``"S2"``.
+    manifold : Manifold
+        The manifold of the grid (:mod:`solvers.core.manifold`).
     points : ndarray, shape (n_grid, d)
         Grid points on the unit sphere (d = 2 or 3), flattened (S^2: ``(nlat * nphi, 3)``).
     frame : ndarray, shape (n_grid, c, d)
@@ -50,9 +52,12 @@ class RealBasis:
         ``int phi_i^2`` (quadrature).
     shape : tuple of int
         Grid shape (S^1 ``(N,)``, S^2 ``(nlat, nphi)``).
+    coords : dict
+        The grid's axes as xarray coordinates (``name: (dim, values, attrs)``), one per
+        ``manifold.grid_dims``.
     """
 
-    manifold: str
+    manifold: Manifold
     points: np.ndarray
     frame: np.ndarray
     weights: np.ndarray
@@ -61,6 +66,7 @@ class RealBasis:
     degree: np.ndarray
     norm2: np.ndarray
     shape: tuple
+    coords: dict
 
     @property
     def size(self) -> int:
@@ -69,7 +75,7 @@ class RealBasis:
     @property
     def area(self) -> float:
         """``|S^{d-1}|``: ``2 pi`` or ``4 pi``."""
-        return 2.0 * np.pi if self.manifold == "S1" else 4.0 * np.pi
+        return self.manifold.surface
 
     def project(self, field: np.ndarray) -> np.ndarray:
         """Coefficients ``int phi_i f / int phi_i^2`` of grid values ``f`` (n_grid,) -> (n,)."""
@@ -103,8 +109,10 @@ def circle_basis(n_grid: int, kmax: int, symmetric: bool = False, constant: bool
     weights = grid.cell_weight
     points = np.stack([np.cos(t), np.sin(t)], axis=1)
     frame = np.stack([-np.sin(t), np.cos(t)], axis=1)[:, None, :]
-    return RealBasis("S1", points, frame, weights, phi, np.stack(grads, axis=1)[:, :, None],
-                     np.asarray(degs), (weights @ phi**2), (n_grid,))
+    coords = {"theta": ("theta", 2 * np.pi * np.arange(n_grid) / n_grid,
+                        {"units": "radian", "long_name": "angle"})}
+    return RealBasis(CIRCLE, points, frame, weights, phi, np.stack(grads, axis=1)[:, :, None],
+                     np.asarray(degs), (weights @ phi**2), (n_grid,), coords)
 
 
 def sphere_basis(lmax_grid: int, lmax: int, symmetric: bool = False,
@@ -132,15 +140,21 @@ def sphere_basis(lmax_grid: int, lmax: int, symmetric: bool = False,
     e_phi = np.stack([-np.sin(ph), np.cos(ph), np.zeros_like(ph)], axis=1)
     weights = grid.weights.ravel()
     phi = np.stack(cols, axis=1)
-    return RealBasis("S2", grid.points.reshape(-1, 3), np.stack([e_theta, e_phi], axis=1),
+    pts = grid.points.reshape(-1, 3)
+    coords = {"theta": ("theta", np.arccos(np.clip(pts.reshape(*grid.shape, 3)[:, 0, 2], -1, 1)),
+                        {"units": "radian", "long_name": "Gauss colatitude"}),
+              "phi": ("phi", 2 * np.pi * np.arange(grid.shape[1]) / grid.shape[1],
+                      {"units": "radian", "long_name": "longitude"})}
+    return RealBasis(SPHERE, pts, np.stack([e_theta, e_phi], axis=1),
                      weights, phi, np.stack(grads, axis=1), np.asarray(degs),
-                     weights @ phi**2, grid.shape)
+                     weights @ phi**2, grid.shape, coords)
 
 
-def make_basis(manifold: str, resolution: int, degree: int, symmetric: bool = False,
+def make_basis(manifold: Manifold, resolution: int, degree: int, symmetric: bool = False,
                constant: bool = True) -> RealBasis:
     """:func:`circle_basis` (``resolution`` = N points) or :func:`sphere_basis` (``resolution``
     = the Gauss grid's lmax), with functions up to ``degree``."""
-    if manifold == "S1":
-        return circle_basis(resolution, degree, symmetric, constant)
-    return sphere_basis(resolution, degree, symmetric, constant)
+    return _BUILDERS[manifold](resolution, degree, symmetric, constant)
+
+
+_BUILDERS = {CIRCLE: circle_basis, SPHERE: sphere_basis}  # the basis of each manifold object

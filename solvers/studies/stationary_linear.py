@@ -30,17 +30,17 @@ from solvers.model.perceptron import half_gradient
 from solvers.studies.stationary import StationaryProblem, kernel_multipliers, rotation_invariant
 from solvers.studies.stationary_basis import RealBasis, make_basis
 
-STABILITY_DEGREE = {"S1": 48, "S2": 16}  # default largest degree of the stability basis
 NEUTRAL_TOL = 1e-8  # |mu| / max |mu| below which an eigenvalue is neutral
 
 
 def stability_basis(problem: StationaryProblem, degree: int | None = None) -> RealBasis:
-    """The full mean-zero basis of degrees ``1..degree`` on the problem's grid."""
-    b = problem.basis
-    top = b.shape[0] // 2 - 1 if b.manifold == "S1" else b.shape[0] - 1
-    deg = min(STABILITY_DEGREE[b.manifold] if degree is None else int(degree), top)
-    return make_basis(b.manifold, b.shape[0] if b.manifold == "S1" else top, deg,
-                      symmetric=False, constant=False)
+    """The full mean-zero basis of degrees ``1..degree`` (default: the manifold's
+    ``stability_degree``) on the problem's grid."""
+    manifold = problem.basis.manifold
+    resolution = manifold.grid_resolution(problem.basis.shape)
+    top = manifold.top_degree(resolution)
+    deg = min(manifold.stability_degree if degree is None else int(degree), top)
+    return make_basis(manifold, resolution, deg, symmetric=False, constant=False)
 
 
 def _frame_gradient(problem: StationaryProblem, x: np.ndarray) -> np.ndarray:
@@ -61,7 +61,7 @@ def linear_operator(problem: StationaryProblem, x: np.ndarray,
     s, nu, w = problem.sign, problem.noise, sb.weights
     grad_u = _frame_gradient(problem, x)
     lam = kernel_multipliers(problem.config.model.beta, problem.config.model.kernel,
-                             sb.degree, 2 if sb.manifold == "S1" else 3)
+                             sb.degree, sb.manifold.dimension)
     diffusion, attention, drift = 0.0, 0.0, 0.0
     for c in range(sb.grad.shape[2]):  # frame components: matrix products over the grid
         g = sb.grad[:, :, c]
@@ -95,9 +95,7 @@ def neutral_modes(problem: StationaryProblem, x: np.ndarray) -> int:
     moving = np.abs(x[b.degree > 0]).max(initial=0.0) > 1e-9 * problem.rho0
     if not moving:
         return 0
-    if b.manifold == "S1":
-        return 1
-    return 2 if len(b.degree) == b.degree.max() + 1 else 3  # the symmetric basis is Y_l0 only
+    return b.manifold.rotation_modes(symmetric=len(b.degree) == b.degree.max() + 1)
 
 
 def stability(problem: StationaryProblem, x: np.ndarray, basis: RealBasis | None = None,

@@ -25,7 +25,7 @@ def manifold_of(source: RunConfig | str) -> Manifold:
         For a name no manifold has.
     """
     name = source if isinstance(source, str) else source.domain.manifold
-    for manifold in MANIFOLDS:
-        if manifold.name == name:
-            return manifold
+    for known in MANIFOLDS:
+        if known.name == name:
+            return known
     raise ValueError(f"unknown manifold {name!r}: one of {', '.join(m.name for m in MANIFOLDS)}")
