@@ -39,7 +39,7 @@ from solvers.circle.measure.lagrangian_discretization import LagrangianCircleDis
 from solvers.circle.grid.spectral import dealias_cutoff
 from solvers.core.measure import DiracAtoms, starting_atoms
 from solvers.core.snapshot import Diagnostics
-from solvers.model.config import DIRAC_S1_TIME
+from solvers.model.method import DIRAC_CFL_FLOOR
 from solvers.model.params import AtomParams, RunConfig
 
 TAIL_TOL = 1e-9  # largest |rho_hat_k| / rho_hat_0 in the top third of the kept modes
@@ -67,7 +67,7 @@ class SpectralToCells:
         self.smooth = CircleDiscretization(replace(config, time=replace(config.time, scheme="spectral")))
         # the cells count in their CFL condition those denser than 1% of the mean (as the S^1
         # Dirac state's default, time.cfl_floor): thinner ones are kept in order by accept()
-        cells_time = replace(config.time, scheme="lagrangian", cfl_floor=DIRAC_S1_TIME["cfl_floor"])
+        cells_time = replace(config.time, scheme="lagrangian", cfl_floor=DIRAC_CFL_FLOOR)
         self.cells = LagrangianCircleDiscretization(replace(config, time=cells_time))
         self.problem, self.layout = self.cells.problem, self.cells.layout
         self.shape, self.cell_weight = self.cells.shape, self.cells.cell_weight

@@ -5,7 +5,8 @@ Each raises :class:`~solvers.model.validators.ConfigError` naming the key to cha
 
 from __future__ import annotations
 
-from solvers.model.params import RunConfig, auto_grid
+from solvers.model.method import GRID_SCHEMES, plan_method
+from solvers.model.params import RunConfig
 from solvers.model.validators import ConfigError
 
 
@@ -94,9 +95,9 @@ def check_lagrangian(config: RunConfig) -> None:
     """``time.scheme = "lagrangian"`` (S^1: moving cells; S^2: particles; docs/methods.md §6.4,
     §6.7) moves the measure-valued state: it needs ``[atoms] representation = "dirac"`` and
     snapshots that land on their times (a step's points are not interpolated)."""
-    cells = config.time.scheme == "auto" and not auto_grid(config.domain.manifold, config.model) \
-        and config.model.noise == 0
-    if cells and config.output.snapshot_mode == "interpolate":
+    plan = plan_method(config)  # the default method's cells or particles land on snapshot times
+    if plan.automatic and plan.scheme not in GRID_SCHEMES \
+            and config.output.snapshot_mode == "interpolate":
         raise ConfigError("output.snapshot_mode", "\"interpolate\" is for the fv scheme; the "
                                                   "default method (no time.scheme) moves cells or "
                                                   "particles: use \"land\" or \"auto\"")
@@ -124,7 +125,7 @@ def check_basin_refine(config: RunConfig) -> None:
 def check_auto_cfl(config: RunConfig) -> None:
     """Where the default method runs the fv grid (S2 descent, unnormalized attention), a given
     ``time.cfl`` must keep it positive (<= 0.5)."""
-    if config.time.scheme == "auto" and auto_grid(config.domain.manifold, config.model) \
-            and config.model.noise == 0 and config.time.cfl > 0.5:
+    plan = plan_method(config)
+    if plan.automatic and plan.scheme == "fv" and plan.cfl > 0.5:
         raise ConfigError("time.cfl", f"must be <= 0.5 here: the default method runs finite "
                                       f"volumes on S2 for descent (positivity; got {config.time.cfl:g})")

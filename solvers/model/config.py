@@ -44,10 +44,10 @@ from solvers.model.limits import (  # noqa: F401  (public names re-exported)
     check_run,
     estimated_memory,
 )
+from solvers.model.method import resolve
 from solvers.model.params import (
     ATOM_METHODS,
     ATTENTIONS,
-    DIRAC_CFL_FLOOR,
     DIRECTIONS,
     INTEGRATOR_NAMES,
     KERNELS,
@@ -91,11 +91,10 @@ CFL_MAX = {"auto": 1.0, "fv": 0.5, "spectral": 1.0, "lagrangian": 1.0}
 # naming one of these (or [atoms] representation) without time.scheme keeps the finite-volume
 # grid they tune, as before the default method existed
 FV_KNOBS = ("limiter", "cfl_floor", "kink_faces")
-# the S^1 Dirac state's defaults (docs/methods.md §6.2, the Dirac state): weno5, whose diffuse
-# density gives the same demo atoms at N = 128 ... 1024 to 8e-4 ("mc": 2.3e-3); and the CFL
-# condition on the faces whose upwind density exceeds 1% of the mean (the mass is in the atoms:
-# stationary atoms within 3e-5 of cfl_floor = 1e-6, with 1.1-3.2x fewer steps at beta 1-10)
-DIRAC_S1_TIME = {"limiter": "weno5", "cfl_floor": DIRAC_CFL_FLOOR}  # the time schemes, with their largest cfl
+# the S^1 Dirac state's limiter when [atoms] representation = "dirac" is given and time.limiter
+# is not (docs/methods.md §6.2, the Dirac state): weno5, whose diffuse density gives the same
+# demo atoms at N = 128 ... 1024 to 8e-4 ("mc": 2.3e-3)
+DIRAC_S1_LIMITER = "weno5"
 # Limits that follow from the numerics and the machine (docs/math.md; the README lists them).
 KIND_KEYS = {"uniform": ("modes",), "von_mises": ("centers", "kappas", "weights"),
              "archive": ("path", "time"), "atoms": ("centers", "weights", "modes")}
@@ -336,7 +335,7 @@ def _time(t: dict[str, Any]) -> TimeParams:
     why = "(positivity of the finite-volume scheme needs cfl <= 0.5)" if params.scheme == "fv" \
         else f"for scheme {json.dumps(params.scheme)}"
     if "cfl" not in t:
-        return params  # None: the method's own (RunConfig.__post_init__)
+        return params  # None: the method's own (solvers.model.method.resolve)
     cfl = number("time.cfl", t["cfl"], lo=0.0, hi=CFL_MAX[params.scheme], why=why)
     return replace(params, cfl=cfl)
 
@@ -370,10 +369,10 @@ def build_config(doc: dict[str, Any], text: str = "") -> RunConfig:
     if "scheme" not in sec["time"] and ("representation" in sec["atoms"]
                                         or any(k in sec["time"] for k in FV_KNOBS)):
         time = replace(time, scheme="fv")
-    if atoms.representation == "dirac" and domain.manifold == "S1":  # the S^1 Dirac defaults
-        time = replace(time, **{k: v for k, v in DIRAC_S1_TIME.items() if k not in sec["time"]})
-    config = RunConfig(domain=domain, model=model, initial=_initial(sec["initial"], domain),
-                       time=time, atoms=atoms, output=_output(sec["output"]), text=text)
+    if atoms.representation == "dirac" and domain.manifold == "S1" and "limiter" not in sec["time"]:
+        time = replace(time, limiter=DIRAC_S1_LIMITER)
+    config = resolve(RunConfig(domain=domain, model=model, initial=_initial(sec["initial"], domain),
+                               time=time, atoms=atoms, output=_output(sec["output"]), text=text))
     check_limits(config)
     check_combinations(config)
     return config

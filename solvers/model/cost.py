@@ -5,8 +5,9 @@ The estimate is ``steps x seconds per step + snapshots x seconds per snapshot + 
 per sync`` (docs/cli.md, "Run cost"):
 
 - **steps**: ``t_end / dt`` (at most ``time.max_steps``), ``dt`` the fixed ``time.dt``, else
-  the step the scheme's bound allows. Grid schemes (fv, spectral, the default method's S^2 fv
-  grid): ``dt = K_GRID (cfl / 0.4) h / V``, ``h`` the cell width (S^1 ``2 pi / N``; S^2
+  the step the bound of the scheme that runs allows (:func:`solvers.model.method.plan_method`).
+  Grid schemes (fv, spectral: the default method's S^2 fv grid, its spectral grid with noise):
+  ``dt = K_GRID (cfl / 0.4) h / V``, ``h`` the cell width (S^1 ``2 pi / N``; S^2
   ``pi / (lmax + 1)``), ``V`` a bound of the speed (attention ``M`` for the shifted kernel,
   ``M e^beta`` for ``exp``, 1 for softmax; perceptron ``2 sum |omega_j| |a_j| max|sigma|`` on
   ``|a_j.x + b_j| <= |a_j| + |b_j|``, paper eq. 2.7). Cells and particles (the default method
@@ -44,7 +45,8 @@ import numpy as np
 
 from solvers.model.activations import get_activation
 from solvers.model.kernel import kernel_log_shift, max_kernel_second_derivative
-from solvers.model.params import RunConfig, auto_grid
+from solvers.model.method import GRID_SCHEMES, MethodPlan, plan_method
+from solvers.model.params import RunConfig
 from solvers.model.validators import ConfigError
 
 BUDGET_S = 3600.0  # refused above this (one hour on this machine) unless forced
@@ -126,22 +128,21 @@ def estimated_steps(config: RunConfig, t0: float = 0.0) -> float:
     v_perc, l_perc = _perceptron_bounds(config)
     speed, lip = max(v_att + v_perc, 1e-300), max(l_att + l_perc, 1e-300)
     n = config.domain.resolution
-    grid = tp.scheme in ("fv", "spectral") or (
-        tp.scheme == "auto" and auto_grid(config.domain.manifold, config.model))
+    plan = plan_method(config)
+    grid = plan.scheme in GRID_SCHEMES
     h = 2 * math.pi / n if s1 else math.pi / (n + 1)
-    grid_dt = K_GRID * min(tp.cfl / 0.4 * h / speed, tp.rate_factor / lip)
-    cells_dt = K_CELLS * min(tp.cfl, tp.rate_factor) / lip
+    grid_dt = K_GRID * min(plan.cfl / 0.4 * h / speed, tp.rate_factor / lip)
+    cells_dt = K_CELLS * min(plan.cfl, tp.rate_factor) / lip
     dt = grid_dt if grid else cells_dt  # S^1 default: its short pseudo-spectral start aside
-    if grid and _dirac_grid(config):
+    if grid and _dirac_grid(config, plan):
         return min(_two_phase_steps(config, span, grid_dt), float(tp.max_steps))
     return min(span / dt, float(tp.max_steps))
 
 
-def _dirac_grid(config: RunConfig) -> bool:
+def _dirac_grid(config: RunConfig, plan: MethodPlan) -> bool:
     """The S^2 fv grid with Dirac atoms and its default integrator (module docstring)."""
-    tp = config.time
-    return (config.domain.manifold == "S2" and config.atoms.representation == "dirac"
-            and tp.scheme in ("fv", "auto") and tp.integrator in (None, "ssprk10_2")
+    return (config.domain.manifold == "S2" and plan.representation == "dirac"
+            and plan.scheme == "fv" and plan.integrator == "ssprk10_2"
             and config.model.attention == "unnormalized")
 
 
@@ -190,7 +191,7 @@ def estimate_cost(config: RunConfig, check_resolution: bool = True,
     write_s = snapshots * (2e-4 + 2e-7 * _points(config)) + syncs * SYNC_S[kind]
     factor = RECHECK if check_resolution and usable_cores() < 2 else 1.0
     what = (f"{config.domain.manifold}, {'N' if config.domain.manifold == 'S1' else 'lmax'} = "
-            f"{config.domain.resolution}, {config.time.scheme}")
+            f"{config.domain.resolution}, {plan_method(config).scheme}")
     return CostEstimate(steps * factor, step_s, snapshots, syncs, write_s, what)
 
 

@@ -7,7 +7,7 @@ archive stores it (flattened with :func:`flatten`) as attributes.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields, is_dataclass, replace
+from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Any
 
 import numpy as np
@@ -113,7 +113,7 @@ class TimeParams:
     """Time stepping.
 
     ``scheme``: ``auto`` (the default: the method measured right for the problem, chosen by
-    :func:`solvers.model.method.choose_method` and recorded in the archive; S^1: pseudo-spectral
+    :func:`solvers.model.method.plan_method` and recorded in the archive; S^1: pseudo-spectral
     while the density is smooth, then Lagrangian cells with Dirac atoms), or an explicit
     choice for convergence studies: ``fv`` (finite volume + SSP-RK(10,2)), ``spectral``
     (pseudo-spectral + RK4) or ``lagrangian`` (moving cells / particles with Dirac atoms).
@@ -144,9 +144,11 @@ class TimeParams:
     ``limiter``: the fv reconstruction, a MUSCL slope limiter (``mc``, ``minmod``, ``vanleer``,
     ``none``) or, on S^1, ``weno5`` (fifth-order WENO face values); default ``mc``, and
     ``weno5`` for the S^1 Dirac state (``[atoms] representation = "dirac"``) when not given.
-    ``cfl_floor`` defaults to 1e-6, and to 1e-2 for the Dirac state (``[atoms] representation =
-    "dirac"``, the default method's state) when not given: on S^2 the default's atoms then agree
-    with error-controlled steps to 6e-6 with 30% fewer steps (docs/methods.md §6.6).
+    ``cfl`` and ``cfl_floor`` default (None) to the method's own, written into the config by the
+    reader (:func:`solvers.model.method.resolve`): ``cfl_floor`` 1e-2 for a Dirac state
+    (``[atoms] representation = "dirac"``, the default method's state) on S^1 and S^2, 1e-6 for
+    a grid density; on S^2 the default's atoms then agree with error-controlled steps to 6e-6
+    with 30% fewer steps (docs/methods.md §6.6).
     ``kink_faces`` (S^1, fv): put the face nearest each corner of the perceptron velocity (ReLU,
     leaky ReLU: ``a_j.x + b_j = 0``) on the corner (:mod:`solvers.circle.cells`,
     docs/methods.md §6.2). None (default): on for the S^1 fv scheme, off elsewhere; ``false``:
@@ -163,7 +165,7 @@ class TimeParams:
     t_end: float = 10.0
     scheme: str = "auto"
     integrator: str | None = None  # None: scheme default (ssprk10_2 for fv, rk4 for spectral)
-    cfl: float | None = None  # None: the method's own (RunConfig: 1.0 for "auto", else 0.4)
+    cfl: float | None = None  # None: the method's own (solvers.model.method.plan_method)
     rate_factor: float = 1.0
     dt: float | None = None
     max_steps: int = 10_000_000
@@ -173,30 +175,11 @@ class TimeParams:
     stationary_mass_rate: float = 1e-6
     stationary_measure: str = "transport"
     limiter: str = "mc"
-    cfl_floor: float | None = None  # None: the method's own (RunConfig: DIRAC_CFL_FLOOR, FV_CFL_FLOOR)
+    cfl_floor: float | None = None  # None: the method's own (solvers.model.method.plan_method)
     kink_faces: bool | None = None
     basin_refine: int = 1
     rtol: float = 5e-7
     atol: float = 1e-9
-
-
-# CFL numbers when time.cfl is not given: the default method's cells need dt max|du/dx| <= 1 to
-# stay in order (a step that turns one inside out is retried shorter) and its error control
-# sets the accuracy (the demo: 1147 steps instead of 2422 at 0.4, the same atoms to 1e-5); the
-# grid schemes 0.4 (the fv scheme's positivity needs <= 0.5)
-AUTO_CFL = 1.0
-GRID_CFL = 0.4
-# time.cfl_floor when not given: the Dirac state's atoms hold the mass, so the CFL condition
-# counts only the faces whose upwind density exceeds 1% of the mean (the outflow limiter keeps
-# the thinner ones positive); on S^2 (runs/s2_descent_relu.toml) 540 steps instead of 775, the
-# atoms within 6e-6 of error-controlled steps (ssprk3_2, rtol 5e-7) as at 1e-6
-DIRAC_CFL_FLOOR = 1e-2
-FV_CFL_FLOOR = 1e-6
-
-def auto_grid(manifold: str, model: "ModelParams") -> bool:
-    """Whether the default method (``time.scheme = "auto"``) runs the finite-volume grid with
-    Dirac atoms: on S2 for descent with unnormalized attention (:mod:`solvers.model.method`)."""
-    return manifold == "S2" and model.direction == "descent" and model.attention == "unnormalized"
 
 
 # keys that no longer earn their place: a config naming one gets an error with the replacement
@@ -288,6 +271,11 @@ class OutputParams:
 
 @dataclass(frozen=True)
 class RunConfig:
+    """One run, every section. A config the reader built (:mod:`solvers.model.config`) holds
+    the method's own ``atoms.representation``, ``time.cfl`` and ``time.cfl_floor``
+    (:func:`solvers.model.method.resolve`); one built in Python may leave them at their
+    defaults: :func:`solvers.model.method.plan_method` resolves either to the same plan."""
+
     domain: DomainParams = field(default_factory=DomainParams)
     model: ModelParams = field(default_factory=ModelParams)
     initial: InitialParams = field(default_factory=InitialParams)
@@ -302,27 +290,6 @@ class RunConfig:
                 raise ConfigError(name, f"must be a {kind.__name__} (got "
                                   f"{type(getattr(self, name)).__name__}); build it with "
                                   f"dataclasses.replace(config.{name}, ...)")
-        # the default method's state is measure-valued (density plus Dirac atoms), except with
-        # noise (a grid density: solvers.model.method)
-        try:
-            noisy = self.model.noise > 0
-        except TypeError:  # a bad value: refused by the checks that follow
-            noisy = False
-        if not all(isinstance(v, str) for v in (self.time.scheme, self.atoms.representation,
-                                                 self.domain.manifold, self.model.direction,
-                                                 self.model.attention)):
-            return  # a value of the wrong type (dataclasses.replace): the checks refuse it
-        if self.time.scheme == "auto" and self.atoms.representation != "dirac" and not noisy:
-            object.__setattr__(self, "atoms", replace(self.atoms, representation="dirac"))
-        if self.time.cfl is None:  # the method's CFL number
-            cells = self.time.scheme == "auto" and not auto_grid(self.domain.manifold, self.model) \
-                and not noisy
-            cfl = AUTO_CFL if cells else GRID_CFL
-            object.__setattr__(self, "time", replace(self.time, cfl=cfl))
-        if self.time.cfl_floor is None:  # the method's own
-            dirac = self.atoms.representation == "dirac" and self.domain.manifold == "S2"
-            floor = DIRAC_CFL_FLOOR if dirac else FV_CFL_FLOOR
-            object.__setattr__(self, "time", replace(self.time, cfl_floor=floor))
 
 
 SECTION_TYPES = {"domain": DomainParams, "model": ModelParams, "initial": InitialParams,

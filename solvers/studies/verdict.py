@@ -2,7 +2,7 @@
 
 A verdict answers, for the atoms a run reports (their count, masses and positions):
 
-- **method**: what ran when, and why (:func:`solvers.model.method.choose_method`; the default
+- **method**: what ran when, and why (:func:`solvers.model.method.plan_method`; the default
   method's hand-over from the spectral grid to the Lagrangian cells);
 - **time**: the integrator's own estimate of the time error (error-controlled steps), or a
   warning that the steps were not error-controlled;
@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from solvers.model.method import choose_method
+from solvers.model.method import plan_method
 from solvers.model.params import RunConfig
 from solvers.timestepping.manifolds import manifold_of
 
@@ -180,7 +180,7 @@ def judge(config: RunConfig, final: Any, reason: str, *, history: list | None = 
     atom_speed : float, optional
         Largest speed of an atom under the exact velocity of the final measure.
     """
-    choice = choose_method(config)
+    plan = plan_method(config)
     control, warnings = _time_line(config, time_error)
     diag = final.diagnostics
     n_atoms = _atoms_of(diag)[0].size
@@ -207,7 +207,7 @@ def judge(config: RunConfig, final: Any, reason: str, *, history: list | None = 
     diffuse = float(getattr(diag, "diffuse_mass", math.nan))
     if n_atoms and math.isfinite(diffuse) and diffuse > DIFFUSE_WARN * abs(diag.mass):
         warnings.append(f"{diffuse:.3g} of the mass is in no atom (diffuse)")
-    return Verdict(method=choice.scheme, method_reason=choice.reason,
+    return Verdict(method=plan.scheme, method_reason=plan.reason,
                    method_history=[list(h) for h in (history or [])], time_error=time_error,
                    time_control=control, resolution=config.domain.resolution,
                    max_atom_speed=atom_speed, warnings=warnings, **checked)

@@ -27,6 +27,7 @@ from solvers.core.backend import default_backend
 from solvers.core.discretization import bound_mass
 from solvers.core.snapshot import Diagnostics, Restart, ResumeState, Snapshot
 from solvers.model.config import DT_MIN_FRACTION
+from solvers.model.method import MethodPlan, plan_method
 from solvers.model.params import RunConfig
 from solvers.timestepping.integrators import EmbeddedPair, embedded_step, get_integrator, rk_step
 from solvers.timestepping.lawson import lawson_step, noise_semigroup
@@ -92,10 +93,9 @@ class Solver:
     def __init__(self, config: RunConfig, rho0: np.ndarray, t0: float = 0.0, step0: int = 0,
                  dt0: float | None = None, atoms0: object | None = None,
                  fresh: bool | None = None, rejected0: int = 0, time_error0: float = 0.0,
-                 exact: ResumeState | None = None) -> None:
-        from solvers.model.method import concrete
-
-        config = concrete(config)  # the S2 default's scheme and CFL number (solvers.model.method)
+                 exact: ResumeState | None = None, plan: MethodPlan | None = None) -> None:
+        self.plan = plan_method(config) if plan is None else plan  # the method, resolved once
+        config = self.plan.discretization_config(config)  # its scheme, cfl and cfl_floor
         tp = config.time
         self.config = config
         # bookkeeping (a resume may pass the archived counts on: rejected0, time_error0)
@@ -103,10 +103,10 @@ class Solver:
         self.rejections = {"error": 0, "refused": 0}  # by this solver: error test; CFL or accept()
         self.time_error, self.error_ratio = float(time_error0), 0.0
         self._dt_next: float | None = None  # the controller's next step (None: not yet chosen)
-        self.disc = make_discretization(config)
+        self.disc = make_discretization(config, self.plan)
         self.citation = self.disc.citation
         self.rhs = self.disc.rhs
-        self.table = get_integrator(tp.integrator or self.disc.default_integrator)
+        self.table = get_integrator(self.plan.integrator)
         self.heat = noise_semigroup(config, self.disc, self.table)  # None: no noise
         self.backend = default_backend()  # read once: MEANFIELD_NUMPY is not looked up every step
         self._extremes_kernel = None

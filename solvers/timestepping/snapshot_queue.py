@@ -25,7 +25,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from solvers.core.snapshot import Restart, ResumeState, Snapshot, Stationarity
-from solvers.model.method import choose_method
+from solvers.model.method import plan_method
 from solvers.model.params import RunConfig
 
 BATCH_SNAPSHOTS = 64  # snapshots made together at most (1: each as its time is passed)
@@ -173,14 +173,7 @@ def resume_state(mark: tuple, mass: float) -> ResumeState | None:
 def snapshot_mode(config: RunConfig) -> str:
     """``output.snapshot_mode`` resolved: ``"interpolate"`` or ``"land"`` (see
     :class:`solvers.model.params.OutputParams`)."""
-    mode = config.output.snapshot_mode
-    if mode != "auto":
-        return mode
-    # with noise the steps are not limited by the diffusion (docs/noise.md §5): a straight line
-    # across one would miss its exponential decay
-    # the scheme that runs: a config naming none runs the default's (S^2 descent: fv)
-    free = choose_method(config).scheme == "fv" and config.time.dt is None and config.model.noise == 0
-    return "interpolate" if free else "land"
+    return plan_method(config).snapshot_mode
 
 
 def interpolate(before: Restart, rho: np.ndarray, t_after: float, t: float) -> np.ndarray:

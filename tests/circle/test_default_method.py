@@ -12,7 +12,7 @@ from scipy.integrate import solve_ivp
 from solvers.circle.handover import CELLS, SPECTRAL, SpectralToCells
 from solvers.io.state import initial_density, initial_state
 from solvers.model.config import load_config
-from solvers.model.method import choose_method
+from solvers.model.method import plan_method
 from solvers.model.params import RunConfig
 from solvers.timestepping.simulation import Solver
 from solvers.timestepping.registry import make_discretization
@@ -30,8 +30,8 @@ def test_a_config_naming_no_scheme_runs_the_default_method():
     cfg = load_config("[model]\nbeta = 2.0\n")
     assert cfg.time.scheme == "auto" and cfg.atoms.representation == "dirac"
     assert isinstance(make_discretization(cfg), SpectralToCells)
-    assert choose_method(cfg).automatic
-    assert RunConfig().time.scheme == "auto" and RunConfig().atoms.representation == "dirac"
+    assert plan_method(cfg).automatic
+    assert RunConfig().time.scheme == "auto" and plan_method(RunConfig()).representation == "dirac"
 
 
 @pytest.mark.parametrize("named", ['[atoms]\nrepresentation = "grid"', '[atoms]\nrepresentation = "dirac"',
@@ -39,14 +39,14 @@ def test_a_config_naming_no_scheme_runs_the_default_method():
 def test_naming_a_grid_knob_keeps_the_finite_volume_grid(named):
     cfg = load_config(named + "\n")
     assert cfg.time.scheme == "fv"
-    assert not choose_method(cfg).automatic
+    assert not plan_method(cfg).automatic
 
 
 def test_s2_default_choices():
     asc = load_config('[domain]\nmanifold = "S2"\nresolution = 31\n[model]\ndirection = "ascent"\n')
     desc = load_config('[domain]\nmanifold = "S2"\nresolution = 31\n[model]\ndirection = "descent"\n')
-    assert choose_method(asc).scheme == "lagrangian"
-    assert choose_method(desc).scheme == "fv"
+    assert plan_method(asc).scheme == "lagrangian"
+    assert plan_method(desc).scheme == "fv"
 
 
 def _rate(j: int, n: int = 256, beta: float = 5.0) -> tuple[float, float]:

@@ -15,6 +15,7 @@ from solvers.model.config import (
     parse_override,
     tomllib,
 )
+from solvers.model.method import resolve
 from solvers.model.params import RunConfig, flatten
 
 RUNS = Path(__file__).resolve().parents[2] / "runs"
@@ -34,7 +35,7 @@ def physics(config: RunConfig) -> dict:
 
 
 def test_empty_config_gives_params_defaults() -> None:
-    assert physics(load_config("")) == physics(RunConfig())
+    assert physics(load_config("")) == physics(resolve(RunConfig()))
 
 
 def test_full_config_types() -> None:

@@ -7,7 +7,7 @@ import pytest
 
 from solvers.model.config import ConfigError, load_config
 from solvers.model.limits import check_run
-from solvers.model.method import choose_method
+from solvers.model.method import plan_method
 
 BASE = "[domain]\nmanifold = \"S1\"\nresolution = 64\n[model]\nbeta = 2.0\n"
 
@@ -29,9 +29,9 @@ def test_time_stepping_takes_noise_on_the_grid_schemes() -> None:
         check_run(load_config(BASE + "noise = 0.1\n" + extra))
     config = load_config(BASE + "noise = 0.1\n")
     assert config.atoms.representation == "grid"  # the default with noise: no Dirac atoms
-    assert choose_method(config).scheme == "spectral"
-    assert "heat semigroup" in choose_method(config).reason
-    assert choose_method(load_config(BASE)).scheme == "spectral+lagrangian"  # noise = 0: as before
+    assert plan_method(config).scheme == "spectral"
+    assert "heat semigroup" in plan_method(config).reason
+    assert plan_method(load_config(BASE)).scheme == "spectral+lagrangian"  # noise = 0: as before
 
 
 @pytest.mark.parametrize("extra, key, words", [
@@ -50,7 +50,7 @@ def test_noise_refuses_the_s2_finite_volumes() -> None:
     s2 = "[domain]\nmanifold = \"S2\"\nresolution = 31\n[model]\nnoise = 0.1\n"
     with pytest.raises(ConfigError, match=r"^time\.scheme: .*no exact heat step"):
         load_config(s2 + "[time]\nscheme = \"fv\"\n")
-    assert choose_method(load_config(s2)).scheme == "spectral"
+    assert plan_method(load_config(s2)).scheme == "spectral"
 
 
 @pytest.mark.parametrize("integrator", ["ssprk3", "ssprk3_2"])

@@ -10,7 +10,7 @@ import pytest
 
 import solvers
 from solvers.io.state import initial_state
-from solvers.model.params import DIRAC_CFL_FLOOR, FV_CFL_FLOOR
+from solvers.model.method import DIRAC_CFL_FLOOR, FV_CFL_FLOOR
 from solvers.timestepping.loop import simulate
 
 # runs/paper_s2_descent_relu.toml's model (beta = 1, the seed-777 ReLU perceptron) at lmax 31
