@@ -11,6 +11,8 @@ tests/test_layering.py):
 - :mod:`solvers.io`: archives and starting states.
 - :mod:`solvers.plots`: figures.
 - :mod:`solvers.studies`: Lemma 5.1, convergence, sweeps, particles.
+- :mod:`solvers.runner`: one run of a config, new or resumed (initial state, cost check,
+  archive writer and other output handlers, time loop, verdict); the API and the CLI call it.
 - :mod:`solvers.api`: the Python API re-exported here.
 - :mod:`solvers.cli`: the ``meanfield`` command (imported by nothing).
 

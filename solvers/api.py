@@ -37,10 +37,10 @@ import numpy as np
 
 from solvers.model.config import (DT_MIN_FRACTION, ConfigError, check_resolution,
                                   config_from_text, toml_value)
-from solvers.model.cost import check_cost
 from solvers.model.config import load_config as _load_toml
 from solvers.model.params import RunConfig
 from solvers.model.validate import check_resume_overrides, validate_config
+from solvers import runner
 
 if TYPE_CHECKING:
     import xarray as xr
@@ -141,7 +141,6 @@ def run(config: str | os.PathLike | Mapping[str, Any] | RunConfig, *,
         ``stop_reason``, ``n_steps`` and ``wall_time_s`` of this call.
     """
     from solvers.io.safe_paths import check_bool
-    from solvers.io.state import initial_state
 
     overwrite = check_bool(overwrite, "overwrite")  # "no" is not False
     progress = check_bool(progress, "progress")
@@ -149,10 +148,9 @@ def run(config: str | os.PathLike | Mapping[str, Any] | RunConfig, *,
     path = None if path is None else _path(path, "path")
     cfg = load_config(config, **overrides)
     check_resolution(cfg)
-    check_cost(cfg, force=force)  # before anything is allocated or written
-    rho0, atoms0 = initial_state(cfg)  # atoms0: an archived measure's Dirac atoms (Dirac runs)
-    return _simulate_to_dataset(cfg, {"rho": rho0, "t0": 0.0, "step0": 0, "dt0": None,
-                                      "atoms0": atoms0}, path, overwrite, progress, append=False)
+    runner.check_cost(cfg, force=force)  # before anything is allocated or written
+    return _simulate_to_dataset(cfg, runner.fresh_start(cfg), path, overwrite, progress,
+                                append=False)
 
 
 def resume(source: str | os.PathLike | xr.Dataset, *, t_end: float | None = None,
@@ -188,31 +186,22 @@ def resume(source: str | os.PathLike | xr.Dataset, *, t_end: float | None = None
     items = _override_items(overrides)
     check_resume_overrides(items)  # as meanfield run --resume: time.* and output.*, not the scheme
     from solvers.io import resume_slots
-    from solvers.io.restart import restart_atoms, restart_state, resume_start
 
     if isinstance(source, PATH_TYPES):
         source = _path(source, "source")
-        state, text = _archived_state(source)
-        cfg = _resumed_config(text, items, state["after"])
-        _check_grid(cfg, state["rho"], source)
-        check_cost(cfg, force=force, t0=state["t0"])
-        return _simulate_to_dataset(cfg, state, source, False, progress, append=True)
+        if not (source.is_dir() if source.suffix == ".zarr" else source.is_file()):
+            raise FileNotFoundError(2, "No such file or directory", str(source))
+        start, text = runner.archived_start(source)
+        cfg = _resumed_config(text, items, start["after"])
+        _check_grid(cfg, start["rho"], source)
+        runner.check_cost(cfg, start["t0"], force=force)
+        return _simulate_to_dataset(cfg, start, source, False, progress, append=True)
     last, text = _last_record(source)
     cfg = _resumed_config(text, items, float(last["time"]))
-    check_cost(cfg, force=force, t0=float(last["time"]))
-    record = (float(last["time"]), int(last["step"]), float(last["dt"]),
-              np.asarray(last["rho"].values, dtype=float))
-    _check_grid(cfg, record[3], "this Dataset")
-    from solvers.io.layout import RESTART
-
-    restart, atoms0 = None, _dirac_atoms(last)
-    if RESTART in source:
-        restart = restart_state(source[RESTART].attrs, source[RESTART].values, record[0])
-    if restart is not None and atoms0 is not None:  # the atoms of the step state behind it
-        atoms0 = restart_atoms(source[RESTART].attrs, record[0], 1 if atoms0.position.ndim == 1 else 3)
-    state = {**resume_start(record, restart), "atoms0": atoms0, **_run_counts(source, last),
-             **resume_slots.exact_from(source, record[0])}  # the exact state, where it holds one
-    new = _simulate_to_dataset(cfg, state, None, False, progress, append=False)
+    runner.check_cost(cfg, float(last["time"]), force=force)
+    _check_grid(cfg, last["rho"].values, "this Dataset")
+    new = _simulate_to_dataset(cfg, runner.dataset_start(source), None, False, progress,
+                               append=False)
     import xarray as xr
 
     # the resume slots: the new part's (they hold the state behind its last record)
@@ -226,24 +215,6 @@ def resume(source: str | os.PathLike | xr.Dataset, *, t_end: float | None = None
     merged.attrs.update({k: new.attrs[k] for k in ("stop_reason", "n_steps", "wall_time_s",
                                                    *VERDICT_ATTRIBUTES) if k in new.attrs})
     return merged
-
-
-def _archived_state(source: Path) -> tuple[dict[str, Any], str]:
-    """The state a resume of the archive ``source`` starts from, and its config text."""
-    from solvers.io import archive
-    from solvers.io.restart import resume_start
-    from solvers.io.resume_slots import exact_start
-
-    if not (source.is_dir() if source.suffix == ".zarr" else source.is_file()):
-        raise FileNotFoundError(2, "No such file or directory", str(source))
-    archive.check_resumable(source)
-    text = archive.read_config_text(source)
-    t, step, dt, rho = archive.read_last_state(source)
-    state = resume_start((t, step, dt, rho), archive.read_restart(source))
-    state["atoms0"] = archive.resume_atoms(source)
-    state.update(archive.read_run_counts(source))  # the counts and method history go on
-    state.update(exact_start(source, t))  # the exact state behind the record (bitwise), or {}
-    return state, text
 
 
 def _last_record(source: Any) -> tuple[Any, str]:
@@ -268,13 +239,9 @@ def _last_record(source: Any) -> tuple[Any, str]:
 
 def _check_grid(cfg: RunConfig, rho: np.ndarray, source: Any) -> None:
     """The archived state's shape must be the config's grid (a tampered archive is refused)."""
-    from solvers.io.state import grid_arrays
-
-    shape = grid_arrays(cfg)[1].shape
-    if np.shape(rho) != shape:
-        raise ConfigError("source", f"{source}: state has shape {np.shape(rho)}, the config's "
-                          f"grid {shape} ({cfg.domain.manifold}, resolution "
-                          f"{cfg.domain.resolution}); the archive is damaged")
+    why = runner.grid_mismatch(cfg, rho, source)
+    if why is not None:
+        raise ConfigError("source", f"{why}; the archive is damaged")
 
 
 def simulate(config: RunConfig, rho0: Any, **options: Any) -> Any:
@@ -320,37 +287,6 @@ def _check_start(options: dict[str, Any], t_end: float) -> None:
                           f"(got {dt0!r:.80})")
 
 
-def _run_counts(source: xr.Dataset, last: xr.Dataset) -> dict[str, Any]:
-    """The counts a resume continues (as :func:`solvers.io.reading.read_run_counts`)."""
-    import json
-
-    def number(name: str, kind: type) -> Any:
-        value = float(last[name]) if name in last else 0.0
-        return kind(value) if np.isfinite(value) else kind(0)
-
-    history = source.attrs.get("method_history")
-    return {"rejected0": number("steps_rejected", int),
-            "time_error0": number("time_error_estimate", float),
-            "history0": json.loads(str(history)) if history else []}
-
-
-def _dirac_atoms(record: xr.Dataset) -> Any:
-    """The Dirac atoms (:class:`solvers.core.measure.DiracAtoms`) of one record of a
-    measure-valued run (``dirac_mass`` on the ``dirac`` dimension; identities are the columns
-    with a finite mass, as :func:`solvers.io.reading.read_dirac`); None for a grid run."""
-    from solvers.core.measure import DiracAtoms
-
-    if "dirac_mass" not in record:
-        return None
-    mass = np.asarray(record["dirac_mass"].values, dtype=float)
-    ids = np.flatnonzero(np.isfinite(mass))
-    if "dirac_x" in record:
-        pos = np.stack([np.asarray(record[f"dirac_{c}"].values, float) for c in "xyz"], axis=1)
-    else:
-        pos = np.asarray(record["dirac_position"].values, dtype=float)
-    return DiracAtoms(mass[ids], pos[ids], ids)
-
-
 def _label_ragged_dims(parts: list[xr.Dataset]) -> list[xr.Dataset]:
     """Index the dimensions whose sizes differ between ``parts`` (e.g. ``atom``), so that
     :func:`xarray.concat` pads the shorter ones with missing values."""
@@ -367,32 +303,15 @@ def _resumed_config(text: str, items: list[str], t: float) -> RunConfig:
     return cfg
 
 
-def _simulate_to_dataset(cfg: RunConfig, state: dict[str, Any], path: str | os.PathLike | None,
+def _simulate_to_dataset(cfg: RunConfig, start: runner.Start, path: str | os.PathLike | None,
                          overwrite: bool, progress: bool, append: bool,
                          check: bool = True) -> xr.Dataset:
-    """Simulate from ``state`` into an archive (``path`` or a temporary one) and load it."""
-    from solvers.io.archive import ArchiveWriter
-    from solvers.io.state import grid_arrays
-    from solvers.timestepping.loop import simulate
-
-    theta, weight, phi = grid_arrays(cfg)
+    """Run from ``start`` into an archive (``path`` or a temporary one) and load it."""
     with tempfile.TemporaryDirectory(prefix="meanfield-") as tmp:
         target = Path(path) if path is not None else Path(tmp) / "run.nc"
-        mode = {"append": True} if append else {"overwrite": overwrite}
-        with ArchiveWriter(target, cfg, theta, weight, phi=phi, **mode) as writer:
-            result = simulate(cfg, state["rho"], t0=state["t0"], step0=state["step0"],
-                              dt0=state["dt0"], trackers=[writer],
-                              atoms0=state.get("atoms0"), after=state.get("after"),
-                              progress=_progress(cfg, state["t0"]) if progress else None,
-                              rejected0=state.get("rejected0", 0),
-                              time_error0=state.get("time_error0", 0.0),
-                              exact=state.get("exact"))
-            if result.reason != "interrupted":  # every run states its accuracy
-                from solvers.studies.verdict import run_verdict
-
-                verdict = run_verdict(cfg, result, check_resolution=check, t0=state["t0"],
-                                      history0=state.get("history0", ()))
-                writer.set_attributes(verdict.attributes())
+        with runner.Runner(cfg, start).open(target, append=append, overwrite=overwrite) as run_:
+            result = run_.run(progress=_progress(cfg, start["t0"]) if progress else None,
+                              check=check).result  # every run states its accuracy
         ds = open_run(target)
     ds.attrs.update(stop_reason=result.reason, n_steps=result.n_steps,
                     wall_time_s=round(result.wall_time, 3))

@@ -24,6 +24,7 @@ LAYERS = [
     ("solvers.io",),
     ("solvers.plots",),
     ("solvers.studies",),
+    ("solvers.runner",),
     ("solvers.api",),
     ("solvers.cli",),
     ("solvers.__main__", "solvers"),

@@ -18,9 +18,8 @@ import numpy as np
 
 from solvers.cli.guard import EXIT_FAILED, EXIT_INTERRUPTED, CliError, StopRequest
 from solvers.cli.progress import LowestDensity, ProgressBar
-from solvers.io.restart import resume_start
-from solvers.io.resume_slots import exact_start
-from solvers.io.state import grid_arrays, initial_state
+from solvers import runner
+from solvers.io.state import grid_arrays
 from solvers.model.config import ConfigError, check_run, clip, config_from_text, load_config, toml_value
 from solvers.model.params import RunConfig, flatten
 from solvers.model.validate import RESUMABLE_SECTIONS, check_resume_overrides
@@ -46,23 +45,17 @@ def _check_same_physics(config: RunConfig, archived: RunConfig) -> None:
                                    "there); a resumed run keeps the archive's physics")
 
 
-def _resume_state(args: argparse.Namespace) -> tuple[RunConfig, dict[str, Any]]:
-    from solvers.io import archive
-
+def _resume_state(args: argparse.Namespace) -> tuple[RunConfig, runner.Start]:
     path = _existing(args.resume, "archive")
     if args.output:
         raise CliError("--resume appends to its archive: drop -o/--output")
     check_resume_overrides(args.set)  # the same rule as solvers.resume
     overrides = list(args.set) + [f"output.path={toml_value(str(path))}"]
     try:
-        archive.check_resumable(path)
-        text = archive.read_config_text(path)
-        t, step, dt, rho = archive.read_last_state(path)
-        restart = archive.read_restart(path)  # the step state behind an interpolated record
-        atoms0 = archive.resume_atoms(path)  # Dirac atoms of a measure-valued run, else None
-        counts = archive.read_run_counts(path)  # steps_rejected, time error, method history
+        start, text = runner.archived_start(path)
     except ValueError as err:  # not a run archive, or an empty one
         raise CliError(str(err)) from None
+    t = start["after"]  # the time of the last record
     config = config_from_text(text, overrides)  # never a file name (a hostile attribute)
     if args.config:
         given = load_config(Path(args.config), overrides)
@@ -76,13 +69,10 @@ def _resume_state(args: argparse.Namespace) -> tuple[RunConfig, dict[str, Any]]:
         raise ConfigError("time.t_end", f"the archive already reached t = {t:g} >= t_end = "
                           f"{config.time.t_end:g}; extend it with --set time.t_end=...")
     _check_cost(config, t, args)
-    shape = grid_arrays(config)[1].shape
-    if np.shape(rho) != shape:
-        raise CliError(f"{path}: state has shape {np.shape(rho)}, the config's grid "
-                       f"{shape} ({config.domain.manifold}, resolution {config.domain.resolution})")
-    exact = exact_start(path, t)  # the exact state behind the record (bitwise resumes), or {}
-    return config, {**resume_start((t, step, dt, rho), restart), "atoms0": atoms0, **counts,
-                    **exact}
+    why = runner.grid_mismatch(config, start["rho"], path)
+    if why is not None:
+        raise CliError(why)
+    return config, start
 
 
 def _fresh_config(args: argparse.Namespace) -> RunConfig:
@@ -93,11 +83,6 @@ def _fresh_config(args: argparse.Namespace) -> RunConfig:
     check_run(config)
     _check_cost(config, 0.0, args)
     return config
-
-
-def _fresh_state(config: RunConfig) -> dict[str, Any]:
-    rho0, atoms0 = initial_state(config)  # atoms0: an archived measure's Dirac atoms (Dirac runs)
-    return {"rho": rho0, "t0": 0.0, "step0": 0, "dt0": None, "atoms0": atoms0}
 
 
 def _start_companion(config: RunConfig, args: argparse.Namespace) -> Any:
@@ -114,10 +99,10 @@ def _start_companion(config: RunConfig, args: argparse.Namespace) -> Any:
 def _check_cost(config: RunConfig, t0: float, args: argparse.Namespace) -> None:
     """Refuse a run estimated above the budget (unless --force), before anything is built;
     print a large estimate."""
-    from solvers.model.cost import REPORT_S, check_cost
+    from solvers.model.cost import REPORT_S
 
-    estimate = check_cost(config, force=getattr(args, "force", False), t0=t0,
-                          check_resolution=not getattr(args, "no_check", False))
+    estimate = runner.check_cost(config, t0, force=getattr(args, "force", False),
+                                 check=not getattr(args, "no_check", False))
     if estimate.total_s > REPORT_S:
         log.info("estimated cost: %s", estimate.describe())
 
@@ -155,7 +140,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     else:
         config = _fresh_config(args)
         companion = _start_companion(config, args)
-        state = _fresh_state(config)
+        state = runner.fresh_start(config)
     try:
         return _run(config, state, args, companion)
     finally:
@@ -163,10 +148,8 @@ def cmd_run(args: argparse.Namespace) -> int:
             companion.close()
 
 
-def _run(config: RunConfig, state: dict[str, Any], args: argparse.Namespace, companion: Any) -> int:
+def _run(config: RunConfig, state: runner.Start, args: argparse.Namespace, companion: Any) -> int:
     """:func:`cmd_run` once the config and starting state are known."""
-    from solvers.timestepping.loop import simulate
-
     from solvers.core.backend import keep_freed_memory
 
     keep_freed_memory()  # this process only runs: recycle the grid-sized temporaries
@@ -180,17 +163,13 @@ def _run(config: RunConfig, state: dict[str, Any], args: argparse.Namespace, com
     log.debug("run %s: %s scheme on %s, t = %g .. %g", path, config.time.scheme,
               config.domain.manifold, state["t0"], config.time.t_end)
     with stop.installed():
-        writer = _open_writer(path, config, args)
+        run = _open(runner.Runner(config, state), path, args)
         try:
-            with writer:
-                result = simulate(config, state["rho"], t0=state["t0"], step0=state["step0"],
-                                  dt0=state["dt0"], after=state.get("after"),
-                                  trackers=[writer, lowest, bar.track],
-                                  progress=bar, stop=stop, atoms0=state.get("atoms0"),
-                                  rejected0=state.get("rejected0", 0),
-                                  time_error0=state.get("time_error0", 0.0),
-                                  exact=state.get("exact"))
-                verdict = _verdict(config, result, writer, args, state, companion)
+            with run:
+                run.add_handler(lowest, bar.track)
+                # --no-check: no half-resolution companion run in the verdict
+                outcome = run.run(progress=bar, stop=stop, companion=companion,
+                                  check=not getattr(args, "no_check", False))
         except KeyboardInterrupt:  # raised before the handler was in place, or by a tracker
             bar.close()
             print(_interrupted_line(path, bar.t), file=sys.stderr)
@@ -200,6 +179,7 @@ def _run(config: RunConfig, state: dict[str, Any], args: argparse.Namespace, com
             print(_failure_line(err, config, path, bar.t), file=sys.stderr)
             return EXIT_FAILED
     bar.close()
+    result, verdict = outcome.result, outcome.verdict
     if result.reason == "interrupted":
         print(_interrupted_line(path, result.final.t), file=sys.stderr)
         return stop.exit_code
@@ -209,21 +189,6 @@ def _run(config: RunConfig, state: dict[str, Any], args: argparse.Namespace, com
     if getattr(args, "polish", False):
         _polish_at_end(path)
     return lowest.verdict(config)
-
-
-def _verdict(config: RunConfig, result: Any, writer: Any, args: argparse.Namespace,
-             state: dict[str, Any], companion: Any = None) -> Any:
-    """The run's accuracy verdict (:mod:`solvers.studies.verdict`), archived as attributes; None
-    for an interrupted run. ``--no-check`` skips the half-resolution companion run. A resumed
-    run's verdict keeps the archived method history before its start (``state``)."""
-    if result.reason == "interrupted":
-        return None
-    from solvers.studies.verdict import run_verdict
-
-    verdict = run_verdict(config, result, check_resolution=not getattr(args, "no_check", False),
-                          t0=state["t0"], history0=state.get("history0", ()), companion=companion)
-    writer.set_attributes(verdict.attributes())
-    return verdict
 
 
 def _polish_at_end(path: Path) -> None:
@@ -241,14 +206,10 @@ def _polish_at_end(path: Path) -> None:
     print(f"polished: {out}")
 
 
-def _open_writer(path: Path, config: RunConfig, args: argparse.Namespace) -> Any:
-    """The archive writer: appending (--resume), replacing (--overwrite) or new."""
-    from solvers.io.archive import ArchiveWriter
-
-    theta, weight, phi = grid_arrays(config)
-    mode = {"append": True} if args.resume else {"overwrite": args.overwrite}
+def _open(run: runner.Runner, path: Path, args: argparse.Namespace) -> runner.Runner:
+    """``run`` with its archive open: appending (--resume), replacing (--overwrite) or new."""
     try:
-        return ArchiveWriter(path, config, theta, weight, phi=phi, **mode)
+        return run.open(path, append=bool(args.resume), overwrite=args.overwrite)
     except FileExistsError:
         raise ConfigError("output.path", f"{path} exists: pass --overwrite to replace it, "
                           f"--resume {path} to continue it, or -o to write elsewhere") from None
