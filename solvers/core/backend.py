@@ -53,10 +53,9 @@ THREADS_MIN_VALUES = 65536  # below (lmax < 255 grids) waking the threads costs 
 def requested_threads() -> int:
     """``MEANFIELD_THREADS`` (default 1): threads asked for the compiled S^2 kernels.
 
-    Opt-in: on the 2-core virtual machine this project is developed on, threads made the lmax
-    255 step 26% faster (stepping alone, 1104 steps: 18.4 s against 24.8 s) but whole runs with
-    their snapshots were not faster (90-100 s against 81-85 s, three pairs), so one thread is
-    the default; on a machine with real cores to spare, set ``MEANFIELD_THREADS`` to use them.
+    Opt-in: threads speed up the step of a large grid, but a whole run also spends its time
+    in snapshots and archive writes, which stay serial and compete with the threads for the
+    cores; one thread is the default, and ``MEANFIELD_THREADS`` uses more where cores are free.
     """
     text = os.environ.get("MEANFIELD_THREADS", "").strip()
     if not text:
@@ -96,10 +95,9 @@ def spinning_thread_waits() -> None:
 
     A threaded step (lmax >= 255) runs a dozen short parallel regions between serial FFTs.
     With libgomp's default policy a worker that finds no work for a while sleeps, and waking
-    it again costs tens of microseconds per region on a virtual machine: measured on 2 cores,
-    a fresh process ran the lmax 255 step at 3.3 transform pairs in some runs and 7.0-7.8 in
-    others (bimodal), 3.3-3.8 in every run with this setting. The price: the worker keeps one
-    core busy while the process lives. libgomp reads the variable when it is loaded (by shtns
+    it again costs time in every region, so that the step's time varies from one process to
+    the next; spinning workers make it steady. The price: a worker keeps its core busy while
+    the process lives. libgomp reads the variable when it is loaded (by shtns
     or numba's OpenMP pool), so call this before either: ``meanfield run`` and the benchmarks
     do; the library itself leaves the environment as it is.
     """
@@ -116,7 +114,7 @@ def keep_freed_memory(trim_mb: int = 512, mmap_mb: int = 64) -> bool:
     A time step allocates a few dozen grid-sized arrays (256 KiB at lmax 127, 1 MiB at 255).
     By default glibc serves blocks over 128 KiB with ``mmap`` and trims the heap top when
     more than a few MiB are free, so every step maps fresh pages and pays a page fault per
-    4 KiB page (hundreds to thousands per step; measured 10-25% of an S^2 step). Raising
+    4 KiB page (hundreds to thousands per step). Raising
     ``M_MMAP_THRESHOLD`` and ``M_TRIM_THRESHOLD`` keeps those blocks in the heap for reuse
     (the process holds at most ``trim_mb`` MiB of freed memory). Process-wide, done once;
     a no-op returning False where glibc's ``mallopt`` is unavailable or

@@ -4,8 +4,8 @@ numba's ``cache=True`` keys a function's cache on its own file only. A kernel th
 kernel of another file (``kernels_fv_numba.circle_fv_stage`` calls
 ``kernels_numba.limited_slope``; the Dirac stages call the fv kernels) keeps the callee it was
 compiled with when only the callee's file changes: after a ``git pull`` or an edit, a run can
-silently use the old code. (Round 8 met it: the compiled Dirac stage ran without the new
-``weno5`` branch and gave other atoms than the numpy reference until the cache was removed.)
+silently use the old code (a compiled Dirac stage without a branch added to the fv kernel it
+calls, giving other atoms than the numpy reference).
 
 :func:`configure_numba_cache` (called when ``solvers`` is imported) points ``NUMBA_CACHE_DIR``
 at ``$XDG_CACHE_HOME/meanfield-spectral/numba/<digest>`` (default ``~/.cache/...``), the digest

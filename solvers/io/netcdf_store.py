@@ -9,8 +9,8 @@ one killed later leaves a block that readers count only when its marker is on di
 Nothing a block writes is an attribute: the counts are 0-d variables and the step state's
 description a vector (:mod:`solvers.io.restart`), all rewritten in place. netCDF-C rewrites an
 attribute by deleting and re-creating it in an HDF5 object header, and a kill during that
-flush left files that no longer opened. Archives written before keep their attributes, and a
-resume appends to them in their own layout.
+flush can leave a file that does not open. Archives of the earlier layout keep these values
+in attributes, and a resume appends to them in their own layout.
 """
 
 from __future__ import annotations

@@ -14,8 +14,8 @@ unit-vector components on S^2, row by row) and ``restart_dirac_id`` (n,).
 
 NetCDF archives keep these values in a float64 vector, :data:`RESTART_INFO`, not in attributes:
 netCDF-C rewrites an attribute by deleting and re-creating it in the variable's HDF5 object
-header, and a process killed while such a header was being flushed left files that no longer
-opened ("Can't open HDF5 attribute"). A vector is rewritten in place. Its layout:
+header, and a process killed while such a header is being flushed can leave a file that does
+not open ("Can't open HDF5 attribute"). A vector is rewritten in place. Its layout:
 ``[after_time, restart_time, restart_step, restart_dt, n, d, mass (n), position (d n),
 id (n)]``, ``n = -1`` for a state without Dirac atoms, ``d`` the coordinates of a position (1 on
 S^1, 3 on S^2); ``after_time`` is written last, and a longer vector written before leaves a
