@@ -37,7 +37,7 @@ from solvers.circle.measure import lagrangian as lg
 from solvers.circle.grid.discretization import CircleDiscretization
 from solvers.circle.measure.lagrangian_discretization import LagrangianCircleDiscretization
 from solvers.circle.grid.spectral import dealias_cutoff
-from solvers.core.measure import DiracAtoms, starting_atoms
+from solvers.core.measure import DiracAtoms, MeasureDiscretization, starting_atoms
 from solvers.core.snapshot import Diagnostics
 from solvers.model.method import DIRAC_CFL_FLOOR
 from solvers.model.params import AtomParams, RunConfig
@@ -54,13 +54,13 @@ CORNER_BAND = 0.25
 ROUNDOFF = 1e-8  # the spectral phase's error unit is at least this fraction of the mean
 
 
-class SpectralToCells:
+class SpectralToCells(MeasureDiscretization):
     """Pseudo-spectral grid, then Lagrangian cells with Dirac atoms (module docstring; the
-    :class:`~solvers.core.discretization.Discretization` protocol with a flat measure state)."""
+    :class:`~solvers.core.measure.MeasureDiscretization` contract)."""
 
     representation = "dirac"
     positivity_cfl = None
-    tracks_time = True  # the solver sets self.t to the time of each accepted step
+    restorable = True  # resume_extras, restore_state
 
     def __init__(self, config: RunConfig) -> None:
         self.config = config
@@ -85,9 +85,13 @@ class SpectralToCells:
         self._corners = np.ascontiguousarray(cell_energy.corners(config.model), dtype=float)  # kinks
         self._band = CORNER_BAND * self.problem.basis.h
         self._no_step = np.zeros(0)
-        self.t = 0.0  # the time of the last accepted step (set by the solver through after_step)
+        self.t = 0.0  # the time of the last accepted step (set by the solver: set_time)
 
     # -- phases -----------------------------------------------------------------------------
+    def set_time(self, t: float) -> None:
+        """The time of the state :meth:`after_step` sees next (the history's hand-over time)."""
+        self.t = t
+
     @staticmethod
     def phase(state: np.ndarray) -> float:
         return float(state[-1])
@@ -114,7 +118,7 @@ class SpectralToCells:
         state = self.cells.prepare_state(avg, DiracAtoms.empty(1), fresh=False)
         return np.append(state, CELLS)
 
-    # -- the Discretization protocol ----------------------------------------------------------
+    # -- the Discretization contract ----------------------------------------------------------
     def prepare_state(self, rho0: np.ndarray, atoms0: DiracAtoms | None, fresh: bool) -> np.ndarray:
         """A new run or a resume from grid cell averages ``rho0`` (N,) and atoms: spectral when
         there are no atoms and the density is smooth and resolved, else the cells."""

@@ -5,16 +5,24 @@ the grid density, then the Dirac atoms' positions (S^1: angles, shape (n,); S^2:
 (n, 3)), masses (n,) and identities (n,) stored as floats. Masses and identities have a zero
 time derivative, so every Shu-Osher stage ``u0 + c L(u) + sum_j alpha_j (u_j - u0)`` keeps them
 bitwise (``alpha_j (m - m) = 0``); capture, absorption and merges change them between steps only.
+
+:class:`MeasureDiscretization` is the contract of a discretisation with such a state: the
+:class:`~solvers.core.discretization.Discretization` base with the density, mass, clip and resume
+of a flat state.
 """
 
 from __future__ import annotations
 
+import abc
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+
+from solvers.core.discretization import Discretization
+from solvers.core.snapshot import Diagnostics
 
 
 @dataclass(frozen=True)
@@ -118,9 +126,8 @@ def interpolate_measure(layout: MeasureLayout, rho_b: np.ndarray, atoms_b: Dirac
 
 
 class MeasureStateAccess:
-    """The flat-state accessors shared by the measure-valued discretisations (S^1 and S^2):
-    a subclass sets ``layout`` (:class:`MeasureLayout`) and ``next_id`` (the identity of the
-    next new atom)."""
+    """The flat-state accessors of a measure-valued state (S^1 and S^2): a subclass sets
+    ``layout`` (:class:`MeasureLayout`) and ``next_id`` (the identity of the next new atom)."""
 
     layout: MeasureLayout
     next_id: int
@@ -146,3 +153,61 @@ class MeasureStateAccess:
     def between(x_b: np.ndarray, x_a: np.ndarray, w: float) -> np.ndarray:
         """Positions at ``w`` on the way from ``x_b`` to ``x_a`` (a subclass's geometry)."""
         raise NotImplementedError
+
+
+class MeasureDiscretization(MeasureStateAccess, Discretization):
+    """A discretisation whose state carries Dirac atoms: a flat vector (the grid density, then
+    the atoms; :class:`MeasureLayout`), the contract of
+    :class:`~solvers.core.discretization.Discretization` with these differences:
+
+    - :meth:`prepare_state` (required) builds the flat state from the grid density and the atoms
+      (None: the config's ``kind = "atoms"`` atoms for a new run, none for a resume);
+      :meth:`total_mass` (required) is the mass of density and atoms together.
+    - :meth:`density` and :meth:`atoms` read the flat state through ``layout``
+      (:class:`MeasureLayout`); :meth:`interpolate` moves the atoms by :meth:`between` (a
+      subclass's geometry).
+    - The solver's round-off clip sees the density part only (:meth:`density_size`,
+      :meth:`clip_density`); a snapshot keeps a copy of the density (:meth:`snapshot_density`)
+      and checks its largest value itself (:meth:`peak`).
+    - An exact resume needs the subclass's own state: ``restorable`` is False unless a subclass
+      gives :meth:`resume_extras` and :meth:`restore_state`.
+
+    A subclass sets ``layout`` and ``next_id`` (the identity of the next new atom).
+    """
+
+    layout: MeasureLayout
+    next_id: int
+    restorable = False
+
+    @abc.abstractmethod
+    def prepare_state(self, rho0: np.ndarray, atoms0: DiracAtoms | None, fresh: bool) -> np.ndarray:
+        """The flat state from the grid density ``rho0`` and the Dirac atoms ``atoms0``."""
+
+    @abc.abstractmethod
+    def total_mass(self, state: np.ndarray) -> float:
+        """The mass of the density and the atoms of ``state``."""
+
+    def restore_state(self, state: np.ndarray, extras: tuple) -> np.ndarray:
+        """An exact resume: not restorable (ValueError; a subclass with its own state overrides)."""
+        raise ValueError(f"{type(self).__name__} cannot restore an exact resume state")
+
+    def density_size(self, state: np.ndarray) -> int:
+        """The grid density's values at the head of the flat state: ``layout.grid_size``."""
+        return self.layout.grid_size
+
+    def clip_density(self, state: np.ndarray,
+                     clip: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
+        """``state`` with its density part through ``clip``; the atoms as they are."""
+        grid = self.layout.grid_size
+        density = state[:grid]
+        clipped = clip(density)
+        return state if clipped is density else np.concatenate([clipped, state[grid:]])
+
+    def peak(self, rho: np.ndarray, diagnostics: Diagnostics) -> float:
+        """The largest ``|rho|`` of the snapshot's density (the diagnostics' extremes are the
+        measure's)."""
+        return float(np.max(np.abs(rho))) if rho.size else 0.0
+
+    def snapshot_density(self, state: np.ndarray, live: np.ndarray) -> np.ndarray:
+        """A copy of the grid density of ``state`` (not a view into a flat state)."""
+        return self.density(state).copy()

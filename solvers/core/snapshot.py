@@ -1,7 +1,9 @@
-"""What the time loop hands to trackers (archive, progress bar) at each snapshot."""
+"""What the time loop hands to trackers (archive, progress bar) at each snapshot, and the
+:class:`Tracker` contract of what it hands them to."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -213,3 +215,36 @@ class ResumeState:
     mass: float = float("nan")
     extras: tuple = ()
     rule: Any = None
+
+
+class Tracker:
+    """What the time loop hands snapshots to (the archive writer, a progress line, a list).
+
+    A subclass implements ``__call__(snapshot)``; :meth:`track_many` gets the snapshots the loop
+    made together, in time order, and calls it on each unless a subclass does better (the
+    archive writer decides once per batch whether to write a block). A plain callable is wrapped
+    by :func:`as_tracker`.
+    """
+
+    def __call__(self, snapshot: Snapshot) -> object:
+        raise NotImplementedError
+
+    def track_many(self, snapshots: Sequence[Snapshot]) -> None:
+        """Track ``snapshots`` (in time order): each in turn."""
+        for snapshot in snapshots:
+            self(snapshot)
+
+
+class CallTracker(Tracker):
+    """A plain callable ``f(snapshot)`` as a :class:`Tracker`."""
+
+    def __init__(self, call: Callable[[Snapshot], object]) -> None:
+        self.call = call
+
+    def __call__(self, snapshot: Snapshot) -> object:
+        return self.call(snapshot)
+
+
+def as_tracker(tracker: Tracker | Callable[[Snapshot], object]) -> Tracker:
+    """``tracker`` itself when it is a :class:`Tracker`, else wrapped in :class:`CallTracker`."""
+    return tracker if isinstance(tracker, Tracker) else CallTracker(tracker)

@@ -37,6 +37,7 @@ from typing import Callable
 
 import numpy as np
 
+from solvers.core.discretization import Discretization
 from solvers.model.params import RunConfig
 from solvers.model.validators import ConfigError
 from solvers.timestepping.integrators import ButcherTable, EmbeddedPair, Rhs
@@ -65,12 +66,12 @@ def check_abscissae(table: ButcherTable) -> None:
                               "ssprk2 (fv), rk4, bs32 or dopri5")
 
 
-def noise_semigroup(config: RunConfig, disc: object, table: ButcherTable) -> Heat | None:
+def noise_semigroup(config: RunConfig, disc: Discretization, table: ButcherTable) -> Heat | None:
     """The heat semigroup ``disc.heat`` the solver steps with (None without noise); raises
     :class:`ConfigError` for a scheme without one or a table that :func:`check_abscissae` refuses."""
     if config.model.noise == 0.0:
         return None
-    heat = getattr(disc, "heat", None)
+    heat = disc.heat
     if heat is None:
         raise ConfigError("time.scheme", f"\"{config.time.scheme}\" has no heat step for model.noise "
                           "> 0; use \"spectral\" (or leave time.scheme out), or \"fv\" on S1")

@@ -15,8 +15,8 @@ simulate(config, rho0, *, t0=0.0, step0=0, dt0=None, trackers=(), progress=None,
   earlier one as ``snapshot.restart``, so that a resume takes the same steps. The snapshots
   are made in batches (``batch``, :mod:`solvers.timestepping.snapshot_queue`): a tracker sees
   them in time order up to 16 steps or 0.1 s after the loop passed their times, one call per
-  snapshot, or one call per batch when it has a ``track_many(snapshots)`` method (the archive
-  writer). ``KeyboardInterrupt`` propagates after the trackers have seen every completed
+  snapshot, or one call per batch by a :class:`~solvers.core.snapshot.Tracker` that overrides
+  ``track_many(snapshots)`` (the archive writer). ``KeyboardInterrupt`` propagates after the trackers have seen every completed
   snapshot.
 - ``progress``: ``progress(t, step, dt, diagnostics_or_None)``, at most ~10 times a second
   of wall time and at every snapshot.
@@ -171,6 +171,6 @@ def simulate(config: RunConfig, rho0: np.ndarray, *, t0: float = 0.0, step0: int
         snap = deliver([solver.snapshot()])[0]
     steps = snap.step if reason == "stationary" else solver.n_steps
     return RunResult(snap, reason, steps, wallclock.perf_counter() - start,
-                     method_history=tuple(getattr(solver.disc, "history", ())),
+                     method_history=tuple(solver.disc.history),
                      n_rejected=solver.n_rejected, time_error=solver.time_error,
                      controlled=solver.controlled)

@@ -32,7 +32,7 @@ from solvers.model.params import RunConfig
 from solvers.timestepping.integrators import EmbeddedPair, embedded_step, get_integrator, rk_step
 from solvers.timestepping.lawson import lawson_step, noise_semigroup
 from solvers.timestepping.registry import make_discretization
-from solvers.timestepping.snapshot_queue import Pending, interpolate, restored_state, resume_state
+from solvers.timestepping.snapshot_queue import Pending, resume_state
 
 BLOWUP_FACTOR = 10.0  # a density above 10 * mass / (smallest cell) cannot be a probability's
 SNAP_FRACTION = 1e-6  # a step within this fraction of dt of an output time lands on it
@@ -117,24 +117,18 @@ class Solver:
         rho0 = np.asarray(rho0, dtype=float)
         if rho0.shape != self.disc.shape:
             raise ValueError(f"rho0: expected shape {self.disc.shape} for this grid (got {rho0.shape})")
-        self.measure = hasattr(self.disc, "after_step")  # density plus Dirac atoms (flat state)
         fresh = step0 == 0 if fresh is None else fresh  # a new run's initial data, not a state
-        if getattr(self.disc, "tracks_time", False):  # a resume's hand-over is dated t0, not 0
-            self.disc.t = float(t0)
+        self.disc.set_time(float(t0))  # a resume's hand-over is dated t0, not 0
         # what a resume needs to continue bitwise (ResumeState): the solver's state as it is
-        self._restorer = getattr(self.disc, "restore_state", None)
-        self._extras = getattr(self.disc, "resume_extras", None)
-        self.exact_resume = not self.measure or self._restorer is not None
+        self.exact_resume = self.disc.restorable
         if exact is not None:  # an archived ResumeState, continued as it was
-            self.rho = restored_state(self.disc, self._restorer, exact)
+            self.rho = self.disc.restore_state(np.asarray(exact.state, dtype=float), tuple(exact.extras))
             self.t, self.n_steps, mass = float(exact.t), int(exact.step), float(exact.mass)
             self.n_rejected, self.time_error = int(exact.n_rejected), float(exact.time_error)
         else:
-            self.rho = self.disc.prepare_state(rho0, atoms0, fresh=fresh) if self.measure \
-                else self.disc.prepare(rho0, fresh=fresh)
+            self.rho = self.disc.prepare_state(rho0, atoms0, fresh=fresh)
             self.t, self.n_steps = float(t0), int(step0)
-            mass = bound_mass(self.disc.total_mass(self.rho) if self.measure
-                              else float(np.sum(self.rho * self.disc.cell_weight)))
+            mass = bound_mass(self.disc.total_mass(self.rho))
         self._mass = mass  # (the step bounds': a resume keeps it)
         self.dt_min = DT_MIN_FRACTION * tp.t_end
         self.density_cap = BLOWUP_FACTOR * abs(mass) / float(np.min(self.disc.cell_weight))
@@ -203,9 +197,7 @@ class Solver:
         ``(index, unit, atol)`` where an absolute tolerance in the state's units would be
         meaningless, e.g. a small fluctuation about a uniform density), else all of them, each
         against its size (unit None), with ``time.atol``."""
-        scale = getattr(self.disc, "error_scale", None)
-        found = (slice(None), None) if scale is None else scale(state) if new is None \
-            else scale(state, new)
+        found = self.disc.error_scale(state, new)
         return found if len(found) == 3 else (*found, self.config.time.atol)
 
     def _error_norm(self, old: np.ndarray, new: np.ndarray, err: np.ndarray) -> tuple[float, float]:
@@ -260,12 +252,11 @@ class Solver:
                         grow = min(1.0, self._factor(ratio)) if rejected else self._factor(ratio)
                         self._dt_next = max(h * grow, dt) if h < dt and grow >= 1.0 else h * grow
                 self.n_accepted += 1
-                if self.measure:
-                    if getattr(self.disc, "tracks_time", False):  # the hand-over's record
-                        self.disc.t = t_stop if h == remaining else self.t + h
-                    rho_new = self.disc.after_step(rho_new, self.n_steps + 1)
+                t_new = t_stop if h == remaining else self.t + h
+                self.disc.set_time(t_new)  # (the hand-over's record)
+                rho_new = self.disc.after_step(rho_new, self.n_steps + 1)
                 self.rho, self.n_steps = rho_new, self.n_steps + 1
-                self.t = t_stop if h == remaining else self.t + h
+                self.t = t_new
                 self.dt = self._propose(peek=True)  # archived: a resume continues with it
                 return h
             self.n_rejected += 1
@@ -291,10 +282,7 @@ class Solver:
     def check_state(self, snap: Snapshot) -> None:
         """Raise :class:`BlowUpError` unless the snapshot is finite and bounded."""
         d = snap.diagnostics
-        if self.measure:
-            top = float(np.max(np.abs(snap.rho))) if snap.rho.size else 0.0
-        else:  # the diagnostics' extremes are those of snap.rho (a NaN makes the mass NaN)
-            top = max(abs(d.min_rho), abs(d.max_rho)) if snap.rho.size else 0.0
+        top = self.disc.peak(snap.rho, d)
         if not (math.isfinite(d.mass) and math.isfinite(d.energy) and math.isfinite(d.dissipation)):
             top = math.inf  # the density is finite but the model overflows on it
         if not math.isfinite(top) or top > self.density_cap:
@@ -317,8 +305,7 @@ class Solver:
                 return rho_new, False
         elif self.heat is None:
             rho_new, rate = rk_step(self.table, self.rhs, self.rho, dt, self.backend)
-        accept = getattr(self.disc, "accept", None)  # the Lagrangian scheme: points in order
-        if accept is not None and not accept(rho_new):
+        if not self.disc.accept(rho_new):  # (the Lagrangian scheme: points in order)
             return rho_new, False
         courant, limit = rate * dt / self.ssp, self.disc.positivity_cfl  # per Euler sub-step
         if limit is not None and courant > limit * (1 + 1e-12):
@@ -332,18 +319,14 @@ class Solver:
     def _checked(self, state: np.ndarray, dt: float, clip: bool) -> np.ndarray:
         """``state`` after a step, checked: :class:`BlowUpError` unless every value is finite;
         with ``clip`` (the fv schemes) its density through :meth:`_clip_roundoff`."""
-        grid = (self.disc.layout.grid_size if self.measure else state.size) if clip else 0
+        grid = self.disc.density_size(state) if clip else 0
         low, top, positive, finite = self._extremes(state, grid)
         if not finite:
             knob = "time.dt" if self.config.time.dt is not None else "time.cfl"
             raise BlowUpError(f"non-finite density at t={self.t + dt:.6g}; lower {knob}")
         if not clip:
             return state
-        if not self.measure:
-            return self._clip_roundoff(state, low, top, positive)
-        density = state[:grid]
-        clipped = self._clip_roundoff(density, low, top, positive)
-        return state if clipped is density else np.concatenate([clipped, state[grid:]])
+        return self.disc.clip_density(state, lambda rho: self._clip_roundoff(rho, low, top, positive))
 
     def _extremes(self, state: np.ndarray, grid: int) -> tuple[float, float, float, bool]:
         """``(min, max, smallest positive)`` of the first ``grid`` values of ``state`` (flattened)
@@ -392,11 +375,7 @@ class Solver:
     def snapshots(self, pending: Sequence[Pending]) -> list[Snapshot]:
         """The snapshots of ``pending`` states (kept by the time loop as it stepped on), their
         diagnostics computed together where the discretisation can (``diagnostics_batch``)."""
-        states = [p.state for p in pending]
-        batch = getattr(self.disc, "diagnostics_batch", None)
-        atoms = self.config.atoms
-        diags = batch(states, atoms) if batch is not None else \
-            [self.disc.diagnostics(state, atoms) for state in states]
+        diags = self.disc.diagnostics_batch([p.state for p in pending], self.config.atoms)
         return [self._snapshot(p, d) for p, d in zip(pending, diags)]
 
     def _snapshot(self, p: Pending, diag: Diagnostics) -> Snapshot:
@@ -407,9 +386,7 @@ class Solver:
         if tail_limit is not None and diag.tail_energy > tail_limit:
             self._warn_once("tail", f"under-resolved at t={p.t:.6g}: top third of the modes "
                                     f"holds {diag.tail_energy:.2g} of the power")
-        rho = self.disc.density(p.state) if self.measure else p.state
-        if self.measure or rho is self.rho:  # the live state: the snapshot keeps a copy
-            rho = rho.copy()
+        rho = self.disc.snapshot_density(p.state, self.rho)  # (a copy of the live state)
         return Snapshot(p.t, p.step, p.dt, rho, diag, restart=p.restart, n_rejected=p.n_rejected,
                         time_error=p.time_error, resume=p.resume)
 
@@ -422,7 +399,7 @@ class Solver:
         """The current step state, cheaply: ``(t, steps, dt, state, bookkeeping)`` (the state
         array is replaced by each step, never changed in place), made a :class:`Restart`
         (:meth:`restart_of`) or :class:`ResumeState` (:meth:`resume_of`) where needed."""
-        extras = () if self._extras is None else self._extras()
+        extras = self.disc.resume_extras()
         return self.t, self.n_steps, self.dt, self.rho, (self.n_rejected, self.time_error,
                                                          self._dt_next, extras)
 
@@ -433,9 +410,7 @@ class Solver:
     def restart_of(self, mark: tuple) -> Restart:
         """:meth:`restart_state` of a :meth:`mark` taken since the last hand-over."""
         t, steps, dt, state = mark[:4]
-        if self.measure:
-            return Restart(t, steps, dt, self.disc.density(state), self.disc.atoms(state))
-        return Restart(t, steps, dt, state)
+        return Restart(t, steps, dt, self.disc.density(state), self.disc.atoms(state))
 
     def between(self, before: Restart, t: float) -> np.ndarray:
         """The state at ``t`` in ``(before.t, self.t]`` on the step from ``before`` to the current
@@ -443,7 +418,5 @@ class Solver:
         ``interpolate`` (density and masses on straight lines, atoms along their path)."""
         if t >= self.t:
             return self.rho
-        if not self.measure:
-            return interpolate(before, self.rho, self.t, t)
         w = (t - before.t) / (self.t - before.t)
         return self.disc.interpolate(before.rho, before.atoms, self.rho, w)

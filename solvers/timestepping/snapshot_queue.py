@@ -4,8 +4,9 @@ The time loop keeps the state of each snapshot time it passes (:class:`Pending`)
 :class:`SnapshotQueue` and steps on; when the queue is due, the solver makes the snapshots
 together (one batched transform for all their diagnostics where the discretisation can,
 ``diagnostics_batch``) and :class:`Delivery` checks, judges and hands them on in time order.
-A tracker with a ``track_many(snapshots)`` method gets each batch in one call (the archive
-then decides once whether to write a block). What a tracker sees is what it would see one
+Each tracker (:class:`~solvers.core.snapshot.Tracker`; a plain callable is wrapped) gets each
+batch in one ``track_many(snapshots)`` call (the archive then decides once whether to write a
+block). What a tracker sees is what it would see one
 snapshot at a time; only later, by at most ``BATCH_STEPS`` steps or ``BATCH_WALL`` seconds.
 A stationary stop at a queued snapshot drops the snapshots after it: the run ends there, and
 the steps taken beyond it are the price of the batch (at most ``BATCH_STEPS``).
@@ -20,13 +21,14 @@ from __future__ import annotations
 import time as wallclock
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 
-from solvers.core.snapshot import Restart, ResumeState, Snapshot, Stationarity
+from solvers.core.snapshot import Restart, ResumeState, Snapshot, Tracker, as_tracker
 from solvers.model.method import plan_method
 from solvers.model.params import RunConfig
+from solvers.timestepping.stop_rule import StopRule
 
 BATCH_SNAPSHOTS = 64  # snapshots made together at most (1: each as its time is passed)
 BATCH_STEPS = 16  # steps the time loop takes at most past a queued snapshot time
@@ -96,17 +98,16 @@ class Delivery:
 
     For each snapshot: ``check(snapshot)`` (raises, e.g. BlowUpError, before any tracker sees
     it), then ``rule(snapshot) -> Stationarity``; the checked snapshots go to every tracker
-    (``tracker.track_many(list)`` where it has one, else ``tracker(snapshot)`` each) and to
+    (``tracker.track_many(list)``, :class:`~solvers.core.snapshot.Tracker`) and to
     ``progress(t, step, dt, diagnostics)``, also when a later one fails its check. With
     ``stop_when_stationary`` the first stationary snapshot is the last delivered.
     """
 
-    def __init__(self, check: Callable[[Snapshot], None], rule: Callable[[Snapshot], Stationarity],
-                 trackers: Sequence[Callable[[Snapshot], object]], progress: Callable | None,
+    def __init__(self, check: Callable[[Snapshot], None], rule: StopRule,
+                 trackers: Sequence[Tracker | Callable[[Snapshot], object]], progress: Callable | None,
                  stop_when_stationary: bool) -> None:
         self.check, self.rule, self.progress = check, rule, progress
-        self._rule_state = getattr(rule, "state", None)  # (StopRule.state)
-        self.trackers = [(tracker, getattr(tracker, "track_many", None)) for tracker in trackers]
+        self.trackers = [as_tracker(tracker) for tracker in trackers]
         self.stop_when_stationary = stop_when_stationary
 
     def __call__(self, snapshots: Sequence[Snapshot]) -> tuple[Snapshot | None, bool]:
@@ -118,8 +119,8 @@ class Delivery:
                 self.check(snap)
                 verdict = self.rule(snap)
                 resume = snap.resume  # with the rule's state once it judged this snapshot
-                if resume is not None and self._rule_state is not None:
-                    resume = replace(resume, rule=self._rule_state())
+                if resume is not None:
+                    resume = replace(resume, rule=self.rule.state())
                 snap = Snapshot(snap.t, snap.step, snap.dt, snap.rho, snap.diagnostics, verdict,
                                 snap.restart, snap.n_rejected, snap.time_error, resume)
                 ready.append(snap)
@@ -133,30 +134,11 @@ class Delivery:
     def _hand_on(self, ready: list[Snapshot]) -> None:
         if not ready:
             return
-        for tracker, many in self.trackers:
-            if many is not None:
-                many(ready)
-            else:
-                for snap in ready:
-                    tracker(snap)
+        for tracker in self.trackers:
+            tracker.track_many(ready)
         if self.progress is not None:
             for snap in ready:
                 self.progress(snap.t, snap.step, snap.dt, snap.diagnostics)
-
-
-def restored_state(disc: Any, restorer: Callable | None, exact: ResumeState) -> np.ndarray:
-    """The solver state of an exact resume from ``exact``: a measure-valued state through its
-    discretisation's ``restore_state(state, extras)`` (``restorer``), a grid state as it was
-    (ValueError when it does not fit the grid, or ``disc`` cannot restore one)."""
-    state = np.asarray(exact.state, dtype=float)
-    if hasattr(disc, "after_step"):
-        if restorer is None:
-            raise ValueError(f"{type(disc).__name__} cannot restore an exact resume state")
-        return restorer(state, tuple(exact.extras))
-    if state.size != int(np.prod(disc.shape)):
-        raise ValueError(f"resume state: expected {disc.shape} values for this grid (got "
-                         f"{state.size})")
-    return state.reshape(disc.shape)
 
 
 def resume_state(mark: tuple, mass: float) -> ResumeState | None:

@@ -14,11 +14,13 @@ from conftest import paper_s1_toml
 
 import solvers
 from solvers.io import resume_slots
-from solvers.io.archive import ArchiveWriter, open_run
+from solvers.io.archive import ArchiveWriter
+from solvers.io.reading import open_run
 from solvers.io.state import grid_arrays, initial_density
 from solvers.model.params import RunConfig
 from solvers.timestepping import simulation
 from solvers.timestepping.loop import RunResult, simulate
+from solvers.core.snapshot import Tracker
 from solvers.timestepping.simulation import Solver
 
 # the fv grid, with steps of about 1.4 time units once clusters form: several (interpolated)
@@ -140,7 +142,7 @@ def test_a_blow_up_in_a_queued_snapshot_is_raised_after_the_ones_before_it(monke
 def test_a_batch_tracker_gets_batches_and_a_plain_one_each_snapshot() -> None:
     cfg = solvers.load_config(BASE, time__stop_when_stationary=False, time__t_end=60.0)
 
-    class Many:
+    class Many(Tracker):
         def __init__(self) -> None:
             self.batches: list[list[float]] = []
 

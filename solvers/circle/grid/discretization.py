@@ -26,7 +26,7 @@ from solvers.circle.grid.spectral import (
     spectral,
 )
 from solvers.core.backend import resolve_backend
-from solvers.core.discretization import Rhs
+from solvers.core.discretization import Discretization, Rhs
 from solvers.core.snapshot import Diagnostics
 from solvers.model.params import AtomParams, RunConfig
 from spectral import CircleBasis
@@ -39,7 +39,7 @@ SCHEMES: dict[str, tuple[Callable[..., Rhs], str, str]] = {
 POSITIVITY_CFL = 0.5  # fv + SSP: dt max|u| / h <= 1/2 keeps every cell non-negative
 
 
-class CircleDiscretization:
+class CircleDiscretization(Discretization):
     """Grid, right-hand side and diagnostics on S^1 (see :class:`Discretization`)."""
 
     def __init__(self, config: RunConfig) -> None:

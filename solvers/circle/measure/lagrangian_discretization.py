@@ -56,7 +56,7 @@ from solvers.circle.measure import lagrangian as lg
 from solvers.circle.measure.dirac_discretization import DiracCircleDiscretization
 from solvers.core.backend import default_backend
 from solvers.model.kernel import kernel_log_shift
-from solvers.core.measure import DiracAtoms, starting_atoms
+from solvers.core.measure import DiracAtoms, MeasureDiscretization, starting_atoms
 from solvers.core.snapshot import Diagnostics
 from solvers.model.params import AtomParams, RunConfig
 
@@ -78,10 +78,12 @@ def eulerian_config(config: RunConfig) -> RunConfig:
     return replace(config, time=replace(config.time, scheme="fv"))
 
 
-class LagrangianCircleDiscretization:
-    """Moving cells and Dirac atoms on S^1 (see the module docstring and :class:`Discretization`)."""
+class LagrangianCircleDiscretization(MeasureDiscretization):
+    """Moving cells and Dirac atoms on S^1 (see the module docstring and
+    :class:`~solvers.core.measure.MeasureDiscretization`)."""
 
     representation = "dirac"
+    restorable = True  # resume_extras, restore_state
     positivity_cfl = None  # no grid to keep positive: crossing points are rejected by accept()
     default_integrator = "rk4"
     citation = ("Lagrangian finite volumes (evolving diffeomorphisms): Carrillo & Moll, SIAM J. "

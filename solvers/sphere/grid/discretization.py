@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from solvers.core.discretization import Discretization
 from solvers.core.snapshot import Diagnostics
 from solvers.model.params import AtomParams, RunConfig
 from solvers.sphere.atoms import detect_atoms
@@ -26,7 +27,7 @@ def degree_tail(rho_lm: np.ndarray, degrees: np.ndarray, orders: np.ndarray, l_m
     return float(power[band & (degrees > 2 * l_max / 3)].sum() / total) if total > 0 else 0.0
 
 
-class SphereDiscretization:
+class SphereDiscretization(Discretization):
     """Grid, right-hand side and diagnostics on S^2."""
 
     positivity_cfl = 0.5

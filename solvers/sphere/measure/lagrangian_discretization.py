@@ -32,7 +32,7 @@ from dataclasses import replace
 import numpy as np
 
 from solvers.model.kernel import kernel_log_shift
-from solvers.core.measure import DiracAtoms, MeasureLayout, starting_atoms
+from solvers.core.measure import DiracAtoms, MeasureDiscretization, MeasureLayout, starting_atoms
 from solvers.core.point_merge import merge_close
 from solvers.core.snapshot import Diagnostics
 from solvers.model.params import AtomParams, RunConfig
@@ -43,9 +43,10 @@ from solvers.sphere.measure.lagrangian_refine import refined_particles
 from solvers.sphere.problem import perceptron_lipschitz
 
 
-class LagrangianSphereDiscretization:
-    """Weighted particles and Dirac atoms on S^2 (module docstring; the :class:`Discretization`
-    protocol with a flat measure state, as :class:`LagrangianCircleDiscretization`)."""
+class LagrangianSphereDiscretization(MeasureDiscretization):
+    """Weighted particles and Dirac atoms on S^2 (module docstring; the
+    :class:`~solvers.core.measure.MeasureDiscretization` contract, as
+    :class:`LagrangianCircleDiscretization`)."""
 
     representation = "dirac"
     positivity_cfl = None  # no grid to keep positive
