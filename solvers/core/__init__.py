@@ -7,6 +7,9 @@ The protocol and plain-array records:
   atoms, resolutions, cost figures) that the layers above ask instead of comparing names.
 - :mod:`~solvers.core.snapshot`: ``Diagnostics`` and ``Snapshot`` (plain arrays).
 - :mod:`~solvers.core.measure`: a measure-valued state (density plus Dirac atoms) as one flat vector.
+- :mod:`~solvers.core.dirac_state`: ``DiracState``, the base of the grid Dirac states: the events
+  between steps (capture at a cadence of ``capture_every`` steps, absorption, merging), the atom
+  identities and the whole mass of the CFL floor.
 - :mod:`~solvers.core.initial`: checking and scaling an initial grid density.
 
 Numerics on any ``S^{d-1}``:

@@ -319,6 +319,28 @@ class SphereProblem:
         w = self._c["w_theta_f" if where == "theta_faces" else "w_phi_z"]
         return self.sign * (self._attention(f_lm, where) + w)
 
+    @property
+    def perceptron_centres(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The perceptron at the cell centres: ``(w_theta, w_phi, v)``, its velocity's two
+        components and its potential, each (nlat, nphi)."""
+        return self._c["w_theta_c"], self._c["w_phi_c"], self._c["v_c"]
+
+    @property
+    def perceptron_faces(self) -> tuple[np.ndarray, np.ndarray]:
+        """The perceptron's velocity at the faces: ``w_theta`` (nlat+1, nphi) on the band
+        boundaries and ``w_phi`` (nlat, nphi) on the longitude faces."""
+        return self._c["w_theta_f"], self._c["w_phi_z"]
+
+    def face_kernel_fields(self, f_lm: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """``(g_theta, g_phi, f_theta, f_phi)`` of ``f_lm`` (:meth:`kernel_coefficients`), numpy:
+        the face component of ``(1/beta) grad f`` and ``f = K*rho`` on the band boundaries
+        (nlat+1, nphi) and on the longitude faces (nlat, nphi)."""
+        c, g, beta = self._c, self.grid, self.model.beta
+        shift = 0.5 * g.dphi
+        grad_t = c["faces"](f_lm, "dp") / beta
+        grad_p = c["centres"](f_lm, "p", d_phi=True, shift=shift) / (beta * np.sin(g.theta)[:, None])
+        return grad_t, grad_p, c["faces"](f_lm, "p"), c["centres"](f_lm, "p", shift=shift)
+
     def centre_values(self, f_lm: np.ndarray) -> np.ndarray:
         """``f = K*rho`` at the cell centres (nlat, nphi) from ``f_lm`` (:meth:`kernel_coefficients`)."""
         return self._c["centres"](f_lm, "p")

@@ -7,13 +7,8 @@ import pytest
 
 from conftest import TWO_ATOMS_S1, toml_config, two_atom_distance
 from solvers.api import load_config
-from solvers.circle.measure.dirac import (
-    CircleMeasureField,
-    absorb,
-    merge,
-    wrap_difference,
-)
-from solvers.circle.measure.dirac_events import capture
+from solvers.circle.measure.dirac import CircleMeasureField, wrap_difference
+from solvers.circle.measure.dirac_events import absorb, capture, merge
 from solvers.circle.measure.dirac_diagnostics import measure_energy
 from solvers.circle.measure.dirac_discretization import DiracCircleDiscretization
 from solvers.circle.problem import CircleProblem

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from solvers.api import load_config
-from solvers.circle.measure.dirac import CircleMeasureField, absorb
-from solvers.circle.measure.dirac_events import capture
+from solvers.circle.measure.dirac import CircleMeasureField
+from solvers.circle.measure.dirac_events import absorb, capture
 from solvers.circle.problem import CircleProblem
 from solvers.core.measure import DiracAtoms
 from solvers.model.params import AtomParams

@@ -41,7 +41,7 @@ def test_capture_candidates_are_necessary(mass):
     """Wherever capture captures, there are candidates; below the core bound there are none."""
     d = disc()
     rho = spike(d, mass)
-    may = capture_candidates(rho, d.fv, d._adjacency, PARAMS) is not None
+    may = capture_candidates(rho, d.fv, d.adjacency, PARAMS) is not None
     count = captured(d, rho)
     assert may or count == 0
     assert may == (mass > 0.018)  # the background adds about 5e-8 to a core
@@ -57,7 +57,7 @@ def test_core_sums_are_the_neighbour_sums():
     volume = d.fv.cells(rho) * d.fv.maps.area
     start, adjacent = d.neighbours
     direct = np.array([volume[c] + volume[adjacent[start[c]:start[c + 1]]].sum() for c in range(volume.size)])
-    np.testing.assert_allclose(volume + d._adjacency @ volume, direct, rtol=1e-13)
+    np.testing.assert_allclose(volume + d.adjacency @ volume, direct, rtol=1e-13)
 
 
 def test_after_step_captures_at_once():
@@ -70,7 +70,7 @@ def test_after_step_captures_at_once():
         assert d.layout.count(new) == 1
         assert d.total_mass(new) == pytest.approx(d.total_mass(state), rel=1e-14)
     quiet = d.prepare_state(spike(d, 0.0, 1.0 / (4 * np.pi)), DiracAtoms.empty(3), fresh=False)
-    assert capture_candidates(d.density(quiet), d.fv, d._adjacency, PARAMS) is None
+    assert capture_candidates(d.density(quiet), d.fv, d.adjacency, PARAMS) is None
     assert d.layout.count(d.after_step(quiet, 10)) == 0
 
 
@@ -105,7 +105,7 @@ def test_candidates_give_the_same_captures(seed):
     old = DiracAtoms(old.mass, old.position / np.linalg.norm(old.position), old.ids)
     for atoms in (DiracAtoms.empty(3), old):
         potential = d.field.flow_potential(rho, atoms.position, atoms.mass)
-        hint = capture_candidates(rho, d.fv, d._adjacency, PARAMS)
+        hint = capture_candidates(rho, d.fv, d.adjacency, PARAMS)
         assert hint is not None and hint.shape == (rho.size,) and 0 < hint.sum() < rho.size
         full_rho, full = capture(rho, atoms, potential, d.fv, d.neighbours, PARAMS, 1)
         some_rho, some = capture(rho, atoms, potential, d.fv, d.neighbours, PARAMS, 1,

@@ -13,10 +13,8 @@ from solvers.model.config import ConfigError
 from solvers.model.params import AtomParams
 from solvers.sphere.measure.dirac import SphereMeasureField, locate, normalise
 from solvers.sphere.measure.dirac_events import absorb, capture, merge
-from solvers.sphere.measure.dirac_discretization import (
-    DiracSphereDiscretization,
-    measure_energy,
-)
+from solvers.sphere.measure.dirac_diagnostics import measure_energy
+from solvers.sphere.measure.dirac_discretization import DiracSphereDiscretization
 from solvers.sphere.problem import tangent_frame
 from solvers.timestepping.loop import simulate
 

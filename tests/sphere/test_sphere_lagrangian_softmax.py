@@ -15,7 +15,7 @@ from conftest import PAPER_S2_A, PAPER_S2_OMEGA, toml_config
 from solvers.api import load_config
 from solvers.io.state import initial_density
 from solvers.sphere.measure import lagrangian as lg
-from solvers.sphere.measure.dirac_discretization import measure_fields
+from solvers.sphere.measure.dirac_diagnostics import measure_fields
 from solvers.sphere.grid.discretization import SphereDiscretization
 from solvers.sphere.measure.lagrangian_discretization import LagrangianSphereDiscretization
 from solvers.sphere.problem import tangent_frame

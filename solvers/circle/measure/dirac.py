@@ -11,17 +11,8 @@ point and feels no force from itself (``d/dx K(x, x_i) = 0`` at ``x = x_i``). So
   ``(1/beta) sum_i m_i d/dx K(x, x_i) = -c_K sum_i m_i sin(x - x_i) e^{beta cos(x - x_i)}`` is in
   closed form (no spectral truncation of a delta), ``c_K`` = 1 or ``e^{-beta}`` (shifted kernel).
 
-Between steps (never inside a Runge-Kutta step) :func:`absorb`, :func:`merge` and
-:func:`solvers.circle.measure.dirac_events.capture` change the atoms, each conserving the total mass
-exactly (up to round-off) and keeping ``rho >= 0``:
-
-- capture: a basin atom of the density (:func:`solvers.circle.atoms.detect_atoms`) whose three
-  core cells (peak and neighbours) hold at least ``capture_fraction`` of its basin mass, and
-  which the flow holds together (:func:`~solvers.circle.measure.dirac_events.forms_atom`), becomes a
-  Dirac atom at the core's centre of mass (mass and angular first moment conserved);
-- absorption: the density in an atom's cell is added to the atom when that cell has no outflow
-  (both faces point into it), at the atom's position;
-- merging: atoms closer than a cell become one, at the mass-weighted mean angle.
+Between steps (never inside a Runge-Kutta step) capture, absorption and merging change the atoms
+(:mod:`solvers.circle.measure.dirac_events`). Here: the fields.
 
 Two implementations of the fields: :class:`CircleMeasureField` (numpy, the reference) and
 :class:`CompiledCircleField` (numba kernels of :mod:`solvers.circle.measure.kernels_dirac_numba`,
@@ -37,11 +28,9 @@ import numpy as np
 
 from solvers.circle.problem import CircleProblem, kernel_log_shift
 from solvers.core.backend import default_backend, fused_steps_available
-from solvers.core.measure import DiracAtoms
 from solvers.model import perceptron
 
 TWO_PI = 2.0 * np.pi
-CORE_CELLS = 1  # the core of a captured atom: the peak cell and CORE_CELLS cells on each side
 MODE_TOL = 1e-30  # compiled path: density modes whose multiplier is below this (relative) are left out
 
 
@@ -286,52 +275,3 @@ def kernel_modes(multiplier: np.ndarray, tol: float = MODE_TOL) -> int:
 
 def _floats(a: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(a, dtype=float)
-
-def absorb(rho: np.ndarray, atoms: DiracAtoms, u_face: np.ndarray, h: float,
-           cells: np.ndarray | None = None) -> tuple[np.ndarray, DiracAtoms]:
-    """Add the density of every atom's cell to the atom when that cell has no outflow.
-
-    Parameters
-    ----------
-    rho : ndarray, shape (N,)
-    atoms : DiracAtoms
-    u_face : ndarray, shape (N,)
-        Signed velocity at the right faces.
-    h : float
-    cells : ndarray of int, shape (n,), optional
-        The finite volume of each atom (:meth:`CircleProblem.cell_of`, which knows moved
-        faces); None: ``rint(x / h) mod N``, the uniform grid's cell.
-
-    Returns
-    -------
-    (rho, atoms) : the new density (a copy) and atoms; ``sum(rho) h + sum(m)`` is unchanged.
-    """
-    rho, mass = rho.copy(), atoms.mass.copy()
-    n = rho.size
-    if cells is None:
-        cells = np.rint(atoms.position / h).astype(int) % n
-    for i, c in enumerate(cells):
-        if u_face[c] <= 0.0 and u_face[c - 1] >= 0.0 and rho[c] > 0.0:
-            mass[i] += rho[c] * h
-            rho[c] = 0.0
-    return rho, DiracAtoms(mass, atoms.position, atoms.ids)
-
-
-def merge(atoms: DiracAtoms, h: float) -> DiracAtoms:
-    """Merge atoms closer than ``h`` (closest pair first): mass summed, angle the mass-weighted
-    mean (first moment conserved), identity of the heavier atom."""
-    m, x, ids = list(atoms.mass), list(atoms.position), list(atoms.ids)
-    while len(m) > 1:
-        xs = np.asarray(x)
-        dist = np.abs(wrap_difference(xs[:, None], xs[None, :]))
-        np.fill_diagonal(dist, np.inf)
-        i, j = np.unravel_index(np.argmin(dist), dist.shape)
-        if dist[i, j] >= h:
-            break
-        i, j = (i, j) if m[i] >= m[j] else (j, i)
-        total = m[i] + m[j]
-        x[i] = float(np.mod(x[i] + m[j] * wrap_difference(x[j], x[i]) / total, TWO_PI))
-        m[i] = total
-        for seq in (m, x, ids):
-            del seq[j]
-    return DiracAtoms(np.asarray(m, float), np.asarray(x, float), np.asarray(ids, int))

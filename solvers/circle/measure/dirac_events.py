@@ -1,13 +1,20 @@
-"""Capture on S^1: a concentrated basin atom of the density becomes a Dirac atom.
+"""What changes the S^1 Dirac atoms between steps: capture, absorption and merging, and the
+S^1 Dirac state that runs them (:class:`CircleDiracState`, capture every 10 steps).
 
-:func:`capture` runs the basin detector (:func:`solvers.circle.atoms.detect_atoms`) on the density
-with the Dirac masses deposited in their cells and turns each basin atom that is concentrated
-(its core holds ``capture_fraction`` of it) and held together by the flow (:func:`forms_atom`)
-into a Dirac atom, conserving mass and first moment. :func:`may_capture` is a necessary
-condition for that, checked first: it costs a pass over the faces instead of a basin detection,
-and once every atom is a Dirac mass (the thin stream of density that still flows into them
-cannot form a new one) it rules every check out (docs/methods.md §6.2, the
-Dirac state's capture).
+Never inside a Runge-Kutta step. :func:`capture`, :func:`absorb` and :func:`merge` each conserve
+the total mass (``sum rho h + sum m``) to round-off and keep ``rho >= 0``:
+
+- capture: a basin atom of the density (:func:`solvers.circle.atoms.detect_atoms`, the Dirac
+  masses deposited in their cells) whose core (peak and neighbours) holds at least
+  ``capture_fraction`` of its basin mass, and which the flow holds together (:func:`forms_atom`),
+  becomes a Dirac atom at the core's centre of mass (mass and angular first moment conserved).
+  :func:`may_capture` is a necessary condition for that, checked first: it costs a pass over the
+  faces instead of a basin detection, and once every atom is a Dirac mass (the thin stream of
+  density that still flows into them cannot form a new one) it rules every check out
+  (docs/methods.md §6.2, the Dirac state's capture);
+- absorption: the density in an atom's cell is added to the atom when that cell has no outflow
+  (both faces point into it), at the atom's position;
+- merging: atoms closer than a cell become one, at the mass-weighted mean angle.
 """
 
 from __future__ import annotations
@@ -15,13 +22,15 @@ from __future__ import annotations
 import numpy as np
 
 from solvers.circle.atoms import detect_atoms
-from solvers.circle.measure.dirac import CORE_CELLS, TWO_PI, merge
 from solvers.circle.cells import holds_together
+from solvers.circle.measure.dirac import TWO_PI, CircleMeasureField, CompiledCircleField, wrap_difference
 from solvers.circle.problem import CircleProblem
 from solvers.core.backend import resolve_backend
-from solvers.core.measure import DiracAtoms
+from solvers.core.dirac_state import DiracState
+from solvers.core.measure import DiracAtoms, starting_atoms
 from solvers.model.params import AtomParams
 
+CORE_CELLS = 1  # the core of a captured atom: the peak cell and CORE_CELLS cells on each side
 SUM_SLACK = 1e-9  # may_capture's bound is relaxed by this (relative): another summation order
 
 
@@ -166,3 +175,143 @@ def capture(rho: np.ndarray, atoms: DiracAtoms, u_face: np.ndarray, problem: Cir
     ids = np.arange(next_id, next_id + new.count)
     return rho, DiracAtoms(np.append(atoms.mass, new.mass), np.append(atoms.position, new.position),
                            np.append(atoms.ids, ids).astype(int))
+
+
+def absorb(rho: np.ndarray, atoms: DiracAtoms, u_face: np.ndarray, h: float,
+           cells: np.ndarray | None = None) -> tuple[np.ndarray, DiracAtoms]:
+    """Add the density of every atom's cell to the atom when that cell has no outflow.
+
+    Parameters
+    ----------
+    rho : ndarray, shape (N,)
+    atoms : DiracAtoms
+    u_face : ndarray, shape (N,)
+        Signed velocity at the right faces.
+    h : float
+    cells : ndarray of int, shape (n,), optional
+        The finite volume of each atom (:meth:`CircleProblem.cell_of`, which knows moved
+        faces); None: ``rint(x / h) mod N``, the uniform grid's cell.
+
+    Returns
+    -------
+    (rho, atoms) : the new density (a copy) and atoms; ``sum(rho) h + sum(m)`` is unchanged.
+    """
+    rho, mass = rho.copy(), atoms.mass.copy()
+    n = rho.size
+    if cells is None:
+        cells = np.rint(atoms.position / h).astype(int) % n
+    for i, c in enumerate(cells):
+        if u_face[c] <= 0.0 and u_face[c - 1] >= 0.0 and rho[c] > 0.0:
+            mass[i] += rho[c] * h
+            rho[c] = 0.0
+    return rho, DiracAtoms(mass, atoms.position, atoms.ids)
+
+
+def merge(atoms: DiracAtoms, h: float) -> DiracAtoms:
+    """Merge atoms closer than ``h`` (closest pair first): mass summed, angle the mass-weighted
+    mean (first moment conserved), identity of the heavier atom."""
+    m, x, ids = list(atoms.mass), list(atoms.position), list(atoms.ids)
+    while len(m) > 1:
+        xs = np.asarray(x)
+        dist = np.abs(wrap_difference(xs[:, None], xs[None, :]))
+        np.fill_diagonal(dist, np.inf)
+        i, j = np.unravel_index(np.argmin(dist), dist.shape)
+        if dist[i, j] >= h:
+            break
+        i, j = (i, j) if m[i] >= m[j] else (j, i)
+        total = m[i] + m[j]
+        x[i] = float(np.mod(x[i] + m[j] * wrap_difference(x[j], x[i]) / total, TWO_PI))
+        m[i] = total
+        for seq in (m, x, ids):
+            del seq[j]
+    return DiracAtoms(np.asarray(m, float), np.asarray(x, float), np.asarray(ids, int))
+
+
+class CircleDiracState(DiracState, capture_every=10):
+    """The S^1 Dirac state's events between steps (:class:`~solvers.core.dirac_state.DiracState`):
+    capture every 10 steps (the basin detector is the costly part), absorption and merging after
+    every step.
+
+    The implementer (:class:`~solvers.circle.measure.dirac_discretization.DiracCircleDiscretization`)
+    sets ``problem``, the numpy reference ``field`` and ``compiled`` (the compiled fields, or None),
+    and calls :meth:`start_dirac_state`. With ``compiled`` the events after a step are two FFTs
+    and one compiled call (:meth:`CompiledCircleField.absorb_step`; after :func:`capture` on its
+    steps); the template of the base with the methods below is the numpy reference.
+    """
+
+    problem: CircleProblem
+    field: CircleMeasureField
+    compiled: CompiledCircleField | None
+    restorable = True  # resume_extras, restore_state: next_id and total
+
+    def set_total(self, total: float) -> None:
+        """The whole mass ``M``: a face moves mass when its upwind density exceeds
+        ``time.cfl_floor M / (2 pi)``."""
+        self.total = total
+        if self.compiled is not None:
+            self.compiled.set_mass_floor(self.config.time.cfl_floor * total / (2 * np.pi))
+
+    def starting_state(self, rho0: np.ndarray, atoms0: DiracAtoms | None,
+                       fresh: bool) -> tuple[np.ndarray, DiracAtoms]:
+        """The grid density as given and the atoms (angles mod 2 pi for the config's atoms)."""
+        return rho0, starting_atoms(self.config.initial, atoms0, fresh, 1, place=lambda c: np.mod(c, TWO_PI))
+
+    def settle(self, state: np.ndarray) -> tuple[np.ndarray, DiracAtoms, np.ndarray]:
+        """``(rho, atoms, u)`` by the numpy reference field: the face velocity ``u`` (N,)."""
+        return self._settled(state, self.field)
+
+    def _settled(self, state: np.ndarray, field: CircleMeasureField | CompiledCircleField
+                 ) -> tuple[np.ndarray, DiracAtoms, np.ndarray]:
+        """The density (a copy), the atoms (positions mod 2 pi) and the face velocity ``u`` (N,)
+        of the whole measure by ``field``."""
+        rho, atoms = self.density(state).copy(), self.atoms(state)
+        atoms = DiracAtoms(atoms.mass, np.mod(atoms.position, TWO_PI), atoms.ids)
+        return rho, atoms, field.density_face_velocity(rho, atoms.position, atoms.mass)
+
+    def capture_atoms(self, rho: np.ndarray, atoms: DiracAtoms, u: np.ndarray) -> tuple[np.ndarray, DiracAtoms]:
+        """:func:`capture` with the face velocity ``u``."""
+        return capture(rho, atoms, u, self.problem, self.config.atoms, self.next_id)
+
+    def absorb_density(self, rho: np.ndarray, atoms: DiracAtoms, u: np.ndarray) -> tuple[np.ndarray, DiracAtoms]:
+        """:func:`absorb` with the face velocity ``u``, each atom in its finite volume."""
+        return absorb(rho, atoms, u, self.problem.basis.h, self.problem.cell_of(atoms.position))
+
+    def merge_atoms(self, atoms: DiracAtoms) -> DiracAtoms:
+        """:func:`merge` of atoms closer than a cell ``h``."""
+        return merge(atoms, self.problem.basis.h)
+
+    def after_step(self, state: np.ndarray, step: int) -> np.ndarray:
+        """Absorption and merging (every step) and capture (every ``capture_every`` steps).
+
+        Compiled path: positions mod 2 pi, the face velocity and the absorption in one call
+        (:meth:`CompiledCircleField.absorb_step`; after :func:`capture` on its steps), nothing
+        without atoms; :func:`merge` only when two atoms are closer than a cell (it would change
+        nothing otherwise). numpy: the base's sequence
+        (:meth:`solvers.core.dirac_state.DiracState.after_step`).
+        """
+        if self.compiled is None:
+            return super().after_step(state, step)
+        h = self.problem.basis.h
+        if self.capture_due(step):
+            new, closest = self._capture_step(state, self.compiled)
+        elif self.layout.count(state) == 0:
+            return state  # no atom to move, absorb into or merge
+        else:
+            new, _, closest = self.compiled.absorb_step(state)
+        return new if closest >= h else self.layout.pack(self.density(new), self.merge_atoms(self.atoms(new)))
+
+    def _capture_step(self, state: np.ndarray, compiled: CompiledCircleField) -> tuple[np.ndarray, float]:
+        """Compiled path, capture steps: :func:`capture` then the compiled absorption; returns the
+        new state and the atoms' smallest separation. Where :func:`may_capture` rules a capture
+        out this is the absorption step alone (the same face velocity, the same result)."""
+        new, u, closest = compiled.absorb_step(state)
+        atoms = self.atoms(new)  # absorption moves no atom
+        if not may_capture(self.density(state), compiled.cell_of(atoms.position), u, self.problem,
+                           self.config.atoms):
+            self.reserve_ids(atoms)  # as after a capture
+            return new, closest
+        rho, atoms, u = self._settled(state, compiled)
+        rho, atoms = self.capture_atoms(rho, atoms, u)
+        self.reserve_ids(atoms)
+        new = self.layout.pack(rho, atoms)
+        return new, compiled.absorb(new, u)

@@ -22,7 +22,7 @@ the velocity at its point and feels no force from itself (``grad_x K(x, x_i) = 0
   gradient at an atom is summed from its coefficients (the cell sums within ``1e-6`` of a pole).
   The same sums to round-off, at a fraction of the cost.
 
-Between steps (never inside a Runge-Kutta step) absorption, merging and capture change the atoms
+Between steps (never inside a Runge-Kutta step) capture, absorption and merging change the atoms
 (:mod:`solvers.sphere.measure.dirac_events`). Here: the fields, and which cells points lie in.
 """
 
@@ -99,6 +99,12 @@ class SphereMeasureField:
     def centres(self) -> np.ndarray:
         """Cell centres, shape (nlat * nphi, 3)."""
         return self._c["centres"]
+
+    @property
+    def face_points(self) -> tuple[np.ndarray, np.ndarray]:
+        """The faces as unit vectors: band boundaries ((nlat+1) nphi, 3), longitude faces
+        (nlat nphi, 3)."""
+        return self._c["theta_faces"][0], self._c["phi_faces"][0]
 
     def _weights(self, points: np.ndarray, x: np.ndarray, m: np.ndarray) -> np.ndarray:
         """``c_K m_i e^{beta p.x_i}``, shape (P, n)."""
@@ -268,7 +274,7 @@ class SphereMeasureField:
             f = f_centres + self._ring_values("centres", 2, x, m)
         else:
             f = f_centres + self.atom_potential(self.centres, x, m).reshape(p.grid.shape)
-        return p.sign * (f / self.beta + 0.5 * p._c["v_c"])
+        return p.sign * (f / self.beta + 0.5 * p.perceptron_centres[2])
 
 
 # -- cells of points -----------------------------------------------------------------------------

@@ -1,23 +1,27 @@
-"""What changes the S^2 Dirac atoms between steps: absorption, merging and capture.
+"""What changes the S^2 Dirac atoms between steps: capture, absorption and merging, and the
+S^2 Dirac state that runs them (:class:`SphereDiracState`, capture after every step).
 
-Never inside a Runge-Kutta step. :func:`absorb`, :func:`merge` and :func:`capture` each conserve
+Never inside a Runge-Kutta step. :func:`capture`, :func:`absorb` and :func:`merge` each conserve
 the total mass (``sum rho area + sum m``) to round-off and keep ``rho >= 0``. A finite volume is a
 merged polar cell where the grid merges cells (:class:`~solvers.sphere.cells.SphereGrid`): they are
 emptied whole, so the density stays constant over its fine cells. :func:`capture_candidates` is
-the cheap necessary condition that lets capture be checked after every step
-(:meth:`solvers.sphere.measure.dirac_discretization.DiracSphereDiscretization.after_step`).
+the cheap necessary condition that lets capture be checked after every step.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 from scipy import sparse
 
-from solvers.core.measure import DiracAtoms
+from solvers.core.dirac_state import DiracState
+from solvers.core.measure import DiracAtoms, starting_atoms
 from solvers.model.params import AtomParams
 from solvers.sphere.atoms import detect_atoms
-from solvers.sphere.measure.dirac import fine_cells, locate, normalise
 from solvers.sphere.grid.fv import SphereFV
+from solvers.sphere.measure.dirac import SphereMeasureField, fine_cells, locate, normalise
+from solvers.sphere.problem import SphereProblem
 
 
 def absorb(rho: np.ndarray, atoms: DiracAtoms, u_theta: np.ndarray, u_phi: np.ndarray,
@@ -170,3 +174,77 @@ def capture(rho: np.ndarray, atoms: DiracAtoms, potential: np.ndarray, fv: Spher
     return rho, DiracAtoms(np.append(atoms.mass, new.mass),
                            np.concatenate([atoms.position.reshape(-1, 3), new.position]),
                            np.append(atoms.ids, new_ids).astype(int))
+
+
+class SphereDiracState(DiracState, capture_every=1):
+    """The S^2 Dirac state's events between steps (:class:`~solvers.core.dirac_state.DiracState`):
+    positions back to unit length, then capture, absorption and merging, all after every step.
+
+    Capture every step: a concentrated atom that waits on the grid for a capture check keeps
+    moving mass as density; with a check every 10 steps, 0.003 of mass went from one of the two
+    heaviest atoms to the other on ``runs/paper_s2_descent_relu.toml`` at lmax 63 and ``cfl >=
+    0.25`` (docs/methods.md §6.6, the Dirac state on S^2). The basin detection runs only when
+    :func:`capture_candidates` (a necessary condition: one sparse product over the finite
+    volumes) finds a cell, and follows only the flow basins that hold one.
+
+    The implementer (:class:`~solvers.sphere.measure.dirac_discretization.DiracSphereDiscretization`)
+    sets ``problem``, ``field``, ``fv`` (the finite volumes), ``neighbours``
+    (:func:`~solvers.sphere.measure.dirac.cell_neighbours`), ``adjacency``
+    (:func:`core_adjacency` of them) and ``width`` (the merging distance, the largest cell width),
+    and calls :meth:`start_dirac_state`.
+
+    Not ``restorable``: a resume starts from the archived atoms (:meth:`starting_state`), with
+    ``next_id`` past their identities and ``total`` from their mass, and the archive keeps no
+    exact resume state for it.
+    """
+
+    problem: SphereProblem
+    field: SphereMeasureField
+    fv: SphereFV
+    neighbours: tuple[np.ndarray, np.ndarray]
+    adjacency: sparse.csr_matrix
+    width: float
+
+    def starting_state(self, rho0: np.ndarray, atoms0: DiracAtoms | None,
+                       fresh: bool) -> tuple[np.ndarray, DiracAtoms]:
+        """The grid density (averaged over merged cells when ``fresh``) and the atoms, positions
+        of unit length."""
+        atoms0 = starting_atoms(self.config.initial, atoms0, fresh, 3)
+        position = np.asarray(atoms0.position, dtype=float).reshape(-1, 3)
+        # a resume's positions are the step state's, unit since after_step: normalising them
+        # again moves their last bits, and the resumed run would not take the uninterrupted
+        # run's steps bitwise
+        if fresh or np.any(np.abs(np.linalg.norm(position, axis=1) - 1.0) > 1e-14):
+            position = normalise(position)
+        atoms0 = DiracAtoms(np.asarray(atoms0.mass, float), position, np.asarray(atoms0.ids, int))
+        rho = self.prepare(rho0, fresh) if fresh else np.asarray(rho0, float)
+        return rho, atoms0
+
+    def settle(self, state: np.ndarray) -> tuple[np.ndarray, DiracAtoms, Any]:
+        """``(rho, atoms, flow)``: positions back to unit length; ``flow = (f_lm, u_theta,
+        u_phi)``, the density's ``(K*rho)_lm`` and the signed face velocities of the whole
+        measure ((nlat+1, nphi), (nlat, nphi))."""
+        rho, atoms = self.density(state).copy(), self.atoms(state)
+        atoms = DiracAtoms(atoms.mass, normalise(atoms.position), atoms.ids)
+        f_lm = self.problem.kernel_coefficients(rho)
+        u_t, u_p = self.field.face_velocities(f_lm, atoms.position, atoms.mass)
+        return rho, atoms, (f_lm, u_t, u_p)
+
+    def capture_atoms(self, rho: np.ndarray, atoms: DiracAtoms, flow: Any) -> tuple[np.ndarray, DiracAtoms]:
+        """:func:`capture` where :func:`capture_candidates` finds a cell, the basins those of the
+        flow potential :meth:`SphereMeasureField.flow_potential`."""
+        candidates = capture_candidates(rho, self.fv, self.adjacency, self.config.atoms)
+        if candidates is None:
+            return rho, atoms
+        potential = self.field.flow_potential(rho, atoms.position, atoms.mass,
+                                              self.problem.centre_values(flow[0]))
+        return capture(rho, atoms, potential, self.fv, self.neighbours, self.config.atoms, self.next_id,
+                       candidates)
+
+    def absorb_density(self, rho: np.ndarray, atoms: DiracAtoms, flow: Any) -> tuple[np.ndarray, DiracAtoms]:
+        """:func:`absorb` with the face velocities of ``flow``."""
+        return absorb(rho, atoms, flow[1], flow[2], self.fv)
+
+    def merge_atoms(self, atoms: DiracAtoms) -> DiracAtoms:
+        """:func:`merge` of atoms closer than ``width``."""
+        return merge(atoms, self.width)
