@@ -23,7 +23,9 @@ starting state (:meth:`~DiracState.prepare_state`). A manifold implements the ab
 
 The implementer's instance also sets, before :meth:`prepare_state` runs, ``config``
 (:class:`solvers.model.params.RunConfig`) and ``layout`` (:class:`~solvers.core.measure.MeasureLayout`)
-through :meth:`start_dirac_state`.
+through :meth:`start_dirac_state`. A compiled fast path may override :meth:`after_step`, asking
+:meth:`capture_due` for the cadence; :meth:`resume_extras` and :meth:`restore_state` keep
+``next_id`` and ``total`` for an exact resume, which a subclass turns on with ``restorable``.
 """
 
 from __future__ import annotations
