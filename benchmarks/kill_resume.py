@@ -151,7 +151,7 @@ def finish(proc: subprocess.Popen, what: str) -> None:
 def records(path: Path) -> int:
     """Complete records of the archive (0 when unreadable or absent)."""
     from solvers.io.reading import read_run_counts  # noqa: F401  (imports the readers)
-    from solvers.io.archive import open_run
+    from solvers.io.reading import open_run
 
     try:
         return int(open_run(path).sizes.get("time", 0))
@@ -161,7 +161,7 @@ def records(path: Path) -> int:
 
 def unreadable(path: Path) -> str:
     """Why ``path`` cannot be opened as a run archive ("readable": it can)."""
-    from solvers.io.archive import open_run
+    from solvers.io.reading import open_run
 
     try:
         open_run(path)
@@ -171,7 +171,7 @@ def unreadable(path: Path) -> str:
 
 
 def variables(path: Path) -> dict[str, np.ndarray]:
-    from solvers.io.archive import open_run
+    from solvers.io.reading import open_run
 
     ds = open_run(path)
     return {name: np.asarray(ds[name].values) for name in ds.variables}
@@ -181,7 +181,7 @@ def valid_slot(path: Path) -> np.ndarray:
     """The archive's valid resume slot, re-encoded (empty: none); which of the two slots holds
     it, and what the other holds, depend on how the records were blocked."""
     from solvers.io import resume_slots
-    from solvers.io.archive import open_run, read_last_state
+    from solvers.io.reading import open_run, read_last_state
 
     return resume_slots.valid_vector(open_run(path), read_last_state(path)[0])
 

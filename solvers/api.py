@@ -103,7 +103,7 @@ def load_config(config: str | os.PathLike | Mapping[str, Any] | RunConfig,
 
 def open_run(path: str | os.PathLike) -> xr.Dataset:
     """A run archive (NetCDF) loaded into memory (incomplete trailing records dropped)."""
-    from solvers.io.archive import open_run as _open
+    from solvers.io.reading import open_run as _open
 
     return _open(_path(path, "path"))
 

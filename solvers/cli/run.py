@@ -118,7 +118,7 @@ def _dirac_mass(config: RunConfig, state: dict[str, Any]) -> float:
 def _count_snapshots(path: Path) -> str:
     """``"N snapshots"`` of the archive, with the last one's time (``"?"`` if unreadable)."""
     try:
-        from solvers.io.archive import open_run
+        from solvers.io.reading import open_run
 
         times = open_run(path)["time"].values
         return f"{len(times)} snapshots" + (f" (the last at t={times[-1]:.6g})" if len(times)
@@ -260,7 +260,7 @@ def _atom_rows(masses: np.ndarray, positions: np.ndarray) -> list[str]:
     """Table rows: S^1 positions (n,) as angles; S^2 positions (n, 3) as colatitude/longitude."""
     positions = np.asarray(positions, dtype=float)
     if positions.ndim == 2:
-        from solvers.io.archive import sphere_atom_columns
+        from solvers.io.layout import sphere_atom_columns
 
         cols = sphere_atom_columns(masses, positions)
         return _sphere_atom_rows(masses, cols["atom_colatitude"], cols["atom_longitude"])

@@ -79,7 +79,7 @@ def cmd_animate(args: argparse.Namespace) -> int:
 
 def cmd_info(args: argparse.Namespace) -> int:
     """``meanfield info``: verdict, snapshots, final diagnostics, atoms, then the parameters."""
-    from solvers.io.archive import open_run
+    from solvers.io.reading import open_run
 
     path = _existing(args.run, "run archive")
     try:

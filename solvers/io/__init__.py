@@ -1,14 +1,14 @@
 """Files: the only layer that reads or writes run archives.
 
-- :mod:`~solvers.io.archive`: ``ArchiveWriter`` (crash-safe NetCDF, resume), ``open_run``,
-  ``read_snapshot``, ``read_last_state``.
+- :mod:`~solvers.io.archive`: ``ArchiveWriter`` (crash-safe NetCDF or zarr, resume).
 - :mod:`~solvers.io.layout`: the archive's dimensions, variables and attributes.
 - :mod:`~solvers.io.state`: a run's starting state (``initial_density``, from the config or
   another archive) and its grid arrays.
 - :mod:`~solvers.io.summary`: the sweep summary file (``summary.nc``) and per-run records.
 - :mod:`~solvers.io.netcdf_store`, :mod:`~solvers.io.zarr_store`: the two stores of an archive
   (NetCDF4 file, zarr v3 directory); :mod:`~solvers.io.records`: snapshots buffered as records.
-- :mod:`~solvers.io.reading`: reading archives robustly (a live writer, a crash's trailing records).
+- :mod:`~solvers.io.reading`: ``open_run``, ``read_snapshot``, ``read_last_state`` and the other
+  readers, robust to a live writer and a crash's trailing records.
 - :mod:`~solvers.io.restart`: the exact step state behind an interpolated last record.
 - :mod:`~solvers.io.resume_slots`: the exact resume state behind the last record, in two slots.
 - :mod:`~solvers.io.atom_history`: births, ends and mass budgets of every atom identity.

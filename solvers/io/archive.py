@@ -63,7 +63,7 @@ A new archive is defined in a private temporary folder beside it and renamed int
 ours: :func:`solvers.io.safe_paths.check_target`). Before each record the writer
 checks the free space and the file-size limit and raises :class:`ArchiveWriteError` (the
 archive keeps its complete records and stays readable) when the block would not fit. The
-readers live in :mod:`solvers.io.reading` and are re-exported here.
+readers live in :mod:`solvers.io.reading`.
 """
 
 from __future__ import annotations
@@ -81,60 +81,26 @@ import numpy as np
 from solvers.core.atom_tracks import AtomTracks, link_radius
 from solvers.core.snapshot import Snapshot
 from solvers.io.errors import ArchiveError
-from solvers.io.layout import (  # noqa: F401  (public names re-exported)
-    _HDF5_SIGNATURE,
-    ARCHIVE_FORMAT,
+from solvers.io.cf import utc_now
+from solvers.io.layout import (
     ATOM_CELL,
     ATOM_TRACK_VARIABLES,
-    CIRCLE_ATOM_VARIABLES,
-    DIAGNOSTIC_VARIABLES,
-    KERNEL_CONVENTIONS,
-    RECORDS_COMPLETE,
-    REQUIRED_VARIABLES,
-    SPHERE_ATOM_VARIABLES,
-    STATIONARITY_VARIABLES,
     _global_attributes,
-    _Grid,
     _make_grid,
-    _utc_now,
-    attr_value,
     config_attributes,
-    package_version,
-    param_attr_name,
-    rho_hat,
     expected_records,
-    sphere_atom_columns,
+    package_version,
     time_chunk,
 )
-from solvers.io.lock import (  # noqa: F401
-    ArchiveBusyError,
-    ArchiveLock,
-)
-from solvers.io.safe_paths import (  # noqa: F401
+from solvers.io.lock import ArchiveLock
+from solvers.io.netcdf_store import NetCDFStore, define
+from solvers.io.reading import check_archive, existing_archive, is_zarr
+from solvers.io.safe_paths import (
     UnsafePathError,
     check_bool,
     check_target,
     private_folder,
     replace_file,
-)
-from solvers.io.netcdf_store import NetCDFStore, define, define_atom_tracks  # noqa: F401
-from solvers.io.netcdf_store import valid_records as _valid_records  # noqa: F401
-from solvers.io.reading import (  # noqa: F401  (public names re-exported)
-    _check_archive,
-    _existing,
-    _reading,
-    check_resumable,
-    is_zarr,
-    open_run,
-    read_config_text,
-    read_dirac,
-    read_last_dirac,
-    read_last_state,
-    read_restart,
-    read_restart_atoms,
-    read_run_counts,
-    read_snapshot,
-    resume_atoms,
 )
 from solvers.io import resume_slots
 from solvers.io.records import RecordBuffer
@@ -286,7 +252,7 @@ class ArchiveWriter:
             store = NetCDFStore(_open_append(self.path), self.path, self.grid)
         try:
             self._check_grid(store)
-            line = f"{_utc_now()} resumed by meanfield-spectral {package_version()}"
+            line = f"{utc_now()} resumed by meanfield-spectral {package_version()}"
             changed = _changed_parameters(store, config)
             if changed:
                 line += "; changed: " + ", ".join(changed)
@@ -418,13 +384,13 @@ class ArchiveWriter:
 
 
 def _open_append(path: Path) -> netCDF4.Dataset:
-    path = _existing(path)
+    path = existing_archive(path)
     try:
         nc = netCDF4.Dataset(path, "a")
     except OSError as err:
         raise ArchiveError(f"cannot open {path} for appending: not a NetCDF4 file, or open "
                            f"elsewhere (another run, or an unclosed reader) ({err})") from err
-    _check_archive(nc, path)
+    check_archive(nc, path)
     return nc
 
 

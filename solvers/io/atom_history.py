@@ -21,7 +21,7 @@ def transfers(ds: Any, threshold: float = TRANSFER_THRESHOLD) -> list[dict[str, 
     Parameters
     ----------
     ds : xarray.Dataset
-        A run archive (:func:`solvers.io.archive.open_run`).
+        A run archive (:func:`solvers.io.reading.open_run`).
     threshold : float
 
     Returns

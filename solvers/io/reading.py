@@ -26,8 +26,7 @@ from solvers.io.layout import (
     RESTART,
     missing_variables,
 )
-from solvers.io.netcdf_store import record_times as _times
-from solvers.io.netcdf_store import valid_records as _valid_records
+from solvers.io.netcdf_store import record_times, valid_records
 from solvers.io.restart import (
     RESTART_INFO,
     decode_info,
@@ -45,7 +44,9 @@ def is_zarr(path: str | os.PathLike) -> bool:
     return Path(path).suffix == ".zarr"
 
 
-def _existing(path: str | os.PathLike) -> Path:
+def existing_archive(path: str | os.PathLike) -> Path:
+    """``path`` as a Path; FileNotFoundError when no archive (a file, or a ``.zarr`` folder)
+    is there."""
     path = Path(path)
     if not (path.is_dir() if is_zarr(path) else path.is_file()):
         raise FileNotFoundError(f"archive {path} does not exist")
@@ -60,7 +61,7 @@ def _is_hdf5(path: Path) -> bool:
 @contextmanager
 def _readable(path: str | os.PathLike) -> Iterator[Path]:
     """Yield ``path``, or a temporary copy of it when a writing process holds its HDF5 lock."""
-    path = _existing(path)
+    path = existing_archive(path)
     try:
         netCDF4.Dataset(path, "r").close()
     except OSError as err:
@@ -74,7 +75,9 @@ def _readable(path: str | os.PathLike) -> Iterator[Path]:
     yield path
 
 
-def _check_archive(nc: netCDF4.Dataset, shown: str | os.PathLike) -> None:
+def check_archive(nc: netCDF4.Dataset, shown: str | os.PathLike) -> None:
+    """ArchiveError naming ``shown`` (and ``nc`` closed) when the open file ``nc`` lacks a
+    variable every run archive has."""
     missing = missing_variables(nc.variables)
     if missing:
         nc.close()
@@ -98,7 +101,7 @@ def _reading(path: str | os.PathLike, shown: str | os.PathLike | None = None
         except OSError as err:
             raise ArchiveError(f"{shown} is not a readable NetCDF4 archive "
                              f"({_named(err, readable, shown)})") from None
-        _check_archive(nc, shown)
+        check_archive(nc, shown)
         try:
             yield nc
         except ArchiveError:
@@ -128,12 +131,12 @@ def open_run(path: str | os.PathLike) -> xr.Dataset:
     if is_zarr(path):
         from solvers.io.zarr_store import load_run
 
-        return load_run(_existing(path))
+        return load_run(existing_archive(path))
     import xarray as xr
 
     with _readable(path) as readable:
         with _reading(readable, shown=path) as nc:  # validates
-            n = _valid_records(nc)
+            n = valid_records(nc)
         try:
             ds = fold_block_state(to_api(xr.load_dataset(readable, engine="netcdf4")))
         except (OSError, RuntimeError, KeyError, AttributeError, TypeError, ValueError) as err:
@@ -155,13 +158,13 @@ def read_last_state(path: str | os.PathLike) -> tuple[float, int, float, np.ndar
     if is_zarr(path):
         from solvers.io.zarr_store import last_state
 
-        return _finite_state(path, *last_state(_existing(path)))
+        return _finite_state(path, *last_state(existing_archive(path)))
     with _reading(path) as nc:
-        i = _valid_records(nc) - 1
+        i = valid_records(nc) - 1
         if i < 0:
             raise ArchiveError(f"archive {path} holds no snapshots")
         rho = np.asarray(np.ma.filled(np.ma.asarray(nc["rho"][i, ...], float), np.nan))
-        return _finite_state(path, float(np.ma.filled(_times(nc)[i], np.nan)), nc["step"][i],
+        return _finite_state(path, float(np.ma.filled(record_times(nc)[i], np.nan)), nc["step"][i],
                              float(np.ma.filled(nc["dt"][i], np.nan)), rho)
 
 
@@ -186,10 +189,10 @@ def read_run_counts(path: str | os.PathLike) -> dict[str, Any]:
     if is_zarr(path):
         from solvers.io.zarr_store import count_values
 
-        values, history = count_values(_existing(path))
+        values, history = count_values(existing_archive(path))
     else:
         with _reading(path) as nc:
-            i = _valid_records(nc) - 1
+            i = valid_records(nc) - 1
             values = {name: (nc[name][i] if i >= 0 and name in nc.variables else None)
                       for name in ("steps_rejected", "time_error_estimate")}
             history = nc.getncattr("method_history") if "method_history" in nc.ncattrs() else None
@@ -217,13 +220,13 @@ def read_restart(path: str | os.PathLike) -> tuple[float, int, float, np.ndarray
     if is_zarr(path):
         from solvers.io.zarr_store import restart_of
 
-        return restart_of(_existing(path))
+        return restart_of(existing_archive(path))
     with _reading(path) as nc:
-        i = _valid_records(nc) - 1
+        i = valid_records(nc) - 1
         if i < 0 or RESTART not in nc.variables:
             return None
         return restart_state(_restart_attrs(nc), np.ma.filled(nc[RESTART][...], np.nan),
-                             float(_times(nc)[i]))
+                             float(record_times(nc)[i]))
 
 
 def read_restart_atoms(path: str | os.PathLike) -> Any:
@@ -233,13 +236,13 @@ def read_restart_atoms(path: str | os.PathLike) -> Any:
     if is_zarr(path):
         from solvers.io.zarr_store import restart_atoms_of
 
-        return restart_atoms_of(_existing(path))
+        return restart_atoms_of(existing_archive(path))
     with _reading(path) as nc:
-        i = _valid_records(nc) - 1
+        i = valid_records(nc) - 1
         if i < 0 or RESTART not in nc.variables or "dirac_mass" not in nc.variables:
             return None
         dim = 3 if "dirac_x" in nc.variables else 1
-        return restart_atoms(_restart_attrs(nc), float(_times(nc)[i]), dim)
+        return restart_atoms(_restart_attrs(nc), float(record_times(nc)[i]), dim)
 
 
 def _restart_attrs(nc: netCDF4.Dataset) -> dict[str, Any]:
@@ -273,11 +276,11 @@ def read_dirac(path: str | os.PathLike, time: float | None = None) -> Any:
     if is_zarr(path):
         from solvers.io.zarr_store import dirac_near
 
-        return dirac_near(_existing(path), time)
+        return dirac_near(existing_archive(path), time)
     with _reading(path) as nc:
         if "dirac_mass" not in nc.variables:
             return None
-        n = _valid_records(nc)
+        n = valid_records(nc)
         i = n - 1 if time is None or n == 0 else _nearest_record(nc, n, time)
         width = len(nc.dimensions["dirac"])
         s2 = "dirac_x" in nc.variables  # S^2: unit vectors (n, 3); S^1: angles (n,)
@@ -295,7 +298,7 @@ def read_dirac(path: str | os.PathLike, time: float | None = None) -> Any:
 
 def _nearest_record(nc: Any, n: int, time: float) -> int:
     """Index of the complete record (of the first ``n``) nearest to ``time``."""
-    times = np.ma.filled(np.ma.asarray(_times(nc)[:n], dtype=float), np.inf)
+    times = np.ma.filled(np.ma.asarray(record_times(nc)[:n], dtype=float), np.inf)
     return int(np.argmin(np.abs(times - time)))
 
 
@@ -314,12 +317,12 @@ def read_snapshot(path: str | os.PathLike, time: float | None = None
     if is_zarr(path):
         from solvers.io.zarr_store import snapshot_near
 
-        return snapshot_near(_existing(path), time)
+        return snapshot_near(existing_archive(path), time)
     with _reading(path) as nc:
-        n = _valid_records(nc)
+        n = valid_records(nc)
         if n == 0:
             raise ArchiveError(f"archive {path} holds no snapshots")
-        times = np.ma.filled(np.ma.asarray(_times(nc)[:n], dtype=float), np.inf)
+        times = np.ma.filled(np.ma.asarray(record_times(nc)[:n], dtype=float), np.inf)
         i = n - 1 if time is None else _nearest_record(nc, n, time)
         theta = np.asarray(nc["theta"][:], dtype=float)
         if "phi" in nc.variables:
@@ -337,7 +340,7 @@ def check_resumable(path: str | os.PathLike) -> None:
     if is_zarr(path):
         from solvers.io.zarr_store import open_zarr_run
 
-        if POLISHED in open_zarr_run(_existing(path)).attrs:
+        if POLISHED in open_zarr_run(existing_archive(path)).attrs:
             raise ArchiveError(polished_message(path))
         return
     with _reading(path) as nc:
@@ -355,7 +358,7 @@ def read_config_text(path: str | os.PathLike) -> str:
     if is_zarr(path):
         from solvers.io.zarr_store import open_zarr_run
 
-        text = open_zarr_run(_existing(path)).attrs.get("config_text")
+        text = open_zarr_run(existing_archive(path)).attrs.get("config_text")
         if text is None:
             raise ArchiveError(f"archive {path} has no config_text attribute")
         return str(text)

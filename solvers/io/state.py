@@ -106,7 +106,7 @@ def _read_archive(path: str, time: float | None) -> tuple[object, np.ndarray, Di
     None for a grid run); problems become ``initial.path`` errors."""
     if not Path(path).is_file():
         raise ConfigError("initial.path", f"archive not found: {path}")
-    from solvers.io.archive import read_dirac, read_snapshot
+    from solvers.io.reading import read_dirac, read_snapshot
 
     try:
         t, axes, rho = read_snapshot(path, time)

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from matplotlib.axes import Axes
 
-from solvers.io.archive import param_attr_name
+from solvers.io.layout import param_attr_name
 
 if TYPE_CHECKING:
     import xarray as xr

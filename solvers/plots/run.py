@@ -12,7 +12,7 @@ from typing import Any
 
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 
-from solvers.io.archive import open_run
+from solvers.io.reading import open_run
 from solvers.plots.circle import circle_animation, run_figure
 from solvers.plots.common import VIEWS, movie_writer
 from solvers.plots.save import check_figure_target, save_figure

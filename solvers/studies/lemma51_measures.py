@@ -120,10 +120,10 @@ def snapshot_measure(path: str | Path, time: float | None = None) -> Measure:
     """S^1 run-archive snapshot as point masses ``rho_i h`` at ``theta_i`` (cell averages),
     plus, for a measure-valued run, the record's Dirac atoms ``m_i`` at their exact positions.
 
-    Reads with :func:`solvers.io.archive.read_snapshot` and :func:`~solvers.io.archive.read_dirac`
+    Reads with :func:`solvers.io.reading.read_snapshot` and :func:`~solvers.io.reading.read_dirac`
     (nearest record; the last if None).
     """
-    from solvers.io.archive import read_dirac, read_snapshot
+    from solvers.io.reading import read_dirac, read_snapshot
 
     t, theta, rho = read_snapshot(path, time)
     theta, rho = np.asarray(theta, float), np.asarray(rho, float)

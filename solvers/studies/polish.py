@@ -162,7 +162,7 @@ def _hessians(system: AtomSystem, x: np.ndarray, bases: np.ndarray, direction: s
 def polish_archive(path: str | Path, out: str | Path | None = None,
                    merge_tol: float = MERGE_TOL, tol: float = 1e-13) -> tuple[Polished, Path]:
     """Polish the last snapshot of a run archive and write ``out`` (default ``RUN.polished.nc``)."""
-    from solvers.io.archive import open_run
+    from solvers.io.reading import open_run
     from solvers.io.reading import read_last_dirac
 
     path = Path(path)

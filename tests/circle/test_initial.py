@@ -9,6 +9,7 @@ import pytest
 from scipy import integrate
 
 import solvers.io.archive
+import solvers.io.reading
 from solvers.circle.initial import (
     cell_centers,
     cell_width,
@@ -113,8 +114,8 @@ def fake_archive(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, rho: np.ndarra
         calls.append((p, time))
         return 7.0, cell_centers(rho.size), rho
 
-    monkeypatch.setattr(solvers.io.archive, "read_snapshot", read_snapshot)
-    monkeypatch.setattr(solvers.io.archive, "read_dirac", lambda p, time=None: None)  # a grid run
+    monkeypatch.setattr(solvers.io.reading, "read_snapshot", read_snapshot)
+    monkeypatch.setattr(solvers.io.reading, "read_dirac", lambda p, time=None: None)  # a grid run
     return path
 
 

@@ -16,7 +16,7 @@ from conftest import PAPER_S2_A, PAPER_S2_OMEGA, toml_config
 import solvers.timestepping.loop
 from solvers.cli.main import ProgressBar, main
 from solvers.core.snapshot import Diagnostics, Snapshot
-from solvers.io.archive import open_run
+from solvers.io.reading import open_run
 
 ROOT = Path(__file__).resolve().parents[2]
 

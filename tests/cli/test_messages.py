@@ -64,7 +64,7 @@ def test_a_full_disk_names_the_archive_and_the_cause(tmp_path: Path, capsys, mon
     line = one_error_line(err)
     assert rc == 1 and str(out) in line and "No space left on device" in line
     assert "holds 2 snapshots" in line and f"--resume {out}" in line
-    from solvers.io.archive import open_run
+    from solvers.io.reading import open_run
 
     assert open_run(out).sizes["time"] == 2
 
@@ -103,7 +103,7 @@ def test_a_blow_up_names_its_time_without_raw_numpy_warnings(tmp_path: Path, cap
     line = one_error_line(err)
     assert rc == 1 and "encountered in" not in err  # no raw NumPy floating-point warnings
     failed_at = float(re.search(r"at t=([0-9.e+-]+)", line)[1])
-    from solvers.io.archive import open_run
+    from solvers.io.reading import open_run
 
     ds = open_run(out)
     last = float(ds["time"].values[-1])

@@ -15,7 +15,7 @@ import xarray as xr
 from test_cli import TINY, cli, fake_snapshot, write
 
 import solvers.timestepping.loop
-from solvers.io.archive import open_run
+from solvers.io.reading import open_run
 from solvers.io.lock import lock_path
 from solvers.io.state import initial_density
 from solvers.model.config import ConfigError, load_config

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 import solvers
 from solvers.circle.measure.dirac_discretization import DiracCircleDiscretization
 from solvers.core.measure import DiracAtoms, MeasureLayout, interpolate_measure
-from solvers.io.archive import read_restart, read_restart_atoms, resume_atoms
+from solvers.io.reading import read_restart, read_restart_atoms, resume_atoms
 from solvers.sphere.measure.dirac_discretization import DiracSphereDiscretization
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -19,7 +19,7 @@ from hypothesis.extra.numpy import arrays
 
 import solvers
 from solvers.core.snapshot import Restart
-from solvers.io.archive import read_restart
+from solvers.io.reading import read_restart
 from solvers.model.config import ConfigError
 from solvers.timestepping.snapshot_queue import interpolate, snapshot_mode
 

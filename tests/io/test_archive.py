@@ -17,13 +17,8 @@ import pytest
 import xarray as xr
 
 from solvers.core.snapshot import Diagnostics, Snapshot
-from solvers.io.archive import (
-    ArchiveWriter,
-    open_run,
-    read_config_text,
-    read_last_state,
-    read_snapshot,
-)
+from solvers.io.archive import ArchiveWriter
+from solvers.io.reading import open_run, read_config_text, read_last_state, read_snapshot
 from solvers.model.params import ModelParams, PerceptronParams, RunConfig, TimeParams
 
 REPO = Path(__file__).resolve().parents[2]

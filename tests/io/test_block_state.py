@@ -17,7 +17,8 @@ from test_blocks_zarr import buffered
 
 from solvers.core.measure import DiracAtoms
 from solvers.core.snapshot import Restart
-from solvers.io.archive import ArchiveWriter, open_run, read_restart
+from solvers.io.archive import ArchiveWriter
+from solvers.io.reading import open_run, read_restart
 from solvers.io.restart import (
     decode_info,
     encode_info,

@@ -19,7 +19,8 @@ import pytest
 import xarray as xr
 from test_archive import REPO, THETA, WEIGHT, make_config, make_snapshot, write_run
 
-from solvers.io.archive import ArchiveWriter, open_run, read_last_state, read_snapshot
+from solvers.io.archive import ArchiveWriter
+from solvers.io.reading import open_run, read_last_state, read_snapshot
 from solvers.io.layout import MAX_CHUNK_RECORDS
 from solvers.model.config import load_config
 from solvers.model.params import OutputParams

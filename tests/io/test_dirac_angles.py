@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 from test_zarr_dirac import _s2_snapshot
 
-from solvers.io.archive import ArchiveWriter, open_run
+from solvers.io.archive import ArchiveWriter
+from solvers.io.reading import open_run
 from solvers.model.config import load_config
 from solvers.model.params import OutputParams
 

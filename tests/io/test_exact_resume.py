@@ -19,7 +19,8 @@ import pytest
 from conftest import paper_s1_toml
 
 from solvers.io import resume_slots
-from solvers.io.archive import ArchiveWriter, open_run, read_last_state
+from solvers.io.archive import ArchiveWriter
+from solvers.io.reading import open_run, read_last_state
 from solvers.io.state import grid_arrays, initial_state
 from solvers.model.config import config_from_text
 from solvers.timestepping.loop import simulate

@@ -88,7 +88,7 @@ def test_killed_dirac_run_resumes_from_its_step_state(tmp_path):
     readable archive whose mass (density plus atoms) is 1, and --resume continues from the
     archived step state (density and atoms) with the uninterrupted run's steps."""
     cfg, killed, whole = _kill_after(DIRAC, 300, tmp_path, 120)
-    from solvers.io.archive import open_run
+    from solvers.io.reading import open_run
 
     ds = open_run(killed)  # the records the archive counts complete (a kill may leave a partial block)
     n_killed = ds.sizes["time"]
@@ -96,7 +96,7 @@ def test_killed_dirac_run_resumes_from_its_step_state(tmp_path):
     mass = (ds["rho"] * ds["cell_weight"]).sum("theta") + ds["dirac_mass"].fillna(0.0).sum("dirac")
     assert np.allclose(mass, 1.0, atol=1e-12)
     ds.close()
-    from solvers.io.archive import read_restart, read_restart_atoms
+    from solvers.io.reading import read_restart, read_restart_atoms
 
     assert read_restart(killed) is not None  # the last record lies between two steps
     assert read_restart_atoms(killed).count >= 1  # and the step state behind it has atoms

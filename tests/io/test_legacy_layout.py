@@ -17,7 +17,8 @@ import zarr
 
 import solvers
 from solvers.cli.main import main
-from solvers.io.archive import ArchiveWriter, read_last_state, read_snapshot
+from solvers.io.archive import ArchiveWriter
+from solvers.io.reading import read_last_state, read_snapshot
 from solvers.io.layout import STATIONARITY_VARIABLES
 from test_archive import THETA, WEIGHT, make_config, make_snapshot, write_run
 

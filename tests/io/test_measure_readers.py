@@ -18,7 +18,8 @@ import pytest
 import solvers
 from conftest import config_sections, toml_config
 from solvers.api import load_config
-from solvers.io.archive import ArchiveWriter, read_dirac, read_snapshot
+from solvers.io.archive import ArchiveWriter
+from solvers.io.reading import read_dirac, read_snapshot
 from solvers.io.state import grid_arrays, initial_density, initial_state
 from solvers.sphere.cells import SphereGrid
 from solvers.studies.lemma51_measures import density_l2, snapshot_measure

@@ -13,7 +13,8 @@ import pytest
 import xarray as xr
 
 import solvers
-from solvers.io.archive import ArchiveWriter, open_run
+from solvers.io.archive import ArchiveWriter
+from solvers.io.reading import open_run
 from solvers.io.lock import ArchiveBusyError, ArchiveLock, check_not_busy, lock_path
 from solvers.io.safe_paths import (
     UnsafePathError,

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from solvers.io.archive import open_run
+from solvers.io.reading import open_run
 from solvers.io.lock import lock_path
 
 ROOT = Path(__file__).resolve().parents[2]

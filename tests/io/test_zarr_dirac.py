@@ -18,8 +18,8 @@ import xarray as xr
 from solvers.cli.main import main
 from solvers.core.measure import DiracAtoms
 from solvers.core.snapshot import Diagnostics, Restart, Snapshot
-from solvers.io.archive import (
-    ArchiveWriter,
+from solvers.io.archive import ArchiveWriter
+from solvers.io.reading import (
     open_run,
     read_dirac,
     read_last_dirac,

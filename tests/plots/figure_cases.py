@@ -81,7 +81,7 @@ def _sweep(folder: Path) -> Path:
 
 def _run(case: str) -> Callable[[dict[str, Path], str], Figure]:
     def make(paths: dict[str, Path], style: str) -> Figure:
-        from solvers.io.archive import open_run
+        from solvers.io.reading import open_run
         from solvers.plots.circle import run_figure
         from solvers.plots.sphere import sphere_run_figure
 
@@ -122,7 +122,7 @@ def _sweep_fig(name: str) -> Callable[[dict[str, Path], str], Figure]:
 
 def _animation(case: str, view: str = "orthographic") -> Callable[[dict[str, Path], str], Figure]:
     def make(paths: dict[str, Path], style: str) -> Figure:
-        from solvers.io.archive import open_run
+        from solvers.io.reading import open_run
         from solvers.plots.circle import circle_animation
         from solvers.plots.sphere import sphere_animation
 

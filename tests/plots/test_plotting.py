@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from solvers.core.snapshot import Diagnostics, Snapshot
-from solvers.io.archive import ArchiveWriter, open_run
+from solvers.io.archive import ArchiveWriter
+from solvers.io.reading import open_run
 from solvers.model.params import ModelParams, RunConfig, TimeParams
 from solvers.plots.circle import run_figure
 from solvers.plots.common import run_title

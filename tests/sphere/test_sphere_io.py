@@ -12,7 +12,8 @@ import xarray as xr
 from scipy import integrate
 
 from solvers.core.snapshot import Diagnostics, Snapshot
-from solvers.io.archive import ArchiveWriter, open_run, read_last_state, read_snapshot
+from solvers.io.archive import ArchiveWriter
+from solvers.io.reading import open_run, read_last_state, read_snapshot
 from solvers.io.state import initial_density
 from solvers.model.config import ConfigError, load_config
 from solvers.model.params import DomainParams, ModelParams, OutputParams, RunConfig

@@ -252,8 +252,8 @@ def test_snapshot_as_point_masses(monkeypatch):
 
     def fake(path, time=None):
         return 1.5, theta, rho
-    monkeypatch.setattr("solvers.io.archive.read_snapshot", fake)
-    monkeypatch.setattr("solvers.io.archive.read_dirac", lambda path, time=None: None)  # a grid run
+    monkeypatch.setattr("solvers.io.reading.read_snapshot", fake)
+    monkeypatch.setattr("solvers.io.reading.read_dirac", lambda path, time=None: None)  # a grid run
     m = L.snapshot_measure("run.nc", 1.5)
     assert m.kind == "snapshot" and m.mass == pytest.approx(1.0, rel=1e-13)
     r = L.invert(m, 20.0)
@@ -265,7 +265,7 @@ def test_snapshot_as_point_masses(monkeypatch):
 
 
 def _minimal_archive(path, theta, rhos, times):
-    from solvers.io.archive import REQUIRED_VARIABLES
+    from solvers.io.layout import REQUIRED_VARIABLES
 
     n = theta.size
     ds = xr.Dataset({"rho": (("time", "theta"), np.array(rhos)),

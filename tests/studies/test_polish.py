@@ -132,7 +132,7 @@ def test_the_polished_archive_is_the_polished_measure(demo, tmp_path):
     kept the unpolished density in ``rho``: with the atoms, mass 2); a new run started from it
     keeps the polished atoms (Dirac) or gets them in their cells (grid); ``lemma51`` reads all
     of it; ``--resume`` and ``solvers.resume`` refuse it with the way to use it."""
-    from solvers.io.archive import read_dirac
+    from solvers.io.reading import read_dirac
     from solvers.io.state import initial_state
     from solvers.studies.lemma51_measures import snapshot_measure
 

@@ -14,7 +14,7 @@ import xarray as xr
 from conftest import paper_s1_toml
 
 from solvers.cli import sweep as cli_sweep
-from solvers.io.archive import open_run
+from solvers.io.reading import open_run
 from solvers.io.state import initial_density
 from solvers.model.config import ConfigError, check_resolution, load_config, tomllib
 from solvers.studies import sweep
