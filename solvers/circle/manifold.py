@@ -32,6 +32,14 @@ class Circle(Manifold):
     stability_degree = 48
     ordered = True
     error_controlled_default = True
+    precision_study = True
+    angle_axes = ()  # a point is one angle t
+    coefficient_convention = ("m_k = int exp(-i k t) dmu(t) (complex Fourier, not orthonormal); degree "
+                              "norm |m_0|, sqrt(|m_k|^2 + |m_-k|^2) for k > 0")
+    partial_sum_convention = "(1/2 pi) sum_{|k| <= L} |m_k|^2 -> int rho^2 dt"
+    parseval_factor = 1.0 / (2 * np.pi)
+    check_centre = (0.7,)
+    check_atom = (2.0,)
 
     # ------------------------------------------------------------------ resolution
     def coarse_resolution(self, resolution: int) -> int | None:
@@ -148,6 +156,73 @@ class Circle(Manifold):
 
     def step_seconds(self, resolution: int) -> float:
         return 5e-4 + 3.7e-6 * resolution
+
+    # ------------------------------------------------------------------ angles
+    def uniform_angles(self, rng: np.random.Generator, count: int) -> np.ndarray:
+        return rng.uniform(0.0, 2.0 * np.pi, count)
+
+    def haversine(self, a: tuple, b: tuple, antipode: bool = False) -> np.ndarray:
+        return (np.cos if antipode else np.sin)(0.5 * (a[0] - b[0])) ** 2
+
+    # ------------------------------------------------------------------ the Lemma 5.1 check
+    # Coefficients are the complex Fourier ``m_k = int e^{-ikt} dmu``, k = 0..lmax (the basis
+    # argument is None); samples on ``n`` uniform points ``t_i = 2 pi i / n``.
+    def vmf_density_l2(self, mass: float, kappa: float) -> float:
+        """``m^2 I_0(2 kappa) / (2 pi I_0(kappa)^2)``."""
+        from spectral.eigenvalues import log_bessel_i
+
+        m, k = mass, kappa
+        return m * m * float(np.exp(log_bessel_i(0, 2 * k) - 2 * log_bessel_i(0, k))) / (2 * np.pi)
+
+    def vmf_potential(self, mass: float, kappa: float, r: np.ndarray, s: float,
+                      delta: np.ndarray) -> np.ndarray:
+        """``m e^{-beta} I_0(r) / I_0(kappa)``."""
+        from scipy.special import ive
+
+        return mass * ive(0, r) * np.exp(delta) / ive(0, kappa)
+
+    def check_grid_size(self, lmax: int, bandwidth: int) -> int:
+        """``N >= max(2 lmax + 2, lmax + J + 1)``, a multiple of 16 (aliases of degree <= lmax
+        come from degrees >= N - lmax)."""
+        n = max(2 * lmax + 2, lmax + bandwidth + 1)
+        return int(16 * np.ceil(n / 16))
+
+    def check_grid(self, lmax: int, n: int) -> tuple[tuple, Any, None]:
+        """Points ``(t,)``; ``forward``: ``f_k = int f e^{-ikt} dt`` by the FFT."""
+        if n < 2 * lmax + 2:
+            raise ValueError(f"--n: the S^1 grid needs >= 2 lmax + 2 = {2 * lmax + 2} points "
+                             f"(got {n}); raise --n or lower --lmax")
+        t = 2.0 * np.pi * np.arange(n) / n
+        return (t,), lambda f: np.fft.fft(f)[: lmax + 1] * (2.0 * np.pi / n), None
+
+    def per_degree(self, coeffs: np.ndarray, values: np.ndarray, basis: None) -> np.ndarray:
+        return coeffs * values
+
+    def coefficient_norms(self, coeffs: np.ndarray, basis: None) -> np.ndarray:
+        """``|c_0|`` and ``sqrt(2) |c_k|`` (``+-k`` together, for a real measure)."""
+        k = np.arange(np.shape(coeffs)[-1])
+        return np.abs(coeffs) * np.where(k == 0, 1.0, np.sqrt(2.0))
+
+    def uniform_coefficients(self, mass: float, lmax: int, basis: None) -> np.ndarray:
+        k = np.arange(lmax + 1)
+        return np.where(k == 0, mass, 0.0).astype(complex)
+
+    def vmf_coefficients(self, mass: float, kappa: float, centre: np.ndarray,
+                         scaled_lambda: np.ndarray, basis: None) -> np.ndarray:
+        """``m I_k(kappa) / I_0(kappa) e^{-ik t0}``."""
+        from spectral.sphere import expi
+
+        k = np.arange(scaled_lambda.size)
+        ratio = scaled_lambda[k] / scaled_lambda[0]
+        return mass * ratio * expi(-k, centre[0])
+
+    def atom_coefficients(self, angles: np.ndarray, weights: np.ndarray, symmetric: bool,
+                          lmax: int, basis: None) -> np.ndarray:
+        from spectral.sphere import expi
+
+        k = np.arange(lmax + 1)
+        m = expi(-k[:, None], angles[None, :]) @ weights
+        return m * (1 + (-1.0) ** k) if symmetric else m
 
 
 CIRCLE = Circle()

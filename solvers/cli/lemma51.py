@@ -76,18 +76,19 @@ def _check_ranges(args: argparse.Namespace) -> None:
 
 
 def _measure_from_args(args: argparse.Namespace) -> Measure:
-    from solvers.studies.lemma51 import make_measure, snapshot_measure
-    from solvers.studies.lemma51_measures import _check_sphere
+    from solvers.circle.manifold import CIRCLE
+    from solvers.studies.lemma51 import as_manifold, make_measure, snapshot_measure
+    from solvers.studies.lemma51_measures import SNAPSHOT_MANIFOLD
 
-    sphere = args.sphere or "S1"
-    _check_sphere(sphere)
+    manifold = as_manifold(args.sphere) if args.sphere else CIRCLE  # --sphere: default S1
     if args.archive:
-        if sphere != "S1":
-            raise ValueError("--sphere: run archives hold S^1 densities; use --sphere S1")
+        if manifold is not SNAPSHOT_MANIFOLD:
+            raise ValueError(f"--sphere: run archives hold S^1 densities; use --sphere "
+                             f"{SNAPSHOT_MANIFOLD.name}")
         return snapshot_measure(args.archive, args.time)
     if args.time is not None:
         raise ValueError("--time: only with --archive RUN.nc")
-    return make_measure(args.measure, sphere, args.kappa, args.atoms, args.seed)
+    return make_measure(args.measure, manifold, args.kappa, args.atoms, args.seed)
 
 
 def _output_path(args: argparse.Namespace, measure: Measure) -> Path:
@@ -118,7 +119,7 @@ def run_command(args: argparse.Namespace) -> int:
         measure = _measure_from_args(args)
         out = _output_path(args, measure)
         digits = args.digits if args.digits is not None else (
-            (32, 64) if measure.sphere == "S1" else ())
+            (32, 64) if measure.manifold.precision_study else ())
         ds = run_lemma51(measure, args.beta, digits, args.lmax, args.n, args.perturbation)
     except FileNotFoundError as err:
         print(f"error: file not found: {err.filename or err}", file=sys.stderr)

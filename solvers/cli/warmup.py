@@ -10,6 +10,10 @@ from __future__ import annotations
 
 import time
 
+from solvers.sphere.manifold import SPHERE
+
+# TOML of each warm-up run; ``{sphere}`` is the sphere's ``name`` (configs without a manifold run
+# on the default, S^1), ``{percep}`` / ``{percep3}`` the perceptrons of R^2 / R^3.
 WARM = {
     "S1 default": '[domain]\nresolution = 96\n[model]\nbeta = 2.0\n{percep}[time]\nt_end = 0.5\n',
     "S1 softmax": '[domain]\nresolution = 96\n[model]\nbeta = 2.0\nattention = "softmax"\n{percep}'
@@ -17,11 +21,11 @@ WARM = {
     "S1 fv": '[domain]\nresolution = 96\n[model]\nbeta = 2.0\n{percep}[time]\nscheme = "fv"\nt_end = 0.5\n',
     "S1 fv Dirac": '[domain]\nresolution = 96\n[model]\nbeta = 2.0\n{percep}[atoms]\nrepresentation = "dirac"\n'
                    '[time]\nt_end = 0.5\n',
-    "S2 default (descent)": '[domain]\nmanifold = "S2"\nresolution = 31\n[model]\nbeta = 1.0\n{percep3}'
+    "S2 default (descent)": '[domain]\nmanifold = "{sphere}"\nresolution = 31\n[model]\nbeta = 1.0\n{percep3}'
                             '[time]\nt_end = 0.2\n',
-    "S2 fv": '[domain]\nmanifold = "S2"\nresolution = 31\n[model]\nbeta = 1.0\n{percep3}[time]\n'
+    "S2 fv": '[domain]\nmanifold = "{sphere}"\nresolution = 31\n[model]\nbeta = 1.0\n{percep3}[time]\n'
              'scheme = "fv"\nt_end = 0.2\n',
-    "S2 default (ascent)": '[domain]\nmanifold = "S2"\nresolution = 31\n[model]\nbeta = 1.0\n'
+    "S2 default (ascent)": '[domain]\nmanifold = "{sphere}"\nresolution = 31\n[model]\nbeta = 1.0\n'
                            'direction = "ascent"\n{percep3}[time]\nt_end = 0.05\n',
 }
 PERCEP = '[perceptron]\nactivation = "relu"\na = [[0.6, 0.8], [-1.0, 0.0]]\nomega = [0.5, -0.4]\n'
@@ -35,7 +39,8 @@ def main() -> int:
 
     start = time.perf_counter()
     for name, text in WARM.items():
-        config = load_config(text.format(percep=PERCEP, percep3=PERCEP3) + "[output]\nprogress = false\n")
+        text = text.format(percep=PERCEP, percep3=PERCEP3, sphere=SPHERE.name)
+        config = load_config(text + "[output]\nprogress = false\n")
         rho0, atoms0 = initial_state(config)
         simulate(config, rho0, atoms0=atoms0)
         print(f"warmup: {name} compiled ({time.perf_counter() - start:.0f} s)", flush=True)

@@ -31,10 +31,24 @@ Implementing a manifold (one subclass, one instance, in the manifold's own packa
   The real bases themselves are built in :mod:`solvers.studies.stationary_basis`.
 - **Cost figures.** :meth:`grid_spacing`, :meth:`grid_points` and :meth:`step_seconds`, the
   per-manifold numbers of the cost model.
+- **Angles.** ``angle_axes`` (the trailing shape of one point's angles: ``()`` for one
+  angle, ``(2,)`` for ``(theta, phi)``), :meth:`uniform_angles` (seeded points, uniform on the
+  manifold), :meth:`haversine` (``sin^2(gamma/2)`` of the geodesic angle ``gamma`` from angles,
+  to a few ulps).
+- **The Lemma 5.1 check** (:mod:`solvers.studies.lemma51`: invert ``f = K * mu`` degree by
+  degree). Conventions: ``coefficient_convention``, ``partial_sum_convention`` (the report's
+  text) and ``parseval_factor`` ``c`` (``c sum_l |m_l|^2 -> int rho^2``); test points:
+  ``check_centre`` (the vMF mean direction) and ``check_atom`` (the atom of the injectivity
+  test), as angles. Closed forms of the von Mises-Fisher density: :meth:`vmf_density_l2`,
+  :meth:`vmf_potential`. The spectral side: :meth:`check_grid_size`, :meth:`check_grid` (points,
+  forward transform and basis), :meth:`per_degree`, :meth:`coefficient_norms`, and the exact
+  coefficients :meth:`uniform_coefficients`, :meth:`vmf_coefficients`, :meth:`atom_coefficients`.
 - **Capabilities** (a study that needs one asks; a manifold without it answers False and the
   study skips it): ``ordered`` (a cyclic order of points: the exact Wasserstein distance of
   two measures by their distribution functions, particle placement by quantiles and grouping
-  by angle), ``error_controlled_default`` (the default method's steps are error-controlled).
+  by angle), ``error_controlled_default`` (the default method's steps are error-controlled),
+  ``precision_study`` (the Lemma 5.1 check has a multi-precision version: samples on uniform
+  angles, a DFT and ``lambda_k`` in mpmath).
 
 Plots stay in :mod:`solvers.plots` (above the manifolds): the figures of a manifold are chosen
 there, keyed on its object. Everything a method needs from the manifold's own package is
@@ -66,6 +80,13 @@ class Manifold(abc.ABC):
     stability_degree: int
     ordered: bool
     error_controlled_default: bool
+    precision_study: bool
+    angle_axes: tuple[int, ...]
+    coefficient_convention: str
+    partial_sum_convention: str
+    parseval_factor: float
+    check_centre: tuple[float, ...]
+    check_atom: tuple[float, ...]
 
     def __repr__(self) -> str:
         return f"<manifold {self.name}>"
@@ -172,3 +193,72 @@ class Manifold(abc.ABC):
     @abc.abstractmethod
     def step_seconds(self, resolution: int) -> float:
         """The cost model's seconds per time step."""
+
+    # ------------------------------------------------------------------ angles
+    @abc.abstractmethod
+    def uniform_angles(self, rng: np.random.Generator, count: int) -> np.ndarray:
+        """``count`` points drawn uniformly from ``rng``, as angles: shape
+        ``(count,) + angle_axes``."""
+
+    @abc.abstractmethod
+    def haversine(self, a: tuple, b: tuple, antipode: bool = False) -> np.ndarray:
+        """``sin^2(gamma/2) = (1 - x.y)/2`` of the points with angles ``a`` and ``b`` (tuples of
+        one array per angle; broadcasts), to a few ulps.
+
+        ``antipode``: the same for ``x`` and ``-y``, ``(1 + x.y)/2``, written with the angles of
+        ``y`` itself (the antipode's angles rounded in double would break the symmetry at the
+        1e-16 level).
+        """
+
+    # ------------------------------------------------------------------ the Lemma 5.1 check
+    @abc.abstractmethod
+    def vmf_density_l2(self, mass: float, kappa: float) -> float:
+        """``int rho^2`` of the von Mises-Fisher density of ``mass`` and concentration ``kappa``."""
+
+    @abc.abstractmethod
+    def vmf_potential(self, mass: float, kappa: float, r: np.ndarray, s: float,
+                      delta: np.ndarray) -> np.ndarray:
+        """``e^{-beta} (K * mu)`` of the vMF density: the closed form in ``r = |beta x + kappa e|``,
+        ``s = beta + kappa`` and ``delta = r - s`` (computed without cancellation)."""
+
+    @abc.abstractmethod
+    def check_grid_size(self, lmax: int, bandwidth: int) -> int:
+        """The check's grid size (points or latitudes) that integrates every product of a degree
+        ``<= lmax`` and a degree ``< lmax + bandwidth`` without aliasing."""
+
+    @abc.abstractmethod
+    def check_grid(self, lmax: int, n: int) -> tuple[tuple, Any, Any]:
+        """``(points, forward, basis)`` of the check's grid of size ``n``: ``points`` the angle
+        arrays (broadcastable), ``forward`` the transform ``f -> f_l`` of samples on them,
+        ``basis`` what the coefficient methods take (None where they need only ``lmax``).
+
+        Raises
+        ------
+        ValueError
+            (naming ``--n``) where ``n`` is too small for ``lmax``.
+        """
+
+    @abc.abstractmethod
+    def per_degree(self, coeffs: np.ndarray, values: np.ndarray, basis: Any) -> np.ndarray:
+        """``coeffs`` with each coefficient of degree ``l`` multiplied by ``values[l]``."""
+
+    @abc.abstractmethod
+    def coefficient_norms(self, coeffs: np.ndarray, basis: Any) -> np.ndarray:
+        """The norm of each degree's coefficients (last axis: the coefficients), shape (lmax + 1,)."""
+
+    @abc.abstractmethod
+    def uniform_coefficients(self, mass: float, lmax: int, basis: Any) -> np.ndarray:
+        """Exact coefficients (complex) of the uniform measure of ``mass``."""
+
+    @abc.abstractmethod
+    def vmf_coefficients(self, mass: float, kappa: float, centre: np.ndarray,
+                         scaled_lambda: np.ndarray, basis: Any) -> np.ndarray:
+        """Exact coefficients of the vMF density of ``mass``, ``kappa`` and mean direction
+        ``centre`` (angles, shape ``(1,) + angle_axes``); ``scaled_lambda`` (lmax + 1,): the
+        scaled eigenvalues ``e^{-kappa} lambda_l(kappa)``."""
+
+    @abc.abstractmethod
+    def atom_coefficients(self, angles: np.ndarray, weights: np.ndarray, symmetric: bool,
+                          lmax: int, basis: Any) -> np.ndarray:
+        """Exact coefficients of atoms of ``weights`` at ``angles`` (shape
+        ``(n,) + angle_axes``); ``symmetric``: each with its antipode of the same weight."""

@@ -35,6 +35,14 @@ class Sphere(Manifold):
     stability_degree = 16
     ordered = False
     error_controlled_default = False
+    precision_study = False
+    angle_axes = (2,)  # a point is (theta, phi)
+    coefficient_convention = ("m_lm = int conj(Y_lm) dmu, orthonormal complex Y_lm with Condon-Shortley "
+                              "phase; degree norm sqrt(sum_{m=-l..l} |m_lm|^2)")
+    partial_sum_convention = "sum_{l <= L} |m_l|^2 -> int rho^2 dsigma"
+    parseval_factor = 1.0
+    check_centre = (1.0, 2.0)
+    check_atom = (2.0, 4.0)
 
     # ------------------------------------------------------------------ resolution
     def coarse_resolution(self, resolution: int) -> int | None:
@@ -142,6 +150,84 @@ class Sphere(Manifold):
 
     def step_seconds(self, resolution: int) -> float:
         return 1e-3 + 0.95e-6 * self.grid_points(resolution) * max(1.0, (resolution + 1) / 128)
+
+    # ------------------------------------------------------------------ angles
+    def uniform_angles(self, rng: np.random.Generator, count: int) -> np.ndarray:
+        """``(theta, phi)``: ``cos theta`` uniform in [-1, 1], then ``phi`` uniform."""
+        return np.stack([np.arccos(rng.uniform(-1.0, 1.0, count)),
+                         rng.uniform(0, 2 * np.pi, count)], 1)
+
+    def haversine(self, a: tuple, b: tuple, antipode: bool = False) -> np.ndarray:
+        if antipode:
+            return (np.cos(0.5 * (a[0] + b[0])) ** 2
+                    + np.sin(a[0]) * np.sin(b[0]) * np.cos(0.5 * (a[1] - b[1])) ** 2)
+        return (np.sin(0.5 * (a[0] - b[0])) ** 2
+                + np.sin(a[0]) * np.sin(b[0]) * np.sin(0.5 * (a[1] - b[1])) ** 2)
+
+    # ------------------------------------------------------------------ the Lemma 5.1 check
+    # Coefficients are ``m_lm = int conj(Y_lm) dmu`` in the order of a
+    # :class:`spectral.sphere.SphereBasis` of ``lmax`` (the basis argument), sampled on its
+    # Gauss grid of ``n`` latitudes.
+    def vmf_density_l2(self, mass: float, kappa: float) -> float:
+        """``m^2 kappa coth(kappa) / (4 pi)``."""
+        m, k = mass, kappa
+        return m * m * k / np.tanh(k) / (4.0 * np.pi)
+
+    def vmf_potential(self, mass: float, kappa: float, r: np.ndarray, s: float,
+                      delta: np.ndarray) -> np.ndarray:
+        """``m e^{-beta} (kappa / sinh kappa) sinh(r) / r``."""
+        k = kappa
+        return mass * k / -np.expm1(-2.0 * k) * (np.exp(delta) - np.exp(-r - s)) / r
+
+    def check_grid_size(self, lmax: int, bandwidth: int) -> int:
+        """Gauss ``nlat >= max(32, lmax + 1, (lmax + J + 1) / 2)``, even: the quadrature is exact
+        to degree ``2 nlat - 1 >= lmax + J``."""
+        from spectral.sphere import SHTNS_MIN_NLAT
+
+        n = max(SHTNS_MIN_NLAT, lmax + 1, (lmax + bandwidth + 2) // 2)
+        return n + n % 2
+
+    def check_grid(self, lmax: int, n: int) -> tuple[tuple, Any, Any]:
+        """Points ``(theta (n, 1), phi (1, nphi))``; ``forward``: the shtns analysis."""
+        from spectral.sphere import SHTNS_MIN_NLAT, SphereBasis, _even_fft_size
+
+        if n < max(SHTNS_MIN_NLAT, lmax + 1):
+            raise ValueError(f"--n: the S^2 grid needs nlat >= max(32, lmax + 1) = "
+                             f"{max(SHTNS_MIN_NLAT, lmax + 1)} (got {n})")
+        basis = SphereBasis(lmax, nlat=n, nphi=_even_fft_size(max(2 * lmax + 2, 2 * n)))
+        return (basis.theta[:, None], basis.phi[None, :]), basis.forward, basis
+
+    def per_degree(self, coeffs: np.ndarray, values: np.ndarray, basis: Any) -> np.ndarray:
+        return basis.apply_diagonal(coeffs, values)
+
+    def coefficient_norms(self, coeffs: np.ndarray, basis: Any) -> np.ndarray:
+        """``sqrt(sum_{m=-l..l} |c_lm|^2)``."""
+        return basis.degree_norms(coeffs)
+
+    def uniform_coefficients(self, mass: float, lmax: int, basis: Any) -> np.ndarray:
+        l = _check_basis(basis, lmax).degrees
+        return np.where(l == 0, mass / np.sqrt(4 * np.pi), 0.0).astype(complex)
+
+    def vmf_coefficients(self, mass: float, kappa: float, centre: np.ndarray,
+                         scaled_lambda: np.ndarray, basis: Any) -> np.ndarray:
+        """``m (kappa / sinh kappa) i_l(kappa) conj(Y_lm(e))``, ``4 pi i_l = lambda_l``."""
+        l = _check_basis(basis, scaled_lambda.size - 1).degrees
+        y = np.conj(basis.harmonics(centre[:, 0], centre[:, 1]))
+        k = kappa  # kappa e^k / sinh k = 2k / (1 - e^{-2k})
+        i_l = scaled_lambda[l] / (4 * np.pi)  # e^{-kappa} i_l(kappa)
+        return mass * 2 * k / -np.expm1(-2 * k) * i_l * y[0]
+
+    def atom_coefficients(self, angles: np.ndarray, weights: np.ndarray, symmetric: bool,
+                          lmax: int, basis: Any) -> np.ndarray:
+        l = _check_basis(basis, lmax).degrees
+        m = weights @ np.conj(basis.harmonics(angles[:, 0], angles[:, 1]))  # (n,) @ (n, nlm)
+        return m * (1 + (-1.0) ** l) if symmetric else m
+
+
+def _check_basis(basis: Any, lmax: int) -> Any:
+    """``basis``, a :class:`spectral.sphere.SphereBasis` of ``lmax``."""
+    assert basis is not None and basis.lmax == lmax
+    return basis
 
 
 SPHERE = Sphere()

@@ -52,7 +52,6 @@ from solvers.studies.lemma51_inversion import (
     ALIAS_TOL,
     AUTO_LMAX_MARGIN,
     GUARD_DIGITS,
-    PERTURB_AT,
     _check_betas,
     _pad,
     auto_lmax,
@@ -63,12 +62,10 @@ from solvers.studies.lemma51_inversion import (
     predicted_breakdown,
 )
 from solvers.studies.lemma51_measures import (
-    DEFAULT_CENTRE,
     EPS,
     MEASURES,
-    SPHERES,
-    SURFACE,
     Measure,
+    as_manifold,
     degree_norms,
     density_l2,
     exact_coefficients,
@@ -82,8 +79,8 @@ if TYPE_CHECKING:  # xarray is imported where datasets are built (keeps `meanfie
     import xarray as xr
 
 __all__ = [
-    "ALIAS_TOL", "AUTO_LMAX_MARGIN", "DEFAULT_CENTRE", "EPS", "GUARD_DIGITS", "MEASURES",
-    "PERTURB_AT", "SPHERES", "SURFACE", "Measure", "auto_lmax", "degree_norms",
+    "ALIAS_TOL", "AUTO_LMAX_MARGIN", "EPS", "GUARD_DIGITS", "MEASURES",
+    "Measure", "as_manifold", "auto_lmax", "degree_norms",
     "density_l2", "exact_coefficients", "format_report", "grid_size", "invert", "lemma51_dataset",
     "make_measure", "measured_breakdown", "potential", "precision_study", "predicted_breakdown",
     "run_lemma51", "scaled_eigenvalues", "snapshot_measure",
@@ -111,7 +108,7 @@ def lemma51_dataset(measure: Measure, betas: Any, lmax: int | None = None, n: in
     res = [invert(measure, b, lmax, n, perturbation) for b in betas]
     widest = max(res, key=lambda r: r["lmax"])
     size = widest["lmax"] + 1
-    c = 1.0 / (2 * np.pi) if measure.sphere == "S1" else 1.0
+    c = measure.manifold.parseval_factor
     per_beta = lambda key: (("beta", "degree"), np.array([_pad(r[key], size) for r in res]))
     with np.errstate(over="ignore", invalid="ignore"):
         psum = np.array([_pad(c * np.cumsum(r["recovered_norm"] ** 2), size) for r in res])
@@ -140,20 +137,16 @@ def lemma51_dataset(measure: Measure, betas: Any, lmax: int | None = None, n: in
 
 
 def _attributes(measure: Measure, perturbation: float) -> dict[str, Any]:
-    s1 = measure.sphere == "S1"
+    manifold = measure.manifold
     return {
         "title": "Lemma 5.1 check: spectral inversion of f = K * mu (docs/math.md §2, 4)",
         "sphere": measure.sphere, "measure": measure.kind, "measure_label": measure.label,
         "kappa": measure.kappa, "mass": measure.mass, "density_l2": density_l2(measure),
         "eps": EPS, "perturbation": perturbation,
-        "perturbation_atom": str(PERTURB_AT[measure.sphere]),
-        "coefficients": ("m_k = int exp(-i k t) dmu(t) (complex Fourier, not orthonormal); degree "
-                         "norm |m_0|, sqrt(|m_k|^2 + |m_-k|^2) for k > 0" if s1 else
-                         "m_lm = int conj(Y_lm) dmu, orthonormal complex Y_lm with Condon-Shortley "
-                         "phase; degree norm sqrt(sum_{m=-l..l} |m_lm|^2)"),
+        "perturbation_atom": str(manifold.check_atom),
+        "coefficients": manifold.coefficient_convention,
         "kernel_scaling": "f and lambda for exp(beta (x.y - 1)) = exp(-beta) K; m = f / lambda",
-        "partial_sums": ("(1/2 pi) sum_{|k| <= L} |m_k|^2 -> int rho^2 dt" if s1 else
-                         "sum_{l <= L} |m_l|^2 -> int rho^2 dsigma"),
+        "partial_sums": manifold.partial_sum_convention,
         "floor": "eps * max|f| / lambda_l",
         "lstar_measured_definition": "first l with |m_l| > 0 and error_l > |m_l| / 2 (-1: none)",
         "lstar_predicted_definition": "first l with |m_l| > 0 and floor_l >= |m_l| (-1: none)",
@@ -166,7 +159,8 @@ def _attributes(measure: Measure, perturbation: float) -> dict[str, Any]:
 
 def run_lemma51(measure: Measure, betas: Any, digits: Any = (32, 64), lmax: int | None = None,
                 n: int | None = None, perturbation: float = 1e-3) -> xr.Dataset:
-    """Full report: :func:`lemma51_dataset`, plus :func:`precision_study` on S^1 when ``digits``."""
+    """Full report: :func:`lemma51_dataset`, plus :func:`precision_study` when ``digits`` (on a
+    manifold with a ``precision_study``: S^1)."""
     ds = lemma51_dataset(measure, betas, lmax, n, perturbation)
     if digits:
         study = precision_study(measure, betas, digits, lmax, n)

@@ -12,24 +12,22 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from solvers.core.manifold import Manifold
 from solvers.studies.lemma51_measures import (
     EPS,
-    SPHERES,
     Measure,
-    degree_norms,
+    as_manifold,
     exact_coefficients,
     potential,
     scaled_eigenvalues,
 )
 from spectral.eigenvalues import kernel_bandwidth, kernel_eigenvalues
-from spectral.sphere import SHTNS_MIN_NLAT, SphereBasis, _even_fft_size
 
 if TYPE_CHECKING:  # xarray is imported where datasets are built (keeps `meanfield --help` fast)
     import xarray as xr
 
 AUTO_LMAX_MARGIN = 1e-6  # auto lmax: first degree with lambda_l / lambda_0 < eps * margin
 ALIAS_TOL = 1e-4  # grids resolve f to eps * ALIAS_TOL (aliasing far below the floor)
-PERTURB_AT = {"S1": (2.0,), "S2": (2.0, 4.0)}  # the atom mixed in by the injectivity test
 
 
 # =========================================================================== breakdown
@@ -55,38 +53,21 @@ def auto_lmax(beta: float, dim: int, eps: float = EPS) -> int:
     return max(8, kernel_bandwidth(beta, dim, tol=eps * AUTO_LMAX_MARGIN))
 
 
-def grid_size(sphere: str, beta: float, lmax: int, eps: float = EPS) -> int:
-    """Grid resolving f to ``eps * ALIAS_TOL`` for degrees up to lmax.
+def grid_size(sphere: Manifold | str, beta: float, lmax: int, eps: float = EPS) -> int:
+    """Grid resolving f to ``eps * ALIAS_TOL`` for degrees up to lmax
+    (:meth:`~solvers.core.manifold.Manifold.check_grid_size`).
 
     S^1: points ``N >= max(2 lmax + 2, lmax + J + 1)`` (multiple of 16), ``J`` the first degree
     with ``lambda_J / lambda_0 < eps * ALIAS_TOL`` (aliases of degree <= lmax come from >= N - lmax).
     S^2: Gauss ``nlat >= max(32, lmax + 1, (lmax + J + 1) / 2)`` (even): quadrature exact to
     degree ``2 nlat - 1 >= lmax + J``.
     """
-    big = kernel_bandwidth(beta, SPHERES[sphere], tol=eps * ALIAS_TOL)
-    if sphere == "S1":
-        n = max(2 * lmax + 2, lmax + big + 1)
-        return int(16 * np.ceil(n / 16))
-    n = max(SHTNS_MIN_NLAT, lmax + 1, (lmax + big + 2) // 2)
-    return n + n % 2
+    manifold = as_manifold(sphere)
+    big = kernel_bandwidth(beta, manifold.dimension, tol=eps * ALIAS_TOL)
+    return manifold.check_grid_size(lmax, big)
 
 
 # =========================================================================== inversion (double)
-
-def _setup(sphere: str, lmax: int, n: int) -> tuple[tuple, Any, SphereBasis | None]:
-    """Grid and forward transform ``f -> f_l`` (S^1: ``int f e^{-ikt} dt``; S^2: shtns)."""
-    if sphere == "S1":
-        if n < 2 * lmax + 2:
-            raise ValueError(f"--n: the S^1 grid needs >= 2 lmax + 2 = {2 * lmax + 2} points "
-                             f"(got {n}); raise --n or lower --lmax")
-        t = 2.0 * np.pi * np.arange(n) / n
-        return (t,), lambda f: np.fft.fft(f)[: lmax + 1] * (2.0 * np.pi / n), None
-    if n < max(SHTNS_MIN_NLAT, lmax + 1):
-        raise ValueError(f"--n: the S^2 grid needs nlat >= max(32, lmax + 1) = "
-                         f"{max(SHTNS_MIN_NLAT, lmax + 1)} (got {n})")
-    basis = SphereBasis(lmax, nlat=n, nphi=_even_fft_size(max(2 * lmax + 2, 2 * n)))
-    return (basis.theta[:, None], basis.phi[None, :]), basis.forward, basis
-
 
 def invert(measure: Measure, beta: float, lmax: int | None = None, n: int | None = None,
            perturbation: float = 1e-3) -> dict[str, Any]:
@@ -117,13 +98,14 @@ def invert(measure: Measure, beta: float, lmax: int | None = None, n: int | None
     """
     beta = _check_beta(beta)
     lmax = auto_lmax(beta, measure.dim) if lmax is None else _check_lmax(lmax)
-    n = grid_size(measure.sphere, beta, lmax) if n is None else int(n)
-    grid, transform, basis = _setup(measure.sphere, lmax, n)
+    manifold = measure.manifold
+    n = grid_size(manifold, beta, lmax) if n is None else int(n)
+    grid, transform, basis = manifold.check_grid(lmax, n)
     log_lam = kernel_eigenvalues(beta, np.arange(lmax + 1), measure.dim, log=True)
     with np.errstate(over="ignore", divide="ignore"):
         inv = 1.0 / scaled_eigenvalues(beta, np.arange(lmax + 1), measure.dim)
-    norms = lambda c: degree_norms(measure.sphere, c, basis)
-    per_l = (lambda c, v: c * v) if basis is None else basis.apply_diagonal
+    norms = lambda c: manifold.coefficient_norms(c, basis)
+    per_l = lambda c, v: manifold.per_degree(c, v, basis)
     f = potential(measure, beta, grid)
     f_hat = transform(f)
     with np.errstate(over="ignore", invalid="ignore"):
@@ -158,16 +140,16 @@ def _odd_fraction(f_norm: np.ndarray) -> float:
     return float(np.sqrt(np.sum(f_norm[1::2] ** 2) / np.sum(f_norm ** 2)))
 
 
-def _point_mass(sphere: str) -> Measure:
-    at = np.array([PERTURB_AT[sphere]])
-    return Measure("atoms", sphere, at.ravel() if sphere == "S1" else at, np.ones(1), 0.0,
-                   "unit atom")
+def _point_mass(manifold: Manifold) -> Measure:
+    """The unit atom at the manifold's ``check_atom``."""
+    at = np.array(manifold.check_atom).reshape((1,) + manifold.angle_axes)
+    return Measure("atoms", manifold, at, np.ones(1), 0.0, "unit atom")
 
 
 def _injectivity(measure, beta, grid, transform, per_l, norms, f, f_hat, inv, basis, eps_mix,
                  lmax) -> dict[str, Any]:
     """Two nearby measures ``mu`` and ``mu' = (1 - e) mu + e delta_{x0}``: f_l differences."""
-    atom = _point_mass(measure.sphere)
+    atom = _point_mass(measure.manifold)
     f2 = (1.0 - eps_mix) * f + eps_mix * potential(atom, beta, grid)
     dm = eps_mix * (exact_coefficients(atom, lmax, basis) - exact_coefficients(measure, lmax, basis))
     with np.errstate(divide="ignore"):
@@ -271,12 +253,12 @@ def _mp_invert(measure: Measure, beta: float, kmax: int, n: int, dps: int) -> tu
         return out, float(max(f)), float(mp.eps)
 
 
-def _mp_error_norms(recovered: list, reference: list, dps: int) -> np.ndarray:
+def _mp_error_norms(manifold: Manifold, recovered: list, reference: list, dps: int) -> np.ndarray:
     import mpmath as mp
 
     with mp.workdps(dps):
         err = np.array([float(abs(mp.mpc(r) - e)) for r, e in zip(recovered, reference)])
-    return degree_norms("S1", err)
+    return manifold.coefficient_norms(err, None)
 
 
 def _check_digits(digits: Any) -> tuple[int, ...]:
@@ -301,7 +283,7 @@ def precision_study(measure: Measure, betas: Any, digits: Any = (32, 64), lmax: 
         ``p_lstar_predicted``, ``p_floor_ratio`` (beta, precision, refinement); ``p_n``
         (beta, refinement); ``p_exact_norm`` (beta, degree); ``p_lmax`` (beta).
     """
-    if measure.sphere != "S1":
+    if not measure.manifold.precision_study:
         raise ValueError("--digits: the precision study runs on S^1 only; use --sphere S1 or "
                          "pass --digits with no values")
     digits = _check_digits(digits)
@@ -351,11 +333,12 @@ def _precision_rows(measure: Measure, beta: float, precisions: tuple, lmax: int 
 
     with mp.workdps(max(precisions)):
         eps_hi = float(mp.eps)
-    kmax = auto_lmax(beta, 2, eps_hi) if lmax is None else _check_lmax(lmax)
-    n0 = grid_size("S1", beta, kmax, eps_hi) if n is None else int(n)
+    manifold = measure.manifold
+    kmax = auto_lmax(beta, measure.dim, eps_hi) if lmax is None else _check_lmax(lmax)
+    n0 = grid_size(manifold, beta, kmax, eps_hi) if n is None else int(n)
     reference = _mp_exact(measure, kmax, dps_ref)
-    exact_norm = degree_norms("S1", np.array([float(abs(e)) for e in reference]))
-    log_lam = kernel_eigenvalues(beta, np.arange(kmax + 1), 2, log=True)
+    exact_norm = manifold.coefficient_norms(np.array([float(abs(e)) for e in reference]), None)
+    log_lam = kernel_eigenvalues(beta, np.arange(kmax + 1), measure.dim, log=True)
     out: dict[str, Any] = {"lmax": kmax, "n": [n0, 2 * n0], "exact_norm": exact_norm}
     for key in ("error", "floor", "lstar_measured", "lstar_predicted", "floor_ratio"):
         out[key] = [[None, None] for _ in precisions]
@@ -366,7 +349,7 @@ def _precision_rows(measure: Measure, beta: float, precisions: tuple, lmax: int 
                 rec, max_f, eps = list(res["recovered"]), res["max_f"], EPS
             else:
                 rec, max_f, eps = _mp_invert(measure, beta, kmax, npts, p)
-            err = _mp_error_norms(rec, reference, dps_ref)
+            err = _mp_error_norms(manifold, rec, reference, dps_ref)
             floor = np.exp(np.log(eps * max_f) + beta - log_lam)
             summary = _summaries({"exact_norm": exact_norm, "error": err, "floor": floor})
             out["error"][i][j], out["floor"][i][j] = err, floor

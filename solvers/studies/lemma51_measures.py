@@ -4,7 +4,9 @@ Part of the Lemma 5.1 checker (:mod:`solvers.studies.lemma51`, whose docstring s
 the built-in measures and run-archive snapshots, ``int rho^2``, the scaled eigenvalues
 ``e^{-beta} lambda_l``, samples of the scaled ``e^{-beta} (K * mu)`` (closed forms for the von
 Mises-Fisher and uniform densities, sums over atoms, never a truncated expansion), the exact
-coefficients ``m_l`` and the per-degree norms.
+coefficients ``m_l`` and the per-degree norms. What differs between the manifolds (angles,
+haversines, the vMF closed forms, the basis and its coefficients) is asked of the measure's
+:class:`~solvers.core.manifold.Manifold`.
 """
 
 from __future__ import annotations
@@ -15,30 +17,30 @@ from typing import Any
 
 import numpy as np
 
-from spectral.eigenvalues import kernel_eigenvalues, log_bessel_i
-from spectral.sphere import SphereBasis, expi
+from solvers.circle.manifold import CIRCLE
+from solvers.core.manifold import Manifold
+from solvers.timestepping.manifolds import MANIFOLDS, manifold_of
+from spectral.eigenvalues import kernel_eigenvalues
 
-SPHERES = {"S1": 2, "S2": 3}
 MEASURES = ("vmf", "atoms", "symmetric", "uniform")
 EPS = float(np.finfo(float).eps)
-DEFAULT_CENTRE = {"S1": (0.7,), "S2": (1.0, 2.0)}  # vMF mean direction (angles)
-SURFACE = {"S1": 2.0 * np.pi, "S2": 4.0 * np.pi}
+SNAPSHOT_MANIFOLD = CIRCLE  # the manifold whose run archives :func:`snapshot_measure` reads
 
 
 # =========================================================================== measures
 
 @dataclass(frozen=True)
 class Measure:
-    """A finite measure on S^1 or S^2 whose coefficients are known exactly.
+    """A finite measure on a manifold ``S^{d-1}`` whose coefficients are known exactly.
 
     Attributes
     ----------
     kind : str
         ``vmf`` (density ``prop. exp(kappa e.x)``), ``atoms``, ``symmetric`` (atoms and their
         antipodes, equal weights), ``uniform``, or ``snapshot`` (atoms from a run archive).
-    sphere : str
-        ``"S1"`` or ``"S2"``.
-    angles : ndarray, shape (n,) on S^1 (t) or (n, 2) on S^2 (theta, phi)
+    manifold : Manifold
+        Where the measure lives (its ``name`` is the report's ``sphere``).
+    angles : ndarray, shape ``(n,) + manifold.angle_axes``: (n,) on S^1 (t), (n, 2) on S^2 (theta, phi)
         Atom positions (for ``symmetric``: one of each antipodal pair); the mean direction of
         ``vmf``; empty for ``uniform``.
     weights : ndarray, shape (n,)
@@ -53,7 +55,7 @@ class Measure:
     """
 
     kind: str
-    sphere: str
+    manifold: Manifold
     angles: np.ndarray
     weights: np.ndarray
     kappa: float = 0.0
@@ -61,9 +63,14 @@ class Measure:
     n_cells: int = 0
 
     @property
+    def sphere(self) -> str:
+        """The manifold's name (``S1``, ``S2``): the report's ``sphere`` attribute."""
+        return self.manifold.name
+
+    @property
     def dim(self) -> int:
         """Ambient dimension d (2: circle, 3: sphere)."""
-        return SPHERES[self.sphere]
+        return self.manifold.dimension
 
     @property
     def mass(self) -> float:
@@ -71,49 +78,52 @@ class Measure:
         return float(np.sum(self.weights) * (2 if self.kind == "symmetric" else 1))
 
 
-def _check_sphere(sphere: str) -> None:
-    if sphere not in SPHERES:
-        raise ValueError(f"--sphere: must be S1 or S2 (got {sphere!r})")
+def as_manifold(sphere: Manifold | str) -> Manifold:
+    """The manifold ``sphere``, or the one of that name (a ValueError naming ``--sphere``)."""
+    if isinstance(sphere, Manifold):
+        return sphere
+    try:
+        return manifold_of(sphere)
+    except ValueError:
+        names = " or ".join(m.name for m in MANIFOLDS)
+        raise ValueError(f"--sphere: must be {names} (got {sphere!r})") from None
 
 
-def make_measure(kind: str, sphere: str, kappa: float = 3.0, n_atoms: int = 5,
+def make_measure(kind: str, sphere: Manifold | str, kappa: float = 3.0, n_atoms: int = 5,
                  seed: int = 0) -> Measure:
     """Built-in test measure of total mass 1.
 
     Parameters
     ----------
     kind : {"vmf", "atoms", "symmetric", "uniform"}
-    sphere : {"S1", "S2"}
+    sphere : Manifold or its name (``S1``, ``S2``)
     kappa : float
-        vMF concentration (> 0); mean direction ``DEFAULT_CENTRE``.
+        vMF concentration (> 0); mean direction the manifold's ``check_centre``.
     n_atoms : int
         Atoms (``atoms``) or antipodal pairs (``symmetric``); positions uniform on the sphere
         and weights uniform in [0.5, 1.5] (then normalised), from ``numpy`` ``seed``.
     """
-    _check_sphere(sphere)
+    manifold = as_manifold(sphere)
     if kind == "vmf":
         if not np.isfinite(kappa) or kappa <= 0:
             raise ValueError(f"--kappa: must be > 0 (got {kappa}); use --measure uniform for 0")
-        centre = np.array([DEFAULT_CENTRE[sphere]])
-        return Measure(kind, sphere, centre.ravel() if sphere == "S1" else centre,
-                       np.ones(1), float(kappa), f"von Mises-Fisher density, kappa = {kappa:g}")
+        centre = np.array(manifold.check_centre).reshape((1,) + manifold.angle_axes)
+        return Measure(kind, manifold, centre, np.ones(1), float(kappa),
+                       f"von Mises-Fisher density, kappa = {kappa:g}")
     if kind == "uniform":
-        shape = (0,) if sphere == "S1" else (0, 2)
-        return Measure(kind, sphere, np.zeros(shape), np.ones(1), 0.0, "uniform density")
+        return Measure(kind, manifold, np.zeros((0,) + manifold.angle_axes), np.ones(1), 0.0,
+                       "uniform density")
     if kind not in ("atoms", "symmetric"):
         raise ValueError(f"--measure: must be one of {', '.join(MEASURES)} (got {kind!r})")
     if int(n_atoms) != n_atoms or n_atoms < 1:
         raise ValueError(f"--atoms: must be an integer >= 1 (got {n_atoms})")
     rng = np.random.default_rng(seed)
     n = int(n_atoms)
-    if sphere == "S1":
-        angles = rng.uniform(0.0, 2.0 * np.pi, n)
-    else:
-        angles = np.stack([np.arccos(rng.uniform(-1.0, 1.0, n)), rng.uniform(0, 2 * np.pi, n)], 1)
+    angles = manifold.uniform_angles(rng, n)
     w = rng.uniform(0.5, 1.5, n)
     w /= w.sum() * (2 if kind == "symmetric" else 1)
     what = f"{n} atoms" if kind == "atoms" else f"{n} antipodal pairs of atoms"
-    return Measure(kind, sphere, angles, w, 0.0, f"{what} (seed {seed})")
+    return Measure(kind, manifold, angles, w, 0.0, f"{what} (seed {seed})")
 
 
 def snapshot_measure(path: str | Path, time: float | None = None) -> Measure:
@@ -134,8 +144,9 @@ def snapshot_measure(path: str | Path, time: float | None = None) -> Measure:
     label = f"snapshot t = {t:g} of {Path(path).name} ({theta.size} cells as point masses"
     dirac = read_dirac(path, t)
     if dirac is None or dirac.count == 0:
-        return Measure("snapshot", "S1", theta, rho * h, 0.0, label + ")", n_cells=theta.size)
-    return Measure("snapshot", "S1", np.concatenate([theta, dirac.position]),
+        return Measure("snapshot", SNAPSHOT_MANIFOLD, theta, rho * h, 0.0, label + ")",
+                       n_cells=theta.size)
+    return Measure("snapshot", SNAPSHOT_MANIFOLD, np.concatenate([theta, dirac.position]),
                    np.concatenate([rho * h, dirac.mass]), 0.0,
                    label + f", {dirac.count} Dirac atoms)", n_cells=theta.size)
 
@@ -146,13 +157,11 @@ def density_l2(measure: Measure) -> float:
     For a snapshot: ``sum rho_i^2 h`` of its cell-average density (the point-mass measure itself
     is not L^2, which shows only beyond degree N/2); ``inf`` when it holds Dirac atoms.
     """
-    m, k = measure.mass, measure.kappa
+    m = measure.mass
     if measure.kind == "uniform":
-        return m * m / SURFACE[measure.sphere]
-    if measure.kind == "vmf" and measure.sphere == "S2":
-        return m * m * k / np.tanh(k) / (4.0 * np.pi)
+        return m * m / measure.manifold.surface
     if measure.kind == "vmf":
-        return m * m * float(np.exp(log_bessel_i(0, 2 * k) - 2 * log_bessel_i(0, k))) / (2 * np.pi)
+        return measure.manifold.vmf_density_l2(m, measure.kappa)
     if measure.kind == "snapshot":
         if measure.weights.size > measure.n_cells:
             return float("inf")  # Dirac atoms
@@ -162,21 +171,6 @@ def density_l2(measure: Measure) -> float:
 
 
 # =========================================================================== f = K * mu
-
-def _haversine(sphere: str, a: tuple, b: tuple, antipode: bool = False) -> np.ndarray:
-    """``sin^2(gamma/2) = (1 - x.y)/2`` from angles, accurate to a few ulps (broadcasts).
-
-    ``antipode``: the same for ``x`` and ``-y``, ``(1 + x.y)/2``, written with the angles of
-    ``y`` itself (``t + pi`` rounded in double would break the symmetry at the 1e-16 level).
-    """
-    if sphere == "S1":
-        return (np.cos if antipode else np.sin)(0.5 * (a[0] - b[0])) ** 2
-    if antipode:
-        return (np.cos(0.5 * (a[0] + b[0])) ** 2
-                + np.sin(a[0]) * np.sin(b[0]) * np.cos(0.5 * (a[1] - b[1])) ** 2)
-    return (np.sin(0.5 * (a[0] - b[0])) ** 2
-            + np.sin(a[0]) * np.sin(b[0]) * np.sin(0.5 * (a[1] - b[1])) ** 2)
-
 
 def _bessel_ratios(nu0: float, count: int, x: float) -> np.ndarray:
     """``I_{nu0+j}(x) / I_{nu0+j-1}(x)`` for ``j = 1..count`` by backward recurrence (docs/math.md §2).
@@ -241,14 +235,14 @@ def potential(measure: Measure, beta: float, grid: tuple) -> np.ndarray:
     shape = np.broadcast_shapes(*(np.shape(g) for g in grid))
     if measure.kind == "uniform":
         return np.full(shape, measure.mass * _scaled_lambda0(beta, measure.dim)
-                       / SURFACE[measure.sphere])
+                       / measure.manifold.surface)
     if measure.kind == "vmf":
         return _vmf_potential(measure, beta, grid)
     f = np.zeros(shape)
     sides = (False, True) if measure.kind == "symmetric" else (False,)
     for a, w in zip(measure.angles, measure.weights):
         for antipode in sides:  # exp(beta (x.y - 1)) = exp(-2 beta sin^2(gamma/2))
-            hav = _haversine(measure.sphere, grid, np.atleast_1d(a), antipode)
+            hav = measure.manifold.haversine(grid, np.atleast_1d(a), antipode)
             f += w * np.exp(-2.0 * beta * hav)
     return f
 
@@ -256,25 +250,27 @@ def potential(measure: Measure, beta: float, grid: tuple) -> np.ndarray:
 def _vmf_potential(measure: Measure, beta: float, grid: tuple) -> np.ndarray:
     """Closed forms (docs/math.md §4), ``r = |beta x + kappa e|``, scaled by ``e^{-beta}``.
 
-    S^2: ``(kappa / sinh kappa) sinh(r) / r``; S^1: ``I_0(r) / I_0(kappa)``. Written with
+    S^2: ``(kappa / sinh kappa) sinh(r) / r``; S^1: ``I_0(r) / I_0(kappa)``
+    (:meth:`~solvers.core.manifold.Manifold.vmf_potential`). Written with
     ``delta = r - beta - kappa = -4 beta kappa h / (r + beta + kappa)``, ``h = sin^2(gamma/2)``,
     which has small relative error where f is large.
     """
-    from scipy.special import ive
-
     k, s = measure.kappa, beta + measure.kappa
-    h = _haversine(measure.sphere, grid, tuple(measure.angles[0].reshape(-1)))
+    h = measure.manifold.haversine(grid, tuple(measure.angles[0].reshape(-1)))
     r = np.sqrt(s * s - 4.0 * beta * k * h)
     delta = -4.0 * beta * k * h / (r + s)
-    if measure.sphere == "S2":
-        return measure.mass * k / -np.expm1(-2.0 * k) * (np.exp(delta) - np.exp(-r - s)) / r
-    return measure.mass * ive(0, r) * np.exp(delta) / ive(0, k)
+    return measure.manifold.vmf_potential(measure.mass, k, r, s, delta)
 
 
 # =========================================================================== exact coefficients
 
-def exact_coefficients(measure: Measure, lmax: int, basis: SphereBasis | None = None) -> np.ndarray:
+def exact_coefficients(measure: Measure, lmax: int, basis: Any = None) -> np.ndarray:
     """Exact coefficients of ``mu``.
+
+    Parameters
+    ----------
+    basis : the basis of the manifold's ``check_grid`` (S^2: a ``SphereBasis`` of ``lmax``;
+        S^1: None)
 
     Returns
     -------
@@ -282,37 +278,16 @@ def exact_coefficients(measure: Measure, lmax: int, basis: SphereBasis | None = 
         S^1: shape (lmax + 1,), ``m_k = int e^{-ikt} dmu`` for ``k = 0..lmax``.
         S^2: shape (basis.nlm,), ``m_lm = int conj(Y_lm) dmu`` in ``basis`` order.
     """
-    if measure.sphere == "S1":
-        return _exact_circle(measure, np.arange(lmax + 1))
-    assert basis is not None and basis.lmax == lmax
-    l = basis.degrees
+    manifold = measure.manifold
     if measure.kind == "uniform":
-        return np.where(l == 0, measure.mass / np.sqrt(4 * np.pi), 0.0).astype(complex)
-    th, ph = measure.angles[:, 0], measure.angles[:, 1]
-    y = np.conj(basis.harmonics(th, ph))  # (n, nlm)
-    if measure.kind == "vmf":  # (kappa / sinh kappa) i_l(kappa) conj(Y_lm(e))
-        k = measure.kappa  # 4 pi i_l(kappa) = lambda_l(kappa); kappa e^k / sinh k = 2k / (1 - e^{-2k})
-        i_l = scaled_eigenvalues(k, l, 3) / (4 * np.pi)  # e^{-kappa} i_l(kappa)
-        return measure.mass * 2 * k / -np.expm1(-2 * k) * i_l * y[0]
-    m = measure.weights @ y
-    return m * (1 + (-1.0) ** l) if measure.kind == "symmetric" else m
+        return manifold.uniform_coefficients(measure.mass, lmax, basis)
+    if measure.kind == "vmf":
+        lam = scaled_eigenvalues(measure.kappa, np.arange(lmax + 1), measure.dim)
+        return manifold.vmf_coefficients(measure.mass, measure.kappa, measure.angles, lam, basis)
+    return manifold.atom_coefficients(measure.angles, measure.weights,
+                                      measure.kind == "symmetric", lmax, basis)
 
 
-def _exact_circle(measure: Measure, k: np.ndarray) -> np.ndarray:
-    if measure.kind == "uniform":
-        return np.where(k == 0, measure.mass, 0.0).astype(complex)
-    if measure.kind == "vmf":  # I_k(kappa) / I_0(kappa) e^{-ik t0}
-        lam = scaled_eigenvalues(measure.kappa, np.arange(k.max() + 1), 2)  # 2 pi e^-k I_j(k)
-        ratio = lam[k] / lam[0]
-        return measure.mass * ratio * expi(-k, measure.angles[0])
-    m = expi(-k[:, None], measure.angles[None, :]) @ measure.weights
-    return m * (1 + (-1.0) ** k) if measure.kind == "symmetric" else m
-
-
-def degree_norms(sphere: str, coeffs: np.ndarray, basis: SphereBasis | None = None) -> np.ndarray:
+def degree_norms(sphere: Manifold | str, coeffs: np.ndarray, basis: Any = None) -> np.ndarray:
     """Per-degree norms (:mod:`solvers.studies.lemma51` docstring): S^1 ``|c_0|, sqrt(2)|c_k|``; S^2 over all m."""
-    if sphere == "S2":
-        return basis.degree_norms(coeffs)
-    k = np.arange(np.shape(coeffs)[-1])
-    return np.abs(coeffs) * np.where(k == 0, 1.0, np.sqrt(2.0))
-
+    return as_manifold(sphere).coefficient_norms(coeffs, basis)

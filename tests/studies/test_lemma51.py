@@ -101,6 +101,26 @@ def test_exact_coefficients_of_atoms_against_quadrature_of_smooth_test_functions
     assert pairing == pytest.approx(np.dot(m.weights, g_at), rel=1e-13)
 
 
+@pytest.mark.parametrize("name", ["S1", "S2"])
+def test_manifold_angles_and_haversine(name):
+    """The manifold's random angles, haversine and test points, against unit vectors."""
+    from solvers.timestepping.manifolds import manifold_of
+
+    m = manifold_of(name)
+    assert L.make_measure("atoms", m).sphere == name and L.make_measure("vmf", m).dim == m.dimension
+    a = m.uniform_angles(np.random.default_rng(1), 50)
+    assert a.shape == (50,) + m.angle_axes
+    ang = a.reshape(50, -1)
+    x = (np.stack([np.cos(ang[:, 0]), np.sin(ang[:, 0])], 1) if name == "S1" else
+         np.stack([np.sin(ang[:, 0]) * np.cos(ang[:, 1]), np.sin(ang[:, 0]) * np.sin(ang[:, 1]),
+                   np.cos(ang[:, 0])], 1))
+    first = tuple(ang[0])
+    cols = tuple(ang.T)
+    assert np.allclose(m.haversine(cols, first), (1 - x @ x[0]) / 2, atol=1e-15)
+    assert np.allclose(m.haversine(cols, first, antipode=True), (1 + x @ x[0]) / 2, atol=1e-15)
+    assert len(m.check_centre) == len(m.check_atom) == m.dimension - 1
+
+
 def test_density_l2_closed_forms():
     assert L.density_l2(L.make_measure("vmf", "S2")) == pytest.approx(0.2399188726, abs=1e-10)
     s = 2 * np.pi * np.arange(256) / 256
