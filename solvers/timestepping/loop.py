@@ -45,7 +45,7 @@ from solvers.core.snapshot import ResumeState, Snapshot
 from solvers.model.config import check_run
 from solvers.model.params import RunConfig
 from solvers.timestepping.simulation import Solver
-from solvers.timestepping.snapshot_queue import BATCH_SNAPSHOTS, Delivery, Pending, SnapshotQueue, snapshot_mode
+from solvers.timestepping.snapshot_queue import BATCH_SNAPSHOTS, Delivery, Pending, SnapshotQueue
 from solvers.timestepping.stop_rule import StopRule, _link_radius
 
 
@@ -102,7 +102,7 @@ def simulate(config: RunConfig, rho0: np.ndarray, *, t0: float = 0.0, step0: int
                     time_error0=time_error0, exact=exact)
     interval, t_end = config.output.snapshot_interval, config.time.t_end
     rule = StopRule(config, _link_radius(config))
-    interpolated = snapshot_mode(config) == "interpolate"  # (not before a Lagrangian hand-over)
+    interpolated = solver.plan.snapshot_mode == "interpolate"  # (none before a hand-over)
     deliver = Delivery(solver.check_state, rule, trackers, progress,
                        config.time.stop_when_stationary)
     queue = SnapshotQueue(batch)
