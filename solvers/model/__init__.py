@@ -8,7 +8,9 @@
   of the numerics (``check_run``: what a run checks before it allocates).
 - :mod:`~solvers.model.combinations`: settings valid alone but not together (Dirac state,
   kink faces, ``weno5``).
-- :mod:`~solvers.model.method`: the default method (``time.scheme = "auto"``): what runs, and why.
+- :mod:`~solvers.model.method`: ``plan_method``, a config resolved once into a frozen
+  ``MethodPlan`` (scheme, representation, integrator, cfl, cfl_floor, snapshot mode, why), and
+  ``resolve``, the plan's values written into a new config.
 - :mod:`~solvers.model.activations`: perceptron activations ``sigma`` and their potentials ``phi``.
 - :mod:`~solvers.model.kernel`: the (shifted) kernel as a function of the angle, its ``K''`` bound.
 - :mod:`~solvers.model.perceptron`: the perceptron potential ``v`` and its half gradient (paper eq. 2.7).
