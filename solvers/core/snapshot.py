@@ -118,26 +118,23 @@ class Snapshot:
         included).
     dt : float
         The step the controller proposes next (a resume from a step state starts with it;
-        an interpolated snapshot's resume uses ``restart.dt``).
+        an interpolated snapshot's resume uses ``position.dt``).
     rho : ndarray, shape (N,)
         Grid density (S^1: cell averages at cell centres ``theta_i = 2 pi i / N``).
     diagnostics : Diagnostics
     stationarity : Stationarity or None
         The stop criteria at this snapshot (None: not evaluated).
-    restart : Restart or None
-        The step state a resume continues from, when ``rho`` is not one: a snapshot
-        interpolated between two steps (``output.snapshot_mode = "interpolate"``) carries the
-        state at the start of the step that crossed ``t``. None: ``rho`` is a step state.
     n_rejected : int
         Steps the solver refused and retried shorter so far (the error test of an embedded
         pair, the CFL condition, Lagrangian points out of order), counted from the solver's start.
     time_error : float
         Sum over the accepted steps so far of the local time error estimate ``max_i |err_i|``
         of an embedded pair (the state's units; 0 with other integrators).
-    resume : ResumeState or None
-        The exact state a resume from this snapshot continues from (the step state behind it,
-        with the solver's and the discretisation's bookkeeping); None where the solver cannot
-        restore one (the archive then resumes from ``rho`` or ``restart``).
+    position : RunState or None
+        The step state a resume from this snapshot continues from: the state behind ``rho``
+        itself, or for a snapshot interpolated between two steps (``output.snapshot_mode =
+        "interpolate"``) the state at the start of the step that crossed ``t`` (its ``density``
+        and ``atoms`` given). None: not known (a snapshot made outside the time loop).
     """
 
     t: float
@@ -146,51 +143,45 @@ class Snapshot:
     rho: np.ndarray
     diagnostics: Diagnostics
     stationarity: Stationarity | None = None
-    restart: Restart | None = None
     n_rejected: int = 0
     time_error: float = 0.0
-    resume: ResumeState | None = None
+    position: RunState | None = None
+
+    @property
+    def restart(self) -> RunState | None:
+        """The step state behind an interpolated snapshot (``position`` when its time is not
+        ``t``); None: ``rho`` is a step state."""
+        p = self.position
+        return p if p is not None and p.t != self.t else None
+
+    @property
+    def resume(self) -> RunState | None:
+        """``position`` where a resume can continue from it exactly (``position.exact``)."""
+        p = self.position
+        return p if p is not None and p.exact else None
 
 
 @dataclass(frozen=True)
-class Restart:
-    """A step state of the time loop: a resume from it takes the same steps as the run did.
+class RunState:
+    """Where a run is: a state of the time loop with everything a resume needs to take bitwise
+    the uninterrupted run's steps from it.
 
-    Attributes
-    ----------
-    t : float
-        Time of the state (at or before the snapshot that carries it).
-    step : int
-        Accepted steps up to it.
-    dt : float
-        The step the controller proposed from it.
-    rho : ndarray, grid shape
-        The state (the scheme's grid array; a measure-valued state: its density).
-    atoms : DiracAtoms or None
-        The Dirac atoms of a measure-valued state (:class:`solvers.core.measure.DiracAtoms`);
-        None for a grid state.
-    """
-
-    t: float
-    step: int
-    dt: float
-    rho: np.ndarray
-    atoms: Any = None
-
-
-@dataclass(frozen=True)
-class ResumeState:
-    """Everything a resume needs to take bitwise the uninterrupted run's steps from a step state.
+    The solver gives its current one (:attr:`solvers.timestepping.simulation.Solver.position`);
+    the time loop queues one per output time; a :class:`Snapshot` carries the step state behind
+    it (``position``); the archive writes it (``restart_rho`` and its description,
+    :mod:`solvers.io.restart`; the resume slots, :mod:`solvers.io.resume_slots`) and reads it
+    back.
 
     Attributes
     ----------
     t, step, dt : float, int, float
-        Time, accepted steps and the step the solver proposes next, at the step state.
+        Time, accepted steps and the step the solver proposes next.
     state : ndarray, shape (L,) or the grid's shape
         The solver's state as it steps (a grid density; a measure-valued or default-method
-        state: its flat array, e.g. the cells ``[X, m, A, ids]`` and the phase tag).
+        state: its flat array, e.g. the cells ``[X, m, A, ids]`` and the phase tag). Never
+        written in place (each step makes a new one).
     n_rejected, time_error : int, float
-        The solver's bookkeeping at the step state (not at a record interpolated after it).
+        The solver's bookkeeping at this state (steps refused, the summed time error estimate).
     dt_next : float
         The error controller's next step (NaN: not chosen yet).
     mass : float
@@ -203,6 +194,20 @@ class ResumeState:
         The stop rule's state once it judged the snapshot (its window of records, the atom
         identities it links; :meth:`solvers.timestepping.stop_rule.StopRule.state`, packed by
         :func:`~solvers.timestepping.stop_rule.pack_state` as an archive keeps it).
+    density : ndarray, grid shape, or None
+        The grid density of a measure-valued ``state`` (None: ``state`` is the grid density).
+    atoms : DiracAtoms or None
+        The Dirac atoms of a measure-valued state (:class:`solvers.core.measure.DiracAtoms`,
+        identities included); None for a grid state (or not read out).
+    phase : float or None
+        The hand-over's phase of ``state`` (the default S^1 method: 0 spectral, 1 cells);
+        None: one method throughout.
+    exact : bool
+        Whether the discretisation can restore ``state`` exactly (``restorable``, as the solver
+        sets it); else a resume starts from the archived density and atoms.
+    behind : RunState or None
+        For a state between two steps (an interpolated output time): the step state a resume
+        continues from. None: this is a step state.
     """
 
     t: float
@@ -215,6 +220,16 @@ class ResumeState:
     mass: float = float("nan")
     extras: tuple = ()
     rule: Any = None
+    density: np.ndarray | None = None
+    atoms: Any = None
+    phase: float | None = None
+    exact: bool = False
+    behind: RunState | None = None
+
+    @property
+    def rho(self) -> np.ndarray:
+        """The grid density: ``density``, or ``state`` for a grid state."""
+        return self.state if self.density is None else self.density
 
 
 class Tracker:

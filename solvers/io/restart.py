@@ -29,6 +29,8 @@ from typing import Any
 
 import numpy as np
 
+from solvers.core.snapshot import RunState
+
 RESTART_INFO = "restart_info"  # NetCDF: the attributes of restart_rho as one vector (see above)
 RESTART_INFO_DIM = "restart_len"
 # NetCDF: the record counts as 0-d variables, rewritten in place (zarr: global attributes)
@@ -36,12 +38,13 @@ COUNT_VARIABLES = ("records_complete", "records_written")
 _SCALARS = ("after_time", "restart_time", "restart_step", "restart_dt")
 
 
-def restart_attributes(restart: Any, after: float) -> dict[str, Any]:
-    """Attributes of :data:`RESTART` for the step state ``restart``
-    (:class:`~solvers.core.snapshot.Restart`) behind the record at time ``after``."""
+def restart_attributes(restart: RunState, after: float) -> dict[str, Any]:
+    """Attributes of :data:`RESTART` for the step state ``restart`` (its ``atoms`` read out:
+    :meth:`solvers.timestepping.simulation.Solver.with_density`) behind the record at time
+    ``after``."""
     attrs = {"restart_time": float(restart.t), "restart_step": int(restart.step),
              "restart_dt": float(restart.dt), "after_time": float(after)}
-    atoms = getattr(restart, "atoms", None)
+    atoms = restart.atoms
     if atoms is not None:
         attrs["restart_dirac_count"] = int(atoms.count)
         if atoms.count:
@@ -123,23 +126,24 @@ def restart_atoms(attrs: dict[str, Any], last_time: float, dim: int) -> Any:
     return DiracAtoms(mass, pos, ids)
 
 
-def restart_state(attrs: dict[str, Any], rho: Any, last_time: float
-                  ) -> tuple[float, int, float, np.ndarray] | None:
-    """``(t, step, dt, rho)`` of the archived step state when it belongs to the last record
-    (its ``after_time`` is ``last_time``), else None (the last record is a step state)."""
+def restart_state(attrs: dict[str, Any], rho: Any, last_time: float) -> RunState | None:
+    """The archived step state (``t``, ``step``, ``dt`` and the density ``rho`` as its state)
+    when it belongs to the last record (its ``after_time`` is ``last_time``), else None (the
+    last record is a step state)."""
     after = attrs.get("after_time")
     if after is None or float(after) != float(last_time):
         return None
-    return (float(attrs["restart_time"]), int(attrs["restart_step"]), float(attrs["restart_dt"]),
-            np.asarray(rho, dtype=float))
+    return RunState(float(attrs["restart_time"]), int(attrs["restart_step"]),
+                    float(attrs["restart_dt"]), np.asarray(rho, dtype=float))
 
 
 def resume_start(record: tuple[float, int, float, np.ndarray],
-                 restart: tuple[float, int, float, np.ndarray] | None) -> dict[str, Any]:
+                 restart: RunState | None) -> dict[str, Any]:
     """Where a resume starts (``simulate``'s ``rho0, t0, step0, dt0, after``): the last record
-    ``(t, step, dt, rho)``, or the step state behind it when the record is interpolated;
-    snapshots continue after the record's time either way."""
-    t, step, dt, rho = record if restart is None else restart
+    ``(t, step, dt, rho)``, or the step state behind it (:func:`restart_state`) when the record
+    is interpolated; snapshots continue after the record's time either way."""
+    t, step, dt, rho = record if restart is None else (restart.t, restart.step, restart.dt,
+                                                       restart.rho)
     return {"rho": np.asarray(rho, dtype=float), "t0": float(t), "step0": int(step),
             "dt0": float(dt), "after": float(record[0])}
 

@@ -6,7 +6,7 @@ Lagrangian cells ``[X, m, A, ids]`` with the phase tag; a Dirac state's flat arr
 step state behind an interpolated record), the discretisation's own state (the next atom
 identity, mass floors), the controller's next step, the counts at that step state, and the
 atom tracks and cell identities the archive links the next records with. That is a
-:class:`~solvers.core.snapshot.ResumeState` plus the per-identity tracks, kept in one float64
+:class:`~solvers.core.snapshot.RunState` plus the per-identity tracks, kept in one float64
 vector per slot:
 
 ``[VERSION, after_time, len_0, ..., len_8, section_0, ..., section_8]``
@@ -36,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from solvers.core.snapshot import ResumeState
+from solvers.core.snapshot import RunState
 from solvers.timestepping.stop_rule import pack_state
 
 log = logging.getLogger(__name__)
@@ -51,7 +51,7 @@ _CHUNK = 4096  # values per chunk (the header sits in the first)
 _INT_TRACKS = ("atom_parent", "atom_merged_into")
 
 
-def encode(resume: ResumeState, after: float, tracks: dict[str, np.ndarray]) -> np.ndarray:
+def encode(resume: RunState, after: float, tracks: dict[str, np.ndarray]) -> np.ndarray:
     """The slot vector of ``resume`` behind the record at time ``after``, with the archive's
     per-identity ``tracks`` and ``atom_cell`` (:meth:`RecordBuffer.track_arrays`)."""
     scalars = np.array([resume.t, resume.step, resume.dt, resume.n_rejected, resume.time_error,
@@ -69,7 +69,7 @@ def encode(resume: ResumeState, after: float, tracks: dict[str, np.ndarray]) -> 
 
 
 def decode(vector: np.ndarray) -> dict[str, Any] | None:
-    """``{"after": time, "resume": ResumeState, "tracks": {...}, "atom_cell": ids or None}``
+    """``{"after": time, "resume": RunState, "tracks": {...}, "atom_cell": ids or None}``
     of a slot vector (None: empty, another version, or inconsistent lengths)."""
     v = np.asarray(vector, dtype=float).reshape(-1)
     if v.size < HEADER or v[0] != VERSION:
@@ -83,9 +83,9 @@ def decode(vector: np.ndarray) -> dict[str, Any] | None:
     if part[0].size != 7:
         return None
     t, step, dt, rejected, error, dt_next, mass = part[0]
-    resume = ResumeState(float(t), int(step), float(dt), part[2].copy(), int(rejected),
+    resume = RunState(float(t), int(step), float(dt), part[2].copy(), int(rejected),
                          float(error), float(dt_next), float(mass), tuple(map(float, part[1])),
-                         part[8].copy() if part[8].size else None)
+                         part[8].copy() if part[8].size else None, exact=True)
     tracks = {}
     if part[3].size:
         tracks = {name: (part[3 + i].astype(np.int32) if name in _INT_TRACKS else part[3 + i].copy())
@@ -202,7 +202,7 @@ def _read_resume(path: Path, last_time: float) -> dict[str, Any] | None:
 
 def exact_start(path: str | os.PathLike, last_time: float) -> dict[str, Any]:
     """What :func:`~solvers.timestepping.loop.simulate` resumes from besides the last record
-    (at ``last_time``) of the archive at ``path``: ``{"exact": ResumeState, "t0", "step0",
+    (at ``last_time``) of the archive at ``path``: ``{"exact": RunState, "t0", "step0",
     "dt0", "rejected0", "time_error0"}`` from its valid slot, or ``{}`` when it has none (the
     resume then starts from the record, or the step state behind it, as before)."""
     return _start(read_resume(path, last_time))

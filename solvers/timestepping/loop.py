@@ -11,8 +11,8 @@ simulate(config, rho0, *, t0=0.0, step0=0, dt0=None, trackers=(), progress=None,
 - ``trackers``: callables ``tracker(snapshot)`` called at ``t0`` (new runs only), at every
   multiple of ``output.snapshot_interval`` and at the final time. With
   ``output.snapshot_mode = "interpolate"`` (:func:`snapshot_mode`) the steps do not stop at
-  those times: a snapshot is :func:`interpolate` of the step states around it and carries the
-  earlier one as ``snapshot.restart``, so that a resume takes the same steps. The snapshots
+  those times: a snapshot is the discretisation's ``interpolate`` of the step states around it
+  and carries the earlier one as ``snapshot.position``, so that a resume takes the same steps. The snapshots
   are made in batches (``batch``, :mod:`solvers.timestepping.snapshot_queue`): a tracker sees
   them in time order up to 16 steps or 0.1 s after the loop passed their times, one call per
   snapshot, or one call per batch by a :class:`~solvers.core.snapshot.Tracker` that overrides
@@ -41,11 +41,11 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from solvers.core.snapshot import ResumeState, Snapshot
+from solvers.core.snapshot import RunState, Snapshot
 from solvers.model.config import check_run
 from solvers.model.params import RunConfig
 from solvers.timestepping.simulation import Solver
-from solvers.timestepping.snapshot_queue import BATCH_SNAPSHOTS, Delivery, Pending, SnapshotQueue
+from solvers.timestepping.snapshot_queue import BATCH_SNAPSHOTS, Delivery, SnapshotQueue
 from solvers.timestepping.stop_rule import StopRule, _link_radius
 
 
@@ -74,20 +74,20 @@ def simulate(config: RunConfig, rho0: np.ndarray, *, t0: float = 0.0, step0: int
              progress: Callable | None = None, stop: Callable[[], bool] | None = None,
              atoms0: object | None = None, after: float | None = None,
              batch: int = BATCH_SNAPSHOTS, rejected0: int = 0, time_error0: float = 0.0,
-             exact: ResumeState | None = None) -> RunResult:
+             exact: RunState | None = None) -> RunResult:
     """Run one configuration to ``time.t_end``, stationarity, ``time.max_steps`` or ``stop()``.
 
     ``atoms0``: the Dirac atoms (:class:`solvers.core.measure.DiracAtoms`) of a resumed
     ``[atoms] representation = "dirac"`` run (None: a new run's ``initial`` atoms, if any).
     ``after``: the time of a resumed run's last archived snapshot (default ``t0``); the next
     snapshot is the first multiple of ``output.snapshot_interval`` after it. A resume from the
-    step state (:class:`~solvers.core.snapshot.Restart`) of an interpolated snapshot starts at
+    step state (:class:`~solvers.core.snapshot.RunState`) of an interpolated snapshot starts at
     ``t0 < after``.
     ``batch``: snapshots made together at most (:mod:`solvers.timestepping.snapshot_queue`;
     1: each as the loop passes its time). The trackers see the same snapshots either way.
     ``rejected0``, ``time_error0``: a resumed run's archived ``steps_rejected`` and
     ``time_error_estimate``, which the counts continue from (default 0).
-    ``exact``: the archived :class:`~solvers.core.snapshot.ResumeState` behind the last record
+    ``exact``: the archived :class:`~solvers.core.snapshot.RunState` behind the last record
     (:func:`solvers.io.resume_slots.read_resume`): the solver continues from it as it was
     (``rho0``, ``t0``, ``step0`` and the counts are then its), so that the resumed run takes
     bitwise the uninterrupted run's steps. Every snapshot carries the one behind it
@@ -133,7 +133,7 @@ def simulate(config: RunConfig, rho0: np.ndarray, *, t0: float = 0.0, step0: int
             reason = "stationary" if make_queued() else ended
             break
         free = interpolated
-        marked = solver.mark() if free else None  # landed snapshots are step states
+        marked = solver.position if free else None  # landed snapshots are step states
         try:
             solver.step(math.inf if free else target)
         except Exception:
@@ -145,19 +145,14 @@ def simulate(config: RunConfig, rho0: np.ndarray, *, t0: float = 0.0, step0: int
             make_queued()
             raise
         crossed = solver.t >= target
-        before = solver.restart_of(marked) if free and crossed else None
+        before = solver.with_density(marked) if free and crossed else None
         while not done and solver.t >= target:
-            if free:
-                inside = target < solver.t  # else the record is the step state itself
-                queue.add(Pending(target, solver.n_steps, solver.dt, solver.between(before, target),
-                                  before if inside else None, solver.n_rejected,
-                                  solver.time_error,
-                                  solver.resume_of(marked if inside else solver.mark())),
+            if free and target < solver.t:  # between two steps: a resume continues from before
+                queue.add(RunState(target, solver.n_steps, solver.dt, solver.between(before, target),
+                                   solver.n_rejected, solver.time_error, behind=before),
                           solver.n_steps)
-            else:
-                queue.add(Pending(solver.t, solver.n_steps, solver.dt, solver.rho, None,
-                                  solver.n_rejected, solver.time_error,
-                                  solver.resume_of(solver.mark())), solver.n_steps)
+            else:  # the step state itself
+                queue.add(solver.position, solver.n_steps)
             done = target >= t_end
             target = following(target)
             if (done or queue.due(solver.n_steps)) and make_queued():

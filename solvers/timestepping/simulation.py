@@ -19,20 +19,20 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import NoReturn
 
 import numpy as np
 
 from solvers.core.backend import default_backend
 from solvers.core.discretization import bound_mass
-from solvers.core.snapshot import Diagnostics, Restart, ResumeState, Snapshot
+from solvers.core.snapshot import Diagnostics, RunState, Snapshot
 from solvers.model.config import DT_MIN_FRACTION
 from solvers.model.method import MethodPlan, plan_method
 from solvers.model.params import RunConfig
 from solvers.timestepping.integrators import EmbeddedPair, embedded_step, get_integrator, rk_step
 from solvers.timestepping.lawson import lawson_step, noise_semigroup
 from solvers.timestepping.registry import make_discretization
-from solvers.timestepping.snapshot_queue import Pending, resume_state
 
 BLOWUP_FACTOR = 10.0  # a density above 10 * mass / (smallest cell) cannot be a probability's
 SNAP_FRACTION = 1e-6  # a step within this fraction of dt of an output time lands on it
@@ -93,7 +93,7 @@ class Solver:
     def __init__(self, config: RunConfig, rho0: np.ndarray, t0: float = 0.0, step0: int = 0,
                  dt0: float | None = None, atoms0: object | None = None,
                  fresh: bool | None = None, rejected0: int = 0, time_error0: float = 0.0,
-                 exact: ResumeState | None = None, plan: MethodPlan | None = None) -> None:
+                 exact: RunState | None = None, plan: MethodPlan | None = None) -> None:
         self.plan = plan_method(config) if plan is None else plan  # the method, resolved once
         config = self.plan.discretization_config(config)  # its scheme, cfl and cfl_floor
         tp = config.time
@@ -119,9 +119,9 @@ class Solver:
             raise ValueError(f"rho0: expected shape {self.disc.shape} for this grid (got {rho0.shape})")
         fresh = step0 == 0 if fresh is None else fresh  # a new run's initial data, not a state
         self.disc.set_time(float(t0))  # a resume's hand-over is dated t0, not 0
-        # what a resume needs to continue bitwise (ResumeState): the solver's state as it is
+        # what a resume needs to continue bitwise (RunState): the solver's state as it is
         self.exact_resume = self.disc.restorable
-        if exact is not None:  # an archived ResumeState, continued as it was
+        if exact is not None:  # an archived RunState, continued as it was
             self.rho = self.disc.restore_state(np.asarray(exact.state, dtype=float), tuple(exact.extras))
             self.t, self.n_steps, mass = float(exact.t), int(exact.step), float(exact.mass)
             self.n_rejected, self.time_error = int(exact.n_rejected), float(exact.time_error)
@@ -362,23 +362,18 @@ class Solver:
             self._warned.add(key)
             warnings.warn(message, RuntimeWarning, stacklevel=3)
 
-    def snapshot(self, at: tuple[float, np.ndarray] | None = None,
-                 restart: Restart | None = None) -> Snapshot:
-        """Diagnostics of the current state, or of ``at = (t, rho)`` (an interpolated state
-        whose step state is ``restart``); warns once if the density goes negative."""
-        t, state = (self.t, self.rho) if at is None else at
-        resume = self.resume_of(self.mark()) if at is None else None
-        return self._snapshot(Pending(t, self.n_steps, self.dt, state, restart, self.n_rejected,
-                                      self.time_error, resume),
-                              self.disc.diagnostics(state, self.config.atoms))
+    def snapshot(self) -> Snapshot:
+        """The snapshot of the current state; warns once if the density goes negative."""
+        position = self.position
+        return self._snapshot(position, self.disc.diagnostics(position.state, self.config.atoms))
 
-    def snapshots(self, pending: Sequence[Pending]) -> list[Snapshot]:
-        """The snapshots of ``pending`` states (kept by the time loop as it stepped on), their
+    def snapshots(self, records: Sequence[RunState]) -> list[Snapshot]:
+        """The snapshots of ``records`` (kept by the time loop as it stepped on), their
         diagnostics computed together where the discretisation can (``diagnostics_batch``)."""
-        diags = self.disc.diagnostics_batch([p.state for p in pending], self.config.atoms)
-        return [self._snapshot(p, d) for p, d in zip(pending, diags)]
+        diags = self.disc.diagnostics_batch([p.state for p in records], self.config.atoms)
+        return [self._snapshot(p, d) for p, d in zip(records, diags)]
 
-    def _snapshot(self, p: Pending, diag: Diagnostics) -> Snapshot:
+    def _snapshot(self, p: RunState, diag: Diagnostics) -> Snapshot:
         if diag.min_rho < 0:
             self._warn_once("negative", f"density negative at t={p.t:.6g} (min rho = "
                                         f"{diag.min_rho:.3g}); use time.scheme = \"fv\"")
@@ -387,35 +382,31 @@ class Solver:
             self._warn_once("tail", f"under-resolved at t={p.t:.6g}: top third of the modes "
                                     f"holds {diag.tail_energy:.2g} of the power")
         rho = self.disc.snapshot_density(p.state, self.rho)  # (a copy of the live state)
-        return Snapshot(p.t, p.step, p.dt, rho, diag, restart=p.restart, n_rejected=p.n_rejected,
-                        time_error=p.time_error, resume=p.resume)
+        return Snapshot(p.t, p.step, p.dt, rho, diag, n_rejected=p.n_rejected,
+                        time_error=p.time_error, position=p if p.behind is None else p.behind)
 
-    def restart_state(self) -> Restart:
-        """The current step state, for a resume that must take the same steps (a measure-valued
-        state: its density and its Dirac atoms)."""
-        return self.restart_of(self.mark())
+    @property
+    def position(self) -> RunState:
+        """Where the run is now: the current step state with the solver's bookkeeping and the
+        discretisation's own state (the state array is replaced by each step, never changed in
+        place); its density and atoms are read out by :meth:`with_density` where needed."""
+        rho = self.rho
+        return RunState(self.t, self.n_steps, self.dt, rho, self.n_rejected, self.time_error,
+                        math.nan if self._dt_next is None else float(self._dt_next), self._mass,
+                        self.disc.resume_extras(), phase=self.disc.phase(rho),
+                        exact=self.exact_resume and rho.dtype.kind == "f")
 
-    def mark(self) -> tuple:
-        """The current step state, cheaply: ``(t, steps, dt, state, bookkeeping)`` (the state
-        array is replaced by each step, never changed in place), made a :class:`Restart`
-        (:meth:`restart_of`) or :class:`ResumeState` (:meth:`resume_of`) where needed."""
-        extras = self.disc.resume_extras()
-        return self.t, self.n_steps, self.dt, self.rho, (self.n_rejected, self.time_error,
-                                                         self._dt_next, extras)
+    def with_density(self, position: RunState) -> RunState:
+        """``position`` (taken since the last hand-over) with the grid density and the Dirac
+        atoms of its state, as the archive keeps a step state behind an interpolated record."""
+        return replace(position, density=self.disc.density(position.state),
+                       atoms=self.disc.atoms(position.state))
 
-    def resume_of(self, mark: tuple) -> ResumeState | None:
-        """The :class:`ResumeState` of a :meth:`mark` (None: not restorable exactly)."""
-        return resume_state(mark, self._mass) if self.exact_resume else None
-
-    def restart_of(self, mark: tuple) -> Restart:
-        """:meth:`restart_state` of a :meth:`mark` taken since the last hand-over."""
-        t, steps, dt, state = mark[:4]
-        return Restart(t, steps, dt, self.disc.density(state), self.disc.atoms(state))
-
-    def between(self, before: Restart, t: float) -> np.ndarray:
+    def between(self, before: RunState, t: float) -> np.ndarray:
         """The state at ``t`` in ``(before.t, self.t]`` on the step from ``before`` to the current
-        state: :func:`interpolate`, or for a measure-valued state the discretisation's
-        ``interpolate`` (density and masses on straight lines, atoms along their path)."""
+        state (``before`` with its density: :meth:`with_density`), by the discretisation's
+        ``interpolate`` (density on straight lines; a measure's masses too, atoms along their
+        path)."""
         if t >= self.t:
             return self.rho
         w = (t - before.t) / (self.t - before.t)

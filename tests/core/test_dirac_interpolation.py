@@ -109,10 +109,10 @@ def test_resume_from_an_interpolated_dirac_record_is_bitwise(tmp_path):
     path = tmp_path / "run.nc"
     first = solvers.run(BASE, path=path, time__t_end=43.0)
     restart = read_restart(path)
-    assert restart is not None and restart[0] < 43.0  # the last record is interpolated
+    assert restart is not None and restart.t < 43.0  # the last record is interpolated
     behind = read_restart_atoms(path)
     assert behind is not None and behind.count >= 1
-    assert first.attrs["n_steps"] == restart[1] + 1
+    assert first.attrs["n_steps"] == restart.step + 1
     np.testing.assert_array_equal(resume_atoms(path).position, behind.position)
     for more in (solvers.resume(path, t_end=120.0),
                  solvers.resume(solvers.run(BASE, time__t_end=43.0), t_end=120.0)):

@@ -18,10 +18,10 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 import solvers
-from solvers.core.snapshot import Restart
+from solvers.core.discretization import Discretization
 from solvers.io.reading import read_restart
 from solvers.model.config import ConfigError
-from solvers.timestepping.snapshot_queue import interpolate, snapshot_mode
+from solvers.timestepping.snapshot_queue import snapshot_mode
 
 ROOT = Path(__file__).resolve().parents[2]
 # steps of about 1.4 time units by t = 40, several snapshots per step (the fv grid: interpolated
@@ -45,12 +45,10 @@ values = arrays(np.float64, 40, elements=st.one_of(st.just(0.0), st.floats(0, 1e
 @settings(max_examples=300, deadline=None)
 @given(a=values, b=values, w=st.floats(1e-12, 1.0, exclude_max=True))
 def test_interpolant_is_non_negative_and_keeps_the_mass(a, b, w):
-    before = Restart(1.0, 3, 0.5, a)
-    got = interpolate(before, b, 2.0, 1.0 + w)
+    got = Discretization.interpolate(None, a, None, b, w)  # (a grid state's: no self needed)
     assert got.min() >= 0.0
     scale = max(a.sum(), b.sum(), 1e-300)
     assert abs(got.sum() - (a.sum() + w * (b.sum() - a.sum()))) <= 1e-13 * scale
-    assert interpolate(before, b, 2.0, 2.0) is b  # at the step's end: the step state itself
 
 
 def test_modes_resolve_by_scheme_steps_and_representation():
@@ -104,8 +102,8 @@ def test_resume_from_an_interpolated_record_takes_the_same_steps(tmp_path, suffi
     path = tmp_path / f"run{suffix}"
     first = solvers.run(BASE, path=path, time__t_end=13.0)
     restart = read_restart(path)
-    assert restart is not None and restart[0] < 13.0 < restart[0] + 2.0  # the step before 13
-    assert first.attrs["n_steps"] == restart[1] + 1
+    assert restart is not None and restart.t < 13.0 < restart.t + 2.0  # the step before 13
+    assert first.attrs["n_steps"] == restart.step + 1
     more = solvers.resume(path, t_end=40.0)
     np.testing.assert_array_equal(more["time"].values, whole["time"].values)
     np.testing.assert_array_equal(more["rho"].values, whole["rho"].values)
@@ -119,7 +117,7 @@ def test_resume_from_the_first_step_state(tmp_path):
     path = tmp_path / "run.nc"
     solvers.run(BASE, path=path, time__t_end=1e-3)
     restart = read_restart(path)
-    assert restart is not None and restart[:2] == (0.0, 0)
+    assert restart is not None and (restart.t, restart.step) == (0.0, 0)
     more = _without(solvers.resume(path, t_end=40.0), 1e-3)
     whole = _run()
     np.testing.assert_array_equal(more["rho"].values, whole["rho"].values)
@@ -144,7 +142,8 @@ def test_cli_resume_continues_the_steps(tmp_path):
 
     meanfield("run", str(cfg), "-o", "part.nc", "--no-progress", "--no-check", "--set",
               "time.t_end=13.0")
-    t, step = read_restart(tmp_path / "part.nc")[:2]
+    found = read_restart(tmp_path / "part.nc")
+    t, step = found.t, found.step
     assert f"continues from the step state at t = {t:.6g} (step {step})" in meanfield("info", "part.nc")
     meanfield("run", "--resume", "part.nc", "--no-progress", "--no-check", "--set", "time.t_end=40.0")
     meanfield("run", str(cfg), "-o", "whole.nc", "--no-progress", "--no-check")
