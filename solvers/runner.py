@@ -49,7 +49,7 @@ if TYPE_CHECKING:
 # Where a run starts: ``rho`` (the grid state), ``t0``, ``step0``, ``dt0`` (None: the solver's
 # first step), ``atoms0`` (the Dirac atoms of a measure-valued run, else None) and, for a
 # resume, ``after`` (the time of the last archived record), ``exact`` (the solver state behind
-# it, :class:`~solvers.core.snapshot.ResumeState`), ``rejected0``, ``time_error0`` and
+# it, :class:`~solvers.core.snapshot.RunState`), ``rejected0``, ``time_error0`` and
 # ``history0`` (the archived counts and method history the run continues).
 Start = dict[str, Any]
 

@@ -101,7 +101,7 @@ def _restart_lines(ds: Any, last: float) -> list[str]:
     if found is None:
         return []
     return [f"last record interpolated between steps: --resume continues from the step state "
-            f"at t = {found[0]:.6g} (step {found[1]})"]
+            f"at t = {found.t:.6g} (step {found.step})"]
 
 
 def info_lines(ds: Any, path: Path) -> list[str]:

@@ -79,7 +79,7 @@ import netCDF4
 import numpy as np
 
 from solvers.core.atom_tracks import AtomTracks, link_radius
-from solvers.core.snapshot import Snapshot
+from solvers.core.snapshot import Snapshot, Tracker
 from solvers.io.errors import ArchiveError
 from solvers.io.cf import utc_now
 from solvers.io.layout import (
@@ -116,7 +116,7 @@ class ArchiveWriteError(OSError):
     the records before it and stays readable."""
 
 
-class ArchiveWriter:
+class ArchiveWriter(Tracker):
     """Append :class:`~solvers.core.snapshot.Snapshot` records to a run archive.
 
     Parameters
@@ -304,7 +304,7 @@ class ArchiveWriter:
             self._flush_synced()
         return added
 
-    track_many = write_snapshots  # a tracker's batch form (solvers.timestepping.simulation)
+    track_many = write_snapshots  # a tracker's batch form (solvers.core.snapshot.Tracker)
 
     def _add(self, snapshot: Snapshot) -> bool:
         """Check and buffer one record (False: a repeat of the last time, not buffered)."""

@@ -23,7 +23,7 @@ from typing import Any
 import netCDF4
 import numpy as np
 
-from solvers.core.snapshot import Restart
+from solvers.core.snapshot import RunState
 from solvers.io.errors import ArchiveError
 from solvers.io.layout import (
     ATOM_CELL,
@@ -234,7 +234,7 @@ class NetCDFStore:
         return None
 
     def write_block(self, block: dict[str, np.ndarray], width: int,
-                    tracks: dict[str, np.ndarray], restart: Restart | None = None) -> None:
+                    tracks: dict[str, np.ndarray], restart: RunState | None = None) -> None:
         """Write records ``n ..`` from ``block`` (its ``time``, the record coordinate, last)
         and sync; then the state a resume continues from (the per-identity records, the cells'
         atom identities, the step state behind the last record when it is interpolated:

@@ -213,8 +213,9 @@ def read_run_counts(path: str | os.PathLike) -> dict[str, Any]:
             "history0": history0}
 
 
-def read_restart(path: str | os.PathLike) -> tuple[float, int, float, np.ndarray] | None:
-    """``(t, step, dt, rho)`` of the step state behind an interpolated last record (the state
+def read_restart(path: str | os.PathLike) -> Any:
+    """The step state (:class:`~solvers.core.snapshot.RunState`: ``t``, ``step``, ``dt``,
+    ``rho``) behind an interpolated last record (the state
     a resume continues from, ``output.snapshot_mode = "interpolate"``), or None when the last
     complete record is a step state itself (resume from :func:`read_last_state`)."""
     if is_zarr(path):

@@ -31,7 +31,7 @@ import xarray as xr
 import zarr
 from zarr.codecs import BloscCodec
 
-from solvers.core.snapshot import Restart
+from solvers.core.snapshot import RunState
 from solvers.io.cf import to_api
 from solvers.io.errors import ArchiveError
 from solvers.io.layout import (
@@ -173,7 +173,7 @@ class ZarrStore:
         return None if free >= need else f"no space left on the device ({free} bytes free)"
 
     def write_block(self, block: dict[str, np.ndarray], width: int,
-                    tracks: dict[str, np.ndarray], restart: Restart | None = None) -> None:
+                    tracks: dict[str, np.ndarray], restart: RunState | None = None) -> None:
         """Resize, write records ``n ..`` (the record coordinate last), the per-identity
         records and the step state behind an interpolated last record (``restart``), then count
         them complete and consolidate the metadata."""
@@ -329,7 +329,7 @@ def last_state(path: Path) -> tuple[float, int, float, np.ndarray]:
 
 
 @_damaged_is_archive_error
-def restart_of(path: Path) -> tuple[float, int, float, np.ndarray] | None:
+def restart_of(path: Path) -> Any:
     """The step state behind an interpolated last record, or None (see
     :func:`solvers.io.reading.read_restart`)."""
     ds = open_zarr_run(path)

@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from solvers.core.measure import dirac_of
-from solvers.core.snapshot import Restart
+from solvers.core.snapshot import RunState
 from solvers.model.config import ConfigError
 from solvers.model.params import RunConfig
 from solvers.studies.particles import (
@@ -77,7 +77,7 @@ class PdeRunner:
         self.config = dataclasses.replace(config, time=time, output=out)
         self.rho, self.atoms0 = initial_state(config)  # atoms0: a measure-valued run's Dirac atoms
         self.t, self.steps, self.dt = 0.0, 0, None
-        self.restart: Restart | None = None  # the step state behind an interpolated self.rho
+        self.restart: RunState | None = None  # the step state behind an interpolated self.rho
         self.wall, self.n_atoms = 0.0, 0
         self.atoms: tuple[np.ndarray, np.ndarray] = (np.zeros(0), np.zeros(0))
 
@@ -90,7 +90,7 @@ class PdeRunner:
             cfg = dataclasses.replace(self.config, time=dataclasses.replace(
                 self.config.time, t_end=t1), output=dataclasses.replace(
                 self.config.output, snapshot_interval=t1 - self.t))
-            go = self.restart or Restart(self.t, self.steps, self.dt, self.rho, self.atoms0)
+            go = self.restart or RunState(self.t, self.steps, self.dt, self.rho, atoms=self.atoms0)
             fresh = self.restart is None and self.steps == 0
             res = simulate(cfg, go.rho, t0=go.t, step0=go.step, dt0=go.dt,
                            after=None if fresh else self.t, atoms0=go.atoms)

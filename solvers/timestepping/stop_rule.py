@@ -53,7 +53,7 @@ class StopRule:
 
     def state(self) -> tuple:
         """The rule's state now, cheaply (the records are immutable; the tracks copied), for
-        :func:`pack_state` when an archive keeps it (:class:`~solvers.core.snapshot.ResumeState`)."""
+        :func:`pack_state` when an archive keeps it (:class:`~solvers.core.snapshot.RunState`)."""
         tr = self.tracks
         tracks = tuple(np.array(a, dtype=float).reshape(-1) for a in
                        (tr.unit, tr.mass, tr.birth_time, tr.end_time, tr.parent, tr.merged_into))

@@ -16,7 +16,7 @@ from test_archive import THETA, WEIGHT, make_snapshot
 from test_blocks_zarr import buffered
 
 from solvers.core.measure import DiracAtoms
-from solvers.core.snapshot import Restart
+from solvers.core.snapshot import RunState
 from solvers.io.archive import ArchiveWriter
 from solvers.io.reading import open_run, read_restart
 from solvers.io.restart import (
@@ -37,14 +37,15 @@ S2_ATOMS = DiracAtoms(np.array([0.1, 0.2, 0.3]), UNIT / np.linalg.norm(UNIT, axi
 @pytest.mark.parametrize("atoms, dim", [(None, 1), (DiracAtoms.empty(1), 1), (S1_ATOMS, 1),
                                         (S2_ATOMS, 3)])
 def test_the_vector_holds_what_the_attributes_held(atoms, dim) -> None:
-    restart = Restart(t=2.5, step=41, dt=0.0123, rho=np.ones(4), atoms=atoms)
+    restart = RunState(t=2.5, step=41, dt=0.0123, state=np.ones(4), atoms=atoms)
     attrs = restart_attributes(restart, 2.75)
     stale = np.concatenate([encode_info(attrs), RNG.normal(size=11)])  # an earlier, longer one
     back = decode_info(stale)
     assert set(back) == set(attrs)
     for name, value in attrs.items():
         np.testing.assert_array_equal(back[name], value, err_msg=name)
-    assert restart_state(back, restart.rho, 2.75)[:3] == (2.5, 41, 0.0123)
+    found = restart_state(back, restart.rho, 2.75)
+    assert (found.t, found.step, found.dt) == (2.5, 41, 0.0123)
     if atoms is not None:
         got = restart_atoms(back, 2.75, dim)
         np.testing.assert_array_equal(got.mass, atoms.mass)
@@ -54,7 +55,7 @@ def test_the_vector_holds_what_the_attributes_held(atoms, dim) -> None:
 
 @pytest.mark.parametrize("edit", ["nan_after", "width_2", "truncated", "short", "unwritten"])
 def test_a_damaged_vector_is_no_step_state(edit: str) -> None:
-    v = encode_info(restart_attributes(Restart(1.0, 3, 0.1, np.ones(2), S2_ATOMS), 1.5))
+    v = encode_info(restart_attributes(RunState(1.0, 3, 0.1, np.ones(2), atoms=S2_ATOMS), 1.5))
     damaged = {"nan_after": np.r_[np.nan, v[1:]], "width_2": np.r_[v[:5], 2.0, v[6:]],
                "truncated": v[:-2], "short": v[:4], "unwritten": np.full(v.size, np.nan)}[edit]
     assert decode_info(damaged) == {}
@@ -75,8 +76,8 @@ def test_blocks_rewrite_no_attribute(tmp_path: Path) -> None:
     with ArchiveWriter(path, buffered(), THETA, WEIGHT) as writer:
         for i in range(6):
             snap = make_snapshot(0.5 * i)
-            restart = Restart(0.5 * i - 0.01, snap.step - 1, 0.02 + i, snap.rho)
-            writer.write_snapshot(replace(snap, restart=restart))
+            restart = RunState(0.5 * i - 0.01, snap.step - 1, 0.02 + i, snap.rho)
+            writer.write_snapshot(replace(snap, position=restart))
             writer.flush()  # one block per record
             seen.append(_attributes(path))  # (HDF5 lets a reader in beside the writer)
     assert all(attrs == seen[0] for attrs in seen)
@@ -84,7 +85,8 @@ def test_blocks_rewrite_no_attribute(tmp_path: Path) -> None:
                    for k in seen[0][""] | seen[0]["restart_rho"])
     with netCDF4.Dataset(path, "r") as nc:
         assert int(nc["records_complete"][...]) == int(nc["records_written"][...]) == 6
-    t, step, dt, _ = read_restart(path)
+    found = read_restart(path)
+    t, step, dt = found.t, found.step, found.dt
     assert (t, step, dt) == (2.49, 249, 5.02)
     ds = open_run(path)  # the vector read back as restart_rho's attributes, the counts as globals
     assert ds.attrs["records_complete"] == 6 and "restart_info" not in ds.variables

@@ -112,9 +112,9 @@ def test_fv_dirac_run_stopped_mid_way_resumes_bitwise(tmp_path):
 
 
 def test_slot_vector_round_trips_and_rejects_damage():
-    from solvers.core.snapshot import ResumeState
+    from solvers.core.snapshot import RunState
 
-    r = ResumeState(1.5, 12, 0.01, np.arange(9.0), 3, 1e-7, 0.02, 1.0, (4.0, 1e-14),
+    r = RunState(1.5, 12, 0.01, np.arange(9.0), 3, 1e-7, 0.02, 1.0, (4.0, 1e-14),
                     np.array([0.5, -np.inf, 1.0]))
     tracks = {"atom_birth_time": np.array([0.5, 1.0]), "atom_end_time": np.array([np.nan, 1.5]),
               "atom_parent": np.array([-1, 0], np.int32), "atom_merged_into": np.array([1, -1], np.int32),

@@ -17,7 +17,7 @@ import xarray as xr
 
 from solvers.cli.main import main
 from solvers.core.measure import DiracAtoms
-from solvers.core.snapshot import Diagnostics, Restart, Snapshot
+from solvers.core.snapshot import Diagnostics, RunState, Snapshot
 from solvers.io.archive import ArchiveWriter
 from solvers.io.reading import (
     open_run,
@@ -129,7 +129,7 @@ def test_zarr_dirac_resume_from_an_interpolated_record(tmp_path: Path) -> None:
         np.testing.assert_array_equal(getattr(resume_atoms(zr), p), getattr(x, p))
     for t in (read_restart(nc), read_restart(zr)):
         assert t is not None
-    np.testing.assert_array_equal(read_restart(nc)[3], read_restart(zr)[3])
+    np.testing.assert_array_equal(read_restart(nc).rho, read_restart(zr).rho)
     for path in (nc, zr):
         _run("--resume", str(path), "--set", "time.t_end=4.0")
     _run(str(_config(tmp_path, FV_DIRAC, 4.0, "whole.toml")), "-o", str(tmp_path / "whole.zarr"))
@@ -195,9 +195,9 @@ def _s2_snapshot(t: float, ids: list[int], grid) -> Snapshot:
                        transport_rate=0.0, max_support_velocity=0.0, tail_energy=0.0, n_atoms=0,
                        atom_mass=np.zeros(0), atom_position=np.zeros((0, 3)), dirac_mass=mass,
                        dirac_position=pos, dirac_id=ids_)
-    restart = Restart(t=t - 0.01, step=int(100 * t) - 1, dt=0.01, rho=rho,
-                      atoms=DiracAtoms(mass, pos, ids_))  # the step state behind the record
-    return Snapshot(t=t, step=int(100 * t), dt=0.01, rho=rho, diagnostics=diag, restart=restart)
+    restart = RunState(t=t - 0.01, step=int(100 * t) - 1, dt=0.01, state=rho,
+                       atoms=DiracAtoms(mass, pos, ids_))  # the step state behind the record
+    return Snapshot(t=t, step=int(100 * t), dt=0.01, rho=rho, diagnostics=diag, position=restart)
 
 
 @pytest.mark.parametrize("sync", [0.0, 1000.0])
