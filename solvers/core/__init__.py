@@ -2,11 +2,12 @@
 
 The protocol and plain-array records:
 
-- :mod:`~solvers.core.discretization`: the ``Discretization`` protocol the time loop sees, and ``Rhs``.
+- :mod:`~solvers.core.discretization`: the ``Discretization`` base the solver sees (its contract), and ``Rhs``.
 - :mod:`~solvers.core.manifold`: ``Manifold``, the contract of a manifold (grid, initial states,
   atoms, resolutions, cost figures) that the layers above ask instead of comparing names.
-- :mod:`~solvers.core.snapshot`: ``Diagnostics`` and ``Snapshot`` (plain arrays).
-- :mod:`~solvers.core.measure`: a measure-valued state (density plus Dirac atoms) as one flat vector.
+- :mod:`~solvers.core.snapshot`: ``Diagnostics``, ``Snapshot``, ``RunState`` (where a run is) and ``Tracker``.
+- :mod:`~solvers.core.measure`: a measure-valued state (density plus Dirac atoms) as one flat vector,
+  and ``MeasureDiscretization``.
 - :mod:`~solvers.core.dirac_state`: ``DiracState``, the base of the grid Dirac states: the events
   between steps (capture at a cadence of ``capture_every`` steps, absorption, merging), the atom
   identities and the whole mass of the CFL floor.
