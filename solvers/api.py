@@ -192,9 +192,9 @@ def resume(source: str | os.PathLike | xr.Dataset, *, t_end: float | None = None
         if not (source.is_dir() if source.suffix == ".zarr" else source.is_file()):
             raise FileNotFoundError(2, "No such file or directory", str(source))
         start, text = runner.archived_start(source)
-        cfg = _resumed_config(text, items, start["after"])
-        _check_grid(cfg, start["rho"], source)
-        runner.check_cost(cfg, start["t0"], force=force)
+        cfg = _resumed_config(text, items, start.after)
+        _check_grid(cfg, start.rho, source)
+        runner.check_cost(cfg, start.t, force=force)
         return _simulate_to_dataset(cfg, start, source, False, progress, append=True)
     last, text = _last_record(source)
     cfg = _resumed_config(text, items, float(last["time"]))
@@ -310,7 +310,7 @@ def _simulate_to_dataset(cfg: RunConfig, start: runner.Start, path: str | os.Pat
     with tempfile.TemporaryDirectory(prefix="meanfield-") as tmp:
         target = Path(path) if path is not None else Path(tmp) / "run.nc"
         with runner.Runner(cfg, start).open(target, append=append, overwrite=overwrite) as run_:
-            result = run_.run(progress=_progress(cfg, start["t0"]) if progress else None,
+            result = run_.run(progress=_progress(cfg, start.t) if progress else None,
                               check=check).result  # every run states its accuracy
         ds = open_run(target)
     ds.attrs.update(stop_reason=result.reason, n_steps=result.n_steps,

@@ -9,7 +9,7 @@ A run goes through these steps, each a function or method of this module::
         runner.add_handler(progress_bar.track)   # more output handlers, called after it
         outcome = runner.run(progress=..., stop=..., check=...)   # time loop, then verdict
 
-- Where a run starts (:data:`Start`): the config's initial state (:func:`fresh_start`), or the
+- Where a run starts (:class:`Start`): the config's initial state (:func:`fresh_start`), or the
   last record of an archive on disk (:func:`archived_start`) or in memory
   (:func:`dataset_start`), with the exact solver state behind it where the archive holds one
   (:mod:`solvers.io.resume_slots`: a resume then takes bitwise the uninterrupted run's steps).
@@ -29,13 +29,15 @@ half-resolution companion process of the command line, and what they print or re
 from __future__ import annotations
 
 import json
+import math
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from solvers.core.snapshot import RunState
 from solvers.model.params import RunConfig
 
 if TYPE_CHECKING:
@@ -46,12 +48,42 @@ if TYPE_CHECKING:
     from solvers.studies.verdict import Verdict
     from solvers.timestepping.loop import RunResult
 
-# Where a run starts: ``rho`` (the grid state), ``t0``, ``step0``, ``dt0`` (None: the solver's
-# first step), ``atoms0`` (the Dirac atoms of a measure-valued run, else None) and, for a
-# resume, ``after`` (the time of the last archived record), ``exact`` (the solver state behind
-# it, :class:`~solvers.core.snapshot.RunState`), ``rejected0``, ``time_error0`` and
-# ``history0`` (the archived counts and method history the run continues).
-Start = dict[str, Any]
+@dataclass(frozen=True)
+class Start:
+    """Where a run starts.
+
+    Attributes
+    ----------
+    position : RunState
+        The time loop's position: ``t``, ``step``, ``dt`` (NaN: the solver picks the first
+        step), ``state`` (the grid density ``rho``, shape of the config's grid), ``atoms`` (the
+        Dirac atoms of a measure-valued run, else None), ``n_rejected`` and ``time_error`` (the
+        archived counts a resume continues; 0 for a new run).
+    after : float or None
+        A resume: the time of the last archived record (the next snapshot is the first output
+        time after it); None for a new run.
+    exact : RunState or None
+        A resume: the exact solver state behind that record (:mod:`solvers.io.resume_slots`), so
+        that the resumed run takes bitwise the uninterrupted run's steps; None where the archive
+        holds none (the run then starts from ``position``).
+    history : tuple
+        A resume: the archived method history the run continues (``(t, method, reason)``).
+    """
+
+    position: RunState
+    after: float | None = None
+    exact: RunState | None = None
+    history: tuple = ()
+
+    @property
+    def rho(self) -> np.ndarray:
+        """The starting grid density, shape of the config's grid."""
+        return self.position.rho
+
+    @property
+    def t(self) -> float:
+        """The starting time."""
+        return self.position.t
 
 
 @dataclass(frozen=True)
@@ -69,7 +101,7 @@ def fresh_start(config: RunConfig) -> Start:
     from solvers.io.state import initial_state
 
     rho0, atoms0 = initial_state(config)
-    return {"rho": rho0, "t0": 0.0, "step0": 0, "dt0": None, "atoms0": atoms0}
+    return Start(RunState(0.0, 0, float("nan"), rho0, atoms=atoms0))
 
 
 def archived_start(path: str | os.PathLike) -> tuple[Start, str]:
@@ -88,11 +120,11 @@ def archived_start(path: str | os.PathLike) -> tuple[Start, str]:
     reading.check_resumable(path)
     text = reading.read_config_text(path)
     t, step, dt, rho = reading.read_last_state(path)
-    start = resume_start((t, step, dt, rho), reading.read_restart(path))
-    start["atoms0"] = reading.resume_atoms(path)
-    start.update(reading.read_run_counts(path))  # steps_rejected, time error, method history
-    start.update(exact_start(path, t))  # the exact state behind the record (bitwise), or {}
-    return start, text
+    position = resume_start((t, step, dt, rho), reading.read_restart(path))
+    counts = reading.read_run_counts(path)  # steps_rejected, time error, method history
+    position = replace(position, atoms=reading.resume_atoms(path),
+                       n_rejected=counts["rejected0"], time_error=counts["time_error0"])
+    return _resumed(position, t, exact_start(path, t), counts["history0"]), text
 
 
 def dataset_start(source: xr.Dataset) -> Start:
@@ -111,8 +143,21 @@ def dataset_start(source: xr.Dataset) -> Start:
     if restart is not None and atoms0 is not None:  # the atoms of the step state behind it
         atoms0 = restart_atoms(source[RESTART].attrs, record[0],
                                1 if atoms0.position.ndim == 1 else 3)
-    return {**resume_start(record, restart), "atoms0": atoms0, **_run_counts(source, last),
-            **resume_slots.exact_from(source, record[0])}  # the exact state, where it holds one
+    counts = _run_counts(source, last)
+    position = replace(resume_start(record, restart), atoms=atoms0,
+                       n_rejected=counts["rejected0"], time_error=counts["time_error0"])
+    return _resumed(position, record[0], resume_slots.exact_from(source, record[0]),
+                    counts["history0"])
+
+
+def _resumed(position: RunState, after: float, exact: RunState | None, history: list) -> Start:
+    """A resume's :class:`Start`: from ``position`` (the last record, or the step state behind
+    it), or from the exact solver state behind the record where the archive holds one (its
+    time, step, proposed step and counts)."""
+    if exact is not None:
+        position = replace(position, t=exact.t, step=exact.step, dt=exact.dt,
+                           n_rejected=exact.n_rejected, time_error=exact.time_error)
+    return Start(position, after=float(after), exact=exact, history=tuple(history))
 
 
 def grid_mismatch(config: RunConfig, rho: np.ndarray, where: Any) -> str | None:
@@ -191,16 +236,16 @@ class Runner:
         from solvers.studies.verdict import run_verdict
         from solvers.timestepping.loop import simulate
 
-        start = self.start
-        result = simulate(self.config, start["rho"], t0=start["t0"], step0=start["step0"],
-                          dt0=start["dt0"], after=start.get("after"),
+        p = self.start.position
+        result = simulate(self.config, p.rho, t0=p.t, step0=p.step,
+                          dt0=p.dt if math.isfinite(p.dt) else None, after=self.start.after,
                           trackers=list(self.handlers), progress=progress, stop=stop,
-                          atoms0=start.get("atoms0"), rejected0=start.get("rejected0", 0),
-                          time_error0=start.get("time_error0", 0.0), exact=start.get("exact"))
+                          atoms0=p.atoms, rejected0=p.n_rejected, time_error0=p.time_error,
+                          exact=self.start.exact)
         if result.reason == "interrupted":
             return Outcome(result, None)
-        verdict = run_verdict(self.config, result, check_resolution=check, t0=start["t0"],
-                              history0=start.get("history0", ()), companion=companion)
+        verdict = run_verdict(self.config, result, check_resolution=check, t0=p.t,
+                              history0=list(self.start.history), companion=companion)
         if self.writer is not None:
             self.writer.set_attributes(verdict.attributes())
         return Outcome(result, verdict)

@@ -33,8 +33,8 @@ def test_an_interrupted_run_has_no_verdict_and_resumes_from_its_archive(tmp_path
     assert outcome.result.reason == "interrupted" and outcome.verdict is None
     assert not set(VERDICT_ATTRIBUTES) & set(open_run(path).attrs)
     start, text = runner.archived_start(path)
-    assert text == cfg.text and start["after"] == float(open_run(path)["time"][-1])
-    assert runner.grid_mismatch(cfg, start["rho"], path) is None
+    assert text == cfg.text and start.after == float(open_run(path)["time"][-1])
+    assert runner.grid_mismatch(cfg, start.rho, path) is None
     assert "state has shape (3,)" in runner.grid_mismatch(cfg, np.zeros(3), path)
     with runner.Runner(cfg, start).open(path, append=True) as run:
         assert run.run(check=False).result.reason == "t_end"

@@ -18,6 +18,30 @@ from solvers.core.measure import DiracAtoms
 TWO_PI = 2.0 * np.pi
 
 
+def _handover() -> type:
+    from solvers.circle.handover import SpectralToCells
+
+    return SpectralToCells
+
+
+def _cells() -> type:
+    from solvers.circle.measure.lagrangian_discretization import LagrangianCircleDiscretization
+
+    return LagrangianCircleDiscretization
+
+
+def _dirac() -> type:
+    from solvers.circle.measure.dirac_discretization import DiracCircleDiscretization
+
+    return DiracCircleDiscretization
+
+
+def _grid() -> type:
+    from solvers.circle.grid.discretization import CircleDiscretization
+
+    return CircleDiscretization
+
+
 class Circle(Manifold):
     """S^1 on N uniform cells (module docstring)."""
 
@@ -40,6 +64,11 @@ class Circle(Manifold):
     parseval_factor = 1.0 / (2 * np.pi)
     check_centre = (0.7,)
     check_atom = (2.0,)
+
+    # ------------------------------------------------------------------ schemes
+    def discretizations(self) -> dict[tuple[str, str], Any]:
+        return {("spectral+lagrangian", "dirac"): _handover, ("lagrangian", "dirac"): _cells,
+                ("fv", "dirac"): _dirac, ("fv", "grid"): _grid, ("spectral", "grid"): _grid}
 
     # ------------------------------------------------------------------ resolution
     def coarse_resolution(self, resolution: int) -> int | None:

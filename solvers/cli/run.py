@@ -55,7 +55,7 @@ def _resume_state(args: argparse.Namespace) -> tuple[RunConfig, runner.Start]:
         start, text = runner.archived_start(path)
     except ValueError as err:  # not a run archive, or an empty one
         raise CliError(str(err)) from None
-    t = start["after"]  # the time of the last record
+    t = start.after  # the time of the last record
     config = config_from_text(text, overrides)  # never a file name (a hostile attribute)
     if args.config:
         given = load_config(Path(args.config), overrides)
@@ -69,7 +69,7 @@ def _resume_state(args: argparse.Namespace) -> tuple[RunConfig, runner.Start]:
         raise ConfigError("time.t_end", f"the archive already reached t = {t:g} >= t_end = "
                           f"{config.time.t_end:g}; extend it with --set time.t_end=...")
     _check_cost(config, t, args)
-    why = runner.grid_mismatch(config, start["rho"], path)
+    why = runner.grid_mismatch(config, start.rho, path)
     if why is not None:
         raise CliError(why)
     return config, start
@@ -107,9 +107,9 @@ def _check_cost(config: RunConfig, t0: float, args: argparse.Namespace) -> None:
         log.info("estimated cost: %s", estimate.describe())
 
 
-def _dirac_mass(config: RunConfig, state: dict[str, Any]) -> float:
+def _dirac_mass(config: RunConfig, state: runner.Start) -> float:
     """Mass of the Dirac atoms of a measure-valued run's starting state (0 for grid runs)."""
-    atoms0 = state.get("atoms0")
+    atoms0 = state.position.atoms
     if atoms0 is not None:
         return float(np.sum(atoms0.mass))
     return float(np.sum(config.initial.weights)) if config.initial.kind == "atoms" else 0.0
@@ -156,12 +156,12 @@ def _run(config: RunConfig, state: runner.Start, args: argparse.Namespace, compa
     path = Path(config.output.path)
     weight = grid_arrays(config)[1]
     shown = config.output.progress and not args.no_progress and not getattr(args, "quiet", False)
-    bar = ProgressBar(state["t0"], config.time.t_end, shown, time=config.time)
-    mass0, lowest = float(np.sum(state["rho"] * weight)), LowestDensity()
+    bar = ProgressBar(state.t, config.time.t_end, shown, time=config.time)
+    mass0, lowest = float(np.sum(state.rho * weight)), LowestDensity()
     mass0 += _dirac_mass(config, state)
     stop = StopRequest()
     log.debug("run %s: %s scheme on %s, t = %g .. %g", path, config.time.scheme,
-              config.domain.manifold, state["t0"], config.time.t_end)
+              config.domain.manifold, state.t, config.time.t_end)
     with stop.installed():
         run = _open(runner.Runner(config, state), path, args)
         try:

@@ -7,6 +7,9 @@ object of a config or of an archive's ``manifold`` attribute.
 
 Implementing a manifold (one subclass, one instance, in the manifold's own package):
 
+- **Schemes.** :meth:`discretizations` (the registry entries of the manifold: ``(scheme,
+  representation)`` -> a function that imports and returns the discretisation class, so that
+  a run imports only the scheme it runs; :mod:`solvers.timestepping.registry` looks them up).
 - **Identity.** ``name`` (the archive's ``manifold`` attribute and the config's
   ``domain.manifold``), ``dimension`` d (the manifold is ``S^{d-1}``, its points unit vectors
   of ``R^d``), ``surface`` ``|S^{d-1}|``, ``grid_dims`` (the archive's names of the grid axes)
@@ -87,6 +90,11 @@ class Manifold(abc.ABC):
     parseval_factor: float
     check_centre: tuple[float, ...]
     check_atom: tuple[float, ...]
+
+    @abc.abstractmethod
+    def discretizations(self) -> dict[tuple[str, str], Any]:
+        """``{(scheme, representation): loader}``: each loader imports and returns the
+        discretisation class (:class:`solvers.core.discretization.Discretization`) of that entry."""
 
     def __repr__(self) -> str:
         return f"<manifold {self.name}>"

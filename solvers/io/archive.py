@@ -104,6 +104,7 @@ from solvers.io.safe_paths import (
 )
 from solvers.io import resume_slots
 from solvers.io.records import RecordBuffer
+from solvers.model.method import resolve
 from solvers.model.params import RunConfig
 
 log = logging.getLogger(__name__)
@@ -154,6 +155,7 @@ class ArchiveWriter(Tracker):
                  cell_weight: np.ndarray, append: bool = False, overwrite: bool = False,
                  phi: np.ndarray | None = None) -> None:
         overwrite = check_bool(overwrite)  # "no" is not False
+        config = resolve(config)  # the method's representation, cfl and cfl_floor, as archived
         self.path = Path(path)
         self.grid = _make_grid(config, theta, cell_weight, phi)
         self.theta, self.phi = self.grid.theta, self.grid.phi

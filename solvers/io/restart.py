@@ -138,12 +138,10 @@ def restart_state(attrs: dict[str, Any], rho: Any, last_time: float) -> RunState
 
 
 def resume_start(record: tuple[float, int, float, np.ndarray],
-                 restart: RunState | None) -> dict[str, Any]:
-    """Where a resume starts (``simulate``'s ``rho0, t0, step0, dt0, after``): the last record
-    ``(t, step, dt, rho)``, or the step state behind it (:func:`restart_state`) when the record
-    is interpolated; snapshots continue after the record's time either way."""
+                 restart: RunState | None) -> RunState:
+    """Where a resume starts: the last record ``(t, step, dt, rho)``, or the step state behind it
+    (:func:`restart_state`) when the record is interpolated; snapshots continue after the
+    record's time either way."""
     t, step, dt, rho = record if restart is None else (restart.t, restart.step, restart.dt,
                                                        restart.rho)
-    return {"rho": np.asarray(rho, dtype=float), "t0": float(t), "step0": int(step),
-            "dt0": float(dt), "after": float(record[0])}
-
+    return RunState(float(t), int(step), float(dt), np.asarray(rho, dtype=float))

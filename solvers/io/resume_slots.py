@@ -200,23 +200,19 @@ def _read_resume(path: Path, last_time: float) -> dict[str, Any] | None:
         return pick(nc, last_time)[1]
 
 
-def exact_start(path: str | os.PathLike, last_time: float) -> dict[str, Any]:
-    """What :func:`~solvers.timestepping.loop.simulate` resumes from besides the last record
-    (at ``last_time``) of the archive at ``path``: ``{"exact": RunState, "t0", "step0",
-    "dt0", "rejected0", "time_error0"}`` from its valid slot, or ``{}`` when it has none (the
-    resume then starts from the record, or the step state behind it, as before)."""
-    return _start(read_resume(path, last_time))
+def exact_start(path: str | os.PathLike, last_time: float) -> RunState | None:
+    """The exact solver state behind the last record (at ``last_time``) of the archive at
+    ``path``, from its valid slot (what :func:`~solvers.timestepping.loop.simulate` resumes
+    from, ``exact``); None when it has none (the resume then starts from the record, or the
+    step state behind it)."""
+    return _exact(read_resume(path, last_time))
 
 
-def exact_from(ds: Any, last_time: float) -> dict[str, Any]:
+def exact_from(ds: Any, last_time: float) -> RunState | None:
     """:func:`exact_start` of a run :class:`xarray.Dataset` (as :func:`solvers.open_run` reads
     an archive: its slot variables loaded)."""
-    return _start(pick(ds, last_time)[1])
+    return _exact(pick(ds, last_time)[1])
 
 
-def _start(found: dict[str, Any] | None) -> dict[str, Any]:
-    if found is None:
-        return {}
-    r = found["resume"]
-    return {"exact": r, "t0": r.t, "step0": r.step, "dt0": r.dt, "rejected0": r.n_rejected,
-            "time_error0": r.time_error}
+def _exact(found: dict[str, Any] | None) -> RunState | None:
+    return None if found is None else found["resume"]

@@ -22,6 +22,7 @@ import numpy as np
 
 from solvers.core.measure import DiracAtoms
 from solvers.model.config import ConfigError
+from solvers.model.method import plan_method
 from solvers.model.params import RunConfig
 from solvers.timestepping.manifolds import manifold_of
 
@@ -63,7 +64,7 @@ def initial_state(config: RunConfig) -> tuple[np.ndarray, DiracAtoms | None]:
     their atoms from the config, in the discretisation.)
     """
     rho, atoms = _initial_measure(config)
-    if atoms is None or config.atoms.representation == "dirac":
+    if atoms is None or plan_method(config).representation == "dirac":
         return rho, atoms
     return deposit_atoms(config, rho, atoms), None
 

@@ -105,7 +105,7 @@ class MethodPlan:
     @property
     def key(self) -> tuple[str, str, str]:
         """``(manifold, scheme, representation)``: the scheme registry's key
-        (:data:`solvers.timestepping.registry.DISCRETIZATIONS`)."""
+        (:func:`solvers.timestepping.registry.registry_keys`)."""
         return (self.manifold, self.scheme, self.representation)
 
     def discretization_config(self, config: RunConfig) -> RunConfig:

@@ -128,7 +128,6 @@ class TimeParams:
     ``"velocity"``: the paper's rule (section 4), max |velocity| over the cells holding mass. On a
     grid the second never vanishes exactly (an atom's cell centre sits up to h/2 from the zero of
     the velocity, and thin tails keep moving), so it needs a tolerance of order ``h max|u'|``.
-    (``stationary_window``, a count of snapshots, was replaced by ``stationary_window_time``.)
     ``rtol``, ``atol``: the tolerances of the time error when ``integrator`` is an embedded pair
     (``"bs32"``, ``"dopri5"``, ``"ssprk3_2"``) and ``dt`` is not fixed: a step is accepted when
     its local error estimate satisfies ``|err_i| <= atol + rtol max(|y_i|, |y_new_i|)`` in every

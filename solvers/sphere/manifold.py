@@ -21,6 +21,24 @@ def _grid(resolution: int) -> Any:
     return SphereGrid(resolution)
 
 
+def _particles_class() -> type:
+    from solvers.sphere.measure.lagrangian_discretization import LagrangianSphereDiscretization
+
+    return LagrangianSphereDiscretization
+
+
+def _dirac_class() -> type:
+    from solvers.sphere.measure.dirac_discretization import DiracSphereDiscretization
+
+    return DiracSphereDiscretization
+
+
+def _grid_class() -> type:  # imported only here: shtns is not needed on S^1
+    from solvers.sphere.grid.discretization import SphereDiscretization
+
+    return SphereDiscretization
+
+
 class Sphere(Manifold):
     """S^2 on the reduced Gauss grid of ``lmax`` (module docstring)."""
 
@@ -43,6 +61,11 @@ class Sphere(Manifold):
     parseval_factor = 1.0
     check_centre = (1.0, 2.0)
     check_atom = (2.0, 4.0)
+
+    # ------------------------------------------------------------------ schemes
+    def discretizations(self) -> dict[tuple[str, str], Any]:
+        return {("lagrangian", "dirac"): _particles_class, ("fv", "dirac"): _dirac_class,
+                ("fv", "grid"): _grid_class, ("spectral", "grid"): _grid_class}
 
     # ------------------------------------------------------------------ resolution
     def coarse_resolution(self, resolution: int) -> int | None:

@@ -36,6 +36,7 @@ import numpy as np
 from solvers.core.measure import dirac_of
 from solvers.core.snapshot import RunState
 from solvers.model.config import ConfigError
+from solvers.model.method import plan_method
 from solvers.model.params import RunConfig
 from solvers.studies.particles import (
     ParticleRun,
@@ -101,7 +102,7 @@ class PdeRunner:
             self.dt, self.wall = res.final.dt, self.wall + res.wall_time
             self.restart = res.final.restart
             diag = res.final.diagnostics
-            self.atoms0 = dirac_of(diag) if self.config.atoms.representation == "dirac" else None
+            self.atoms0 = dirac_of(diag) if plan_method(self.config).representation == "dirac" else None
             self.n_atoms = int(diag.n_atoms)
             order = np.argsort(-np.asarray(diag.atom_mass), kind="stable")
             self.atoms = (np.asarray(diag.atom_mass)[order], np.asarray(diag.atom_position)[order])

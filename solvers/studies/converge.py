@@ -47,6 +47,7 @@ from solvers.model.kernel import kernel_log_shift
 from solvers.core.measure import dirac_of
 from solvers.io.state import initial_density
 from solvers.model.config import ConfigError, check_resolution, load_config
+from solvers.model.method import plan_method
 from solvers.model.params import RunConfig
 from solvers.studies.orders import (
     ORDER_TOL,
@@ -147,7 +148,7 @@ class Run:
     @property
     def atoms(self) -> tuple[np.ndarray, np.ndarray] | None:
         """``(masses, positions)`` of the final state's Dirac atoms (measure-valued runs), or None."""
-        if self.config.atoms.representation != "dirac":
+        if plan_method(self.config).representation != "dirac":
             return None
         atoms = dirac_of(self.diagnostics)
         return atoms.mass, atoms.position

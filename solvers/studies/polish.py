@@ -17,7 +17,7 @@ the polished atoms are the ``dirac_*`` variables, so that every command that rea
 a measure-valued run (``rho`` plus its Dirac atoms: ``initial.kind = "archive"``, ``lemma51
 --archive``, ``plot``) reads the polished measure, of mass ``initial.mass``; the record's
 diagnostics are the unpolished run's, the polished figures are the ``polish_*`` attributes.
-(Round 9 kept the unpolished density in ``rho``: with the atoms that counted the mass twice.)
+(The density alone stays in ``rho``: with the atoms beside it, the mass is counted once.)
 A measure-valued run (``[atoms] representation = "dirac"``) is polished as density plus its
 Dirac atoms: the basins of the whole measure (its own diagnostics) give the masses; its
 ``dirac_*`` record is replaced by the polished atoms. A polished archive is not a run to

@@ -157,7 +157,7 @@ def _time_line(config: RunConfig, time_error: float | None) -> tuple[str, list[s
         "steps limited by the CFL and stability bounds only"
     fix = "set time.integrator = \"dopri5\" (\"ssprk3_2\" for the fv grid) for error-controlled " \
           "steps, or check the atoms at time.cfl halved"
-    if manifold_of(config).error_controlled_default and tp.scheme != "auto":
+    if manifold_of(config).error_controlled_default and not plan_method(config).automatic:
         fix = "run with the default method and time settings (error-controlled steps), or " + fix
     return f"not estimated ({why})", [f"the time error is not estimated ({why}): {fix}"]
 

@@ -6,7 +6,7 @@
 - :mod:`~solvers.timestepping.lawson`: the steps with noise (ETDRK4 for rk4, Lawson for the
   other tables), the Laplacian through its exact semigroup.
 - :mod:`~solvers.timestepping.registry`: the scheme registry, one table keyed on ``(manifold, scheme,
-  representation)`` (``DISCRETIZATIONS``, ``make_discretization``).
+  representation)`` (``registry_keys``, ``make_discretization``).
 - :mod:`~solvers.timestepping.simulation`: ``Solver`` (``step`` does the bookkeeping,
   ``_step_impl`` the numerics, the step-size control).
 - :mod:`~solvers.timestepping.loop`: ``simulate``, the time loop (snapshots, trackers, stopping),

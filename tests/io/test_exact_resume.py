@@ -62,9 +62,8 @@ def _resume(text: str, path: Path) -> str:
     config = config_from_text(text, [])
     theta, weight, _ = grid_arrays(config)
     t = read_last_state(path)[0]
-    start = resume_slots.exact_start(path, t)
-    assert start, "the archive holds no exact resume state for its last record"
-    exact = start["exact"]
+    exact = resume_slots.exact_start(path, t)
+    assert exact is not None, "the archive holds no exact resume state for its last record"
     with ArchiveWriter(path, config, theta, weight, append=True) as writer:
         simulate(config, np.zeros(theta.shape), t0=exact.t, step0=exact.step, dt0=exact.dt,
                  after=t, trackers=[writer], exact=exact)
