@@ -1,6 +1,9 @@
 """``plot_run`` and ``animate_run``: the figure and the animation of one run archive, S^1 or S^2.
 
-S^1 archives are drawn by :mod:`solvers.plots.circle`, S^2 archives by :mod:`solvers.plots.sphere`.
+The figures of a manifold are chosen by its object (:data:`FIGURES`, keyed on
+:class:`~solvers.core.manifold.Manifold`): S^1 archives are drawn by :mod:`solvers.plots.circle`,
+S^2 archives by :mod:`solvers.plots.sphere` (imported when drawn). A new manifold adds its
+entry here.
 """
 
 from __future__ import annotations
@@ -12,11 +15,41 @@ from typing import Any
 
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 
+from solvers.circle.manifold import CIRCLE
+from solvers.core.manifold import Manifold
 from solvers.io.reading import open_run
-from solvers.plots.circle import circle_animation, run_figure
 from solvers.plots.common import VIEWS, movie_writer
 from solvers.plots.save import check_figure_target, save_figure
 from solvers.plots.style import style_context
+from solvers.sphere.manifold import SPHERE
+from solvers.timestepping.manifolds import MANIFOLDS
+
+
+def _circle_figures() -> tuple[Callable, Callable]:
+    from solvers.plots.circle import circle_animation, run_figure
+
+    return run_figure, lambda ds, view: circle_animation(ds)
+
+
+def _sphere_figures() -> tuple[Callable, Callable]:
+    from solvers.plots.sphere import sphere_animation, sphere_run_figure
+
+    return sphere_run_figure, sphere_animation
+
+
+# manifold -> a loader of (run_figure(ds, style) -> (fig, axes), animation(ds, view) -> (fig, update))
+FIGURES: dict[Manifold, Callable[[], tuple[Callable, Callable]]] = {
+    CIRCLE: _circle_figures, SPHERE: _sphere_figures}
+
+
+def manifold_of_run(ds: Any) -> Manifold:
+    """The manifold of a run's Dataset: the one whose grid axes (``Manifold.grid_dims``) are the
+    dimensions of ``rho`` besides ``time``."""
+    dims = {d for d in ds["rho"].dims if d != "time"}
+    for manifold in MANIFOLDS:
+        if set(manifold.grid_dims) == dims:
+            return manifold
+    raise ValueError(f"not a run archive of a known manifold: rho has dimensions {sorted(dims)}")
 
 
 def plot_run(path: str | os.PathLike | Any, out_png: str | os.PathLike | None = None,
@@ -48,12 +81,8 @@ def plot_run(path: str | os.PathLike | Any, out_png: str | os.PathLike | None = 
     check_figure_target(out)  # a link or a user's file there: refused before drawing
     ds = _one_run(path) if dataset else open_run(Path(path))
     with style_context(style) as spec:
-        if "phi" in ds.dims:
-            from solvers.plots.sphere import sphere_run_figure
-
-            fig, _ = sphere_run_figure(ds, style)
-        else:
-            fig, _ = run_figure(ds, style)
+        run_figure = FIGURES[manifold_of_run(ds)]()[0]
+        fig, _ = run_figure(ds, style)
         FigureCanvasAgg(fig)
         save_figure(out, lambda tmp: fig.savefig(tmp, dpi=dpi or spec["dpi"]))
     return out
@@ -108,12 +137,7 @@ def animate_run(path: str | os.PathLike, out: str | os.PathLike | None = None, f
     n = ds.sizes.get("time", 0)
     if n == 0:
         raise ValueError("the archive holds no snapshots: nothing to animate")
-    if "phi" in ds.dims:
-        from solvers.plots.sphere import sphere_animation
-
-        fig, update = sphere_animation(ds, view)
-    else:
-        fig, update = circle_animation(ds)
+    fig, update = FIGURES[manifold_of_run(ds)]()[1](ds, view)
     FigureCanvasAgg(fig)
     update(0)
     fig.draw_without_rendering()  # lay out once (constrained), then keep the positions:
