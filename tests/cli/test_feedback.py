@@ -96,7 +96,8 @@ def test_time_bound_run_in_a_pipe(tmp_path) -> None:
     assert len(lines[0]) <= 100
 
 
-def test_stationary_bar_on_a_terminal_has_no_eta(capsys) -> None:
+def test_stationary_bar_on_a_terminal_has_no_eta(capsys, monkeypatch) -> None:
+    monkeypatch.setenv("COLUMNS", "100")  # the bar's full width, whatever terminal runs the tests
     tp = TimeParams(t_end=10.0, stop_when_stationary=True, stationary_tol=1e-6)
     bar = ProgressBar(0.0, 10.0, time=tp, terminal=True)
     snap = fake_snapshot(np.ones(4), 5.0)
