@@ -46,9 +46,9 @@ def manifold_of_run(ds: Any) -> Manifold:
     """The manifold of a run's Dataset: the one whose grid axes (``Manifold.grid_dims``) are the
     dimensions of ``rho`` besides ``time``."""
     dims = {d for d in ds["rho"].dims if d != "time"}
-    for manifold in MANIFOLDS:
-        if set(manifold.grid_dims) == dims:
-            return manifold
+    for known in MANIFOLDS:
+        if set(known.grid_dims) == dims:
+            return known
     raise ValueError(f"not a run archive of a known manifold: rho has dimensions {sorted(dims)}")
 
 
