@@ -16,8 +16,6 @@ keeps the atoms as atoms for a Dirac run. Either way ``initial.mass`` scales the
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 
 from solvers.core.measure import DiracAtoms
@@ -105,9 +103,13 @@ def deposit_atoms(config: RunConfig, rho: np.ndarray, atoms: DiracAtoms) -> np.n
 def _read_archive(path: str, time: float | None) -> tuple[object, np.ndarray, DiracAtoms | None]:
     """``(axes, rho, atoms)`` of the snapshot nearest ``time`` (atoms: the record's Dirac atoms,
     None for a grid run); problems become ``initial.path`` errors."""
-    if not Path(path).is_file():
-        raise ConfigError("initial.path", f"archive not found: {path}")
-    from solvers.io.reading import read_dirac, read_snapshot
+    from solvers.io.reading import existing_archive, read_dirac, read_snapshot
+
+    try:
+        existing_archive(path)  # a NetCDF file or a .zarr store
+    except FileNotFoundError:
+        raise ConfigError("initial.path", f"archive not found: {path} (a run's .nc file or "
+                                          ".zarr store)") from None
 
     try:
         t, axes, rho = read_snapshot(path, time)
