@@ -86,7 +86,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
     run.add_argument("--no-check", action="store_true",
                      help="skip the verdict's resolution check (the same run at half the "
-                          "resolution, about a third of the run's cost)")
+                          "resolution, about a third of the run's cost; at twice it where half "
+                          "is too coarse): a run with atoms is then not trusted")
     run.add_argument("--overwrite", action="store_true",
                      help="replace an existing archive (only one that meanfield wrote: never "
                           "a link, a device, or another file or folder)")

@@ -8,7 +8,12 @@ A verdict answers, for the atoms a run reports (their count, masses and position
   warning that the steps were not error-controlled;
 - **resolution**: the same run at half the resolution (N/2 cells on S^1, lmax/2 on S^2), to the
   same final time: the atom count must agree, and the differences of the masses and positions
-  are the error bar of the atoms (a first-order estimate of the error at the run's resolution);
+  are the error bar of the atoms (a first-order estimate of the error at the run's resolution).
+  Where half the resolution is below the manifold's ``min_coarse_resolution`` or no longer
+  resolves the kernel, the check runs at twice the resolution instead
+  (:meth:`~solvers.core.manifold.Manifold.refine`: 2N on S^1, 2 (lmax + 1) - 1 on S^2, at most
+  ``max_check_resolution``). A run with atoms whose resolution was not checked (``--no-check``,
+  or no grid at half or twice its resolution) is not trusted: the verdict says so;
 - **stationarity**: for a run that says it stopped at a stationary state, the speed of each
   atom under the exact velocity field of the final measure (closed-form sums over its cells and
   atoms, not the grid's stencil): an atom still moving faster than ``MOVING`` is reported;
@@ -74,6 +79,9 @@ class Verdict:
                        f"{self.atom_position_error:.2g} rad")
         elif self.coarse_resolution is None:
             out.append("  resolution: not checked")
+        else:
+            out.append(f"  resolution: {self.coarse_atoms} atoms at {self.coarse_resolution}, "
+                       f"against those at {self.resolution}")
         if self.max_atom_speed is not None:
             out.append(f"  stationarity: atoms move at most {self.max_atom_speed:.2g} rad per unit "
                        "time under the exact velocity of the final measure")
@@ -132,19 +140,26 @@ def compare_atoms(fine: Any, coarse: Any) -> tuple[int, float | None, float | No
 
 
 def coarse_config(config: RunConfig) -> RunConfig | None:
-    """The run at half the resolution (None where that grid would be too coarse)."""
-    res = manifold_of(config).coarse_resolution(config.domain.resolution)
-    if res is None:
-        return None
-    half = replace(config, domain=replace(config.domain, resolution=res),
-                   output=replace(config.output, progress=False))
+    """The run the verdict compares with: the same run at half the resolution, or, where that
+    grid would be too coarse (below ``min_coarse_resolution``, or not resolving the kernel), at
+    twice the resolution (:meth:`~solvers.core.manifold.Manifold.refine`, at most
+    ``max_check_resolution``); None where neither exists."""
     from solvers.model.config import ConfigError, check_resolution
 
-    try:
-        check_resolution(half)  # the coarse grid must still resolve the kernel
-    except ConfigError:
-        return None
-    return half
+    manifold = manifold_of(config)
+    n = config.domain.resolution
+    fine = manifold.refine(n)
+    for res in (manifold.coarse_resolution(n), fine if fine <= manifold.max_check_resolution else None):
+        if res is None:
+            continue
+        other = replace(config, domain=replace(config.domain, resolution=res),
+                        output=replace(config.output, progress=False))
+        try:
+            check_resolution(other)  # the check's grid must resolve the kernel
+        except ConfigError:
+            continue
+        return other
+    return None
 
 
 def _time_line(config: RunConfig, time_error: float | None) -> tuple[str, list[str]]:
@@ -176,7 +191,9 @@ def judge(config: RunConfig, final: Any, reason: str, *, history: list | None = 
     history : list of (t, method, reason), optional
         The method changes during the run (the default method's hand-over).
     coarse : callable, optional
-        ``coarse(config_half, t) -> Snapshot``: the same run at half the resolution, to ``t``.
+        ``coarse(config_check, t) -> Snapshot``: the same run at the check's resolution
+        (:func:`coarse_config`: half, else twice the run's), to ``t``; None: the check was
+        skipped (a run with atoms is then not trusted).
     atom_speed : float, optional
         Largest speed of an atom under the exact velocity of the final measure.
     """
@@ -186,6 +203,11 @@ def judge(config: RunConfig, final: Any, reason: str, *, history: list | None = 
     n_atoms = _atoms_of(diag)[0].size
     checked = {}
     half = coarse_config(config) if coarse is not None and n_atoms else None
+    if n_atoms and half is None:
+        why = "--no-check" if coarse is None else \
+            f"no grid at half or twice resolution {config.domain.resolution} for this kernel"
+        warnings.append(f"resolution not checked ({why}): the atoms have no error bar; run "
+                        "with the check, at a resolution whose half or double the check accepts")
     if half is not None:
         count, dm, dx = compare_atoms(diag, coarse(half, float(final.t)).diagnostics)
         checked = dict(coarse_resolution=half.domain.resolution, coarse_atoms=count,
@@ -195,9 +217,9 @@ def judge(config: RunConfig, final: Any, reason: str, *, history: list | None = 
                             f"{config.domain.resolution}, {count} at {half.domain.resolution}): "
                             "raise domain.resolution before trusting it")
         elif dm > MASS_TOL or dx > POSITION_TOL:
+            lo, hi = sorted((half.domain.resolution, config.domain.resolution))
             warnings.append(f"under-resolved: the atoms move by {dm:.2g} in mass and {dx:.2g} rad "
-                            f"between resolution {half.domain.resolution} and "
-                            f"{config.domain.resolution}; raise domain.resolution")
+                            f"between resolution {lo} and {hi}; raise domain.resolution")
     if reason != "stationary" and n_atoms:
         warnings.append(f"the run ended ({reason}) at t = {final.t:.6g} before a stationary state: "
                         "the atoms may still change")
@@ -238,7 +260,7 @@ def resumed_history(earlier: Any, new: Any, t0: float) -> list:
 def run_verdict(config: RunConfig, result: Any, check_resolution: bool = True, *,
                 t0: float = 0.0, history0: Any = (), companion: Any = None) -> Verdict:
     """:func:`judge` of a finished :func:`~solvers.timestepping.loop.simulate` result, with
-    the half-resolution companion run (``check_resolution``) and the exact atom speed. A resumed
+    the resolution check's companion run (``check_resolution``; :func:`coarse_config`) and the exact atom speed. A resumed
     run (from ``t0``) passes its archived method history ``history0``; its time error is the
     archived estimate plus this segment's when simulate continued the count (``time_error0``).
     ``companion``: a :class:`~solvers.studies.companion.Companion` started beside the run (its
