@@ -63,6 +63,9 @@ def _check(args: argparse.Namespace) -> None:
 
 def format_report(ds: Any) -> str:
     """Special points and branches, one line each."""
+    from solvers.studies.continuation_archive import stability_computed
+
+    known = stability_computed(ds)
     lines = [f"{ds.attrs['parameter_name']}: {ds.sizes['point']} points on "
              f"{ds.sizes['branch_index']} branches"]
     for i in range(ds.sizes["special"]):
@@ -71,8 +74,9 @@ def format_report(ds: Any) -> str:
                      f"{int(ds.special_branch.values[i])})")
     for b in range(ds.sizes["branch_index"]):
         sel = ds.branch.values == b
-        stable = int(ds.stable.values[sel].sum())
-        lines.append(f"  branch {b}: {int(sel.sum())} points, {stable} stable; "
+        stable = f"{int(ds.stable.values[sel].sum())} stable" if known else \
+            "stability not computed (--no-stability)"
+        lines.append(f"  branch {b}: {int(sel.sum())} points, {stable}; "
                      f"{ds.branch_stop.values[b]}")
     return "\n".join(lines)
 

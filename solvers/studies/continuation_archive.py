@@ -1,7 +1,8 @@
 """The archive of ``meanfield continue``: branches of noisy stationary states in NetCDF (docs/noise.md §4).
 
 Variables (dimension ``point``: every computed state, ordered by branch and arclength):
-``parameter``, ``branch``, ``stable`` (bool), ``free_energy`` (``E - s nu int rho log rho``),
+``parameter``, ``branch``, ``stable`` (bool; missing values, NaN, where the stability was not
+computed: ``continue --no-stability``, global attribute ``stability = "not computed"``), ``free_energy`` (``E - s nu int rho log rho``),
 ``order_parameter`` (``|int x rho| / M``: on S^1 ``|rho_hat_1| / rho_hat_0``), ``point_kind``
 (``""``, ``"requested"``, ``"branch_point"``, ``"fold"``), ``moments(point, degree)``
 (``|int Y_k rho| / M``, k = 1..8), ``growth_rate`` (the leading eigenvalue
@@ -86,15 +87,15 @@ def to_dataset(result: Result, with_stability: bool = True) -> Any:
             eig[i, :n] = st.eigenvalues[:n]
             stable.append(st.stable)
             growth.append(st.growth)
-        else:
-            stable.append(False)
+        else:  # unknown, not unstable
+            stable.append(np.nan)
             growth.append(np.nan)
     specials = _specials(recs, result)
     grid = base.basis.manifold.grid_dims
     ds = xr.Dataset({
         "parameter": ("point", [r.value for r in recs]),
         "branch": ("point", np.array([r.branch for r in recs], dtype=np.int32)),
-        "stable": ("point", np.array(stable, dtype=bool)),
+        "stable": ("point", np.array(stable, dtype=bool if sb is not None else float)),
         "free_energy": ("point", energy),
         "order_parameter": ("point", order),
         "moments": (("point", "degree"), np.array(moments)),
@@ -110,8 +111,13 @@ def to_dataset(result: Result, with_stability: bool = True) -> Any:
         "branch_parent": ("branch_index", np.array(result.parents, dtype=np.int32)),
         "branch_stop": ("branch_index", np.array(result.stops, dtype=str)),
     }, coords={**base.basis.coords, "degree": np.arange(1, N_MOMENTS + 1)},
-        attrs=_attributes(result))
+        attrs={**_attributes(result), "stability": "computed" if sb is not None else "not computed"})
     return describe(ds, "meanfield-spectral continuation of noisy stationary states", TABLE)
+
+
+def stability_computed(ds: Any) -> bool:
+    """Whether the archive ``ds`` holds the states' stability (not ``continue --no-stability``)."""
+    return ds.attrs.get("stability", "computed") != "not computed" and ds["stable"].dtype == bool
 
 
 def _attributes(result: Result) -> dict[str, Any]:
