@@ -246,16 +246,35 @@ def _panel_final(ax: Axes, ds: xr.Dataset) -> float:
 # --------------------------------------------------------------------------- animation
 
 
+def _dirac_of_record(ds: xr.Dataset, i: int, cell: float) -> tuple[np.ndarray, np.ndarray]:
+    """Positions and stem heights ``m / h`` of the Dirac atoms of record ``i`` (empty without)."""
+    if "dirac_mass" not in ds or ds.sizes.get("dirac", 0) == 0:
+        return np.zeros(0), np.zeros(0)
+    mass, pos = record_values(ds, "dirac_mass", i), record_values(ds, "dirac_position", i)
+    ok = np.isfinite(mass) & np.isfinite(pos) & (mass > 0)
+    return pos[ok], mass[ok] / cell
+
+
 def circle_animation(ds: xr.Dataset) -> tuple[Figure, Callable[[int], None]]:
-    """Figure and ``update(i)`` drawing record ``i`` of an S^1 archive: rho(theta), log scale."""
+    """Figure and ``update(i)`` drawing record ``i`` of an S^1 archive: rho(theta), log scale.
+
+    Point-mass (Dirac) atoms of a measure-valued run are stems of height ``m / h`` (the density
+    the atom would have spread over one cell, as in the summary figure's panel (b)); an atom
+    is marked at the top of the stem in its cell, or on the density where there is none."""
     fig = Figure(figsize=(8.0, 4.5), layout="constrained")
     ax = fig.add_subplot()
     theta, rho = ds["theta"].values, ds["rho"].values
-    top = max(float(np.nanmax(rho)), 1e-300)
+    cell = float(ds["cell_weight"].values[0]) if "cell_weight" in ds else 2 * np.pi / theta.size
+    stem_top = max((float(_dirac_of_record(ds, i, cell)[1].max(initial=0.0))
+                    for i in range(ds.sizes.get("time", 0))), default=0.0)
+    top = max(float(np.nanmax(rho)), stem_top, 1e-300)
     floor = top * 10.0**-LOG_RANGE
     (line,) = ax.semilogy(np.append(theta, theta[0] + 2 * np.pi), np.full(theta.size + 1, top),
                           color=COLORS["black"])
+    stems = ax.vlines([], floor, [], color=DIRAC_COLOR, lw=1.2)
     (marks,) = ax.plot([], [], "v", color=ATOM_COLOR, label="atoms (mass written)")
+    if stem_top > 0:
+        ax.plot([], [], "-", color=DIRAC_COLOR, lw=1.2, label="Dirac atoms (height m/h)")
     ax.set(xlabel=r"$\theta$", ylabel=r"$\rho$", xlim=(0, 2 * np.pi), ylim=(floor, 20 * top))
     pi_ticks(ax)
     ax.legend(loc="upper right")
@@ -264,12 +283,19 @@ def circle_animation(ds: xr.Dataset) -> tuple[Figure, Callable[[int], None]]:
     def update(i: int) -> None:
         values = np.clip(np.append(rho[i], rho[i, 0]), floor, None)
         line.set_ydata(values)
+        dpos, dheight = _dirac_of_record(ds, i, cell)
+        stems.set_segments([[(x, floor), (x, h)] for x, h in zip(dpos, dheight, strict=True)])
         mass, pos = _atoms_of_record(ds, i)
-        cells = np.argmin(np.abs(np.angle(np.exp(1j * (theta[None, :] - pos[:, None])))), axis=1)
-        marks.set_data(pos, values[cells])
+        cells = _nearest_cells(theta, pos)
+        heights = values[cells].astype(float)
+        if dpos.size:  # the stem in the atom's cell carries it
+            stem_cells = _nearest_cells(theta, dpos)
+            for k, c in enumerate(cells):
+                heights[k] = max(heights[k], dheight[stem_cells == c].max(initial=0.0))
+        marks.set_data(pos, heights)
         for placer in placed:
             placer.clear_labels()
-        placed[:] = [label_points(ax, pos, values[cells], [f"{m:.3f}" for m in mass],
+        placed[:] = [label_points(ax, pos, heights, [f"{m:.3f}" for m in mass],
                                   priority=mass, fontsize=NOTE_SIZE, color=ATOM_COLOR)]
         fig.suptitle(f"{run_title(ds)}\n{frame_title(ds, i)}", fontsize=NOTE_SIZE)
 
