@@ -115,6 +115,18 @@ class Circle(Manifold):
         np.add.at(rho, basis.cell_of(atoms.position), atoms.mass / basis.h)
         return rho
 
+    def snapshot_point_masses(self, axes: Any, rho: np.ndarray, path: Any
+                              ) -> tuple[np.ndarray, np.ndarray, float]:
+        """Cell averages ``rho_i`` as masses ``rho_i h`` at the centres ``theta_i``."""
+        theta, rho = np.asarray(axes, float), np.asarray(rho, float)
+        if theta.ndim != 1 or rho.shape != theta.shape:
+            raise ValueError(f"--archive: {path} is not an S1 archive (rho has shape {rho.shape})")
+        h = TWO_PI / theta.size
+        return theta, rho * h, float(np.sum(rho ** 2) * h)
+
+    def positions_to_angles(self, position: np.ndarray) -> np.ndarray:
+        return np.asarray(position, float).reshape(-1)
+
     def cell_masses(self, rho: np.ndarray, resolution: int) -> tuple[np.ndarray, np.ndarray]:
         theta = (np.arange(rho.size) + 0.5) * TWO_PI / rho.size
         return np.stack([np.cos(theta), np.sin(theta)], axis=1), rho * TWO_PI / rho.size

@@ -23,9 +23,11 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                     "eps max|f| / lambda_l (docs/math.md §4). Writes OUT.nc, OUT.png and a table.")
     p.add_argument("--measure", default="vmf", metavar="{vmf,atoms,symmetric,uniform}",
                    help="built-in test measure (default vmf)")
-    p.add_argument("--archive", metavar="RUN.nc", help="use a snapshot of an S^1 run archive")
+    p.add_argument("--archive", metavar="RUN.nc",
+                   help="use a snapshot of a run archive (S^1 or S^2; .nc or .zarr)")
     p.add_argument("--time", type=float, help="snapshot time (nearest record; default: last)")
-    p.add_argument("--sphere", default=None, metavar="{S1,S2}", help="default S1")
+    p.add_argument("--sphere", default=None, metavar="{S1,S2}",
+                   help="default S1; with --archive: the archive's")
     p.add_argument("--beta", type=float, nargs="+", default=[5.0, 20.0, 50.0],
                    help="one or more inverse temperatures (default 5 20 50)")
     p.add_argument("--kappa", type=float, default=3.0, help="vMF concentration (default 3)")
@@ -78,14 +80,14 @@ def _check_ranges(args: argparse.Namespace) -> None:
 def _measure_from_args(args: argparse.Namespace) -> Measure:
     from solvers.circle.manifold import CIRCLE
     from solvers.studies.lemma51 import as_manifold, make_measure, snapshot_measure
-    from solvers.studies.lemma51_measures import SNAPSHOT_MANIFOLD
 
     manifold = as_manifold(args.sphere) if args.sphere else CIRCLE  # --sphere: default S1
-    if args.archive:
-        if manifold is not SNAPSHOT_MANIFOLD:
-            raise ValueError(f"--sphere: run archives hold S^1 densities; use --sphere "
-                             f"{SNAPSHOT_MANIFOLD.name}")
-        return snapshot_measure(args.archive, args.time)
+    if args.archive:  # the archive's own manifold; --sphere, if given, must name it
+        measure = snapshot_measure(args.archive, args.time)
+        if args.sphere and measure.manifold is not manifold:
+            raise ValueError(f"--sphere: {args.archive} holds an {measure.sphere} run (got "
+                             f"{manifold.name}); leave --sphere out with --archive")
+        return measure
     if args.time is not None:
         raise ValueError("--time: only with --archive RUN.nc")
     return make_measure(args.measure, manifold, args.kappa, args.atoms, args.seed)

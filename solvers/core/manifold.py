@@ -266,6 +266,42 @@ class Manifold(abc.ABC):
         scaled eigenvalues ``e^{-kappa} lambda_l(kappa)``."""
 
     @abc.abstractmethod
+    def snapshot_point_masses(self, axes: Any, rho: np.ndarray, path: Any
+                              ) -> tuple[np.ndarray, np.ndarray, float]:
+        """A run snapshot's density as point masses, for the Lemma 5.1 check of a run archive.
+
+        Parameters
+        ----------
+        axes : ndarray or tuple
+            The grid axes as :func:`solvers.io.reading.read_snapshot` returns them.
+        rho : ndarray
+            The density on that grid.
+        path : str or Path
+            The archive, named in errors.
+
+        Returns
+        -------
+        angles : ndarray, shape ``(n,) + angle_axes``
+            The grid's nodes.
+        masses : ndarray, shape (n,)
+            ``rho`` times the node's quadrature weight (its cell's size). Their coefficients
+            are the grid quadrature of ``rho`` against the basis: the density's projection on
+            the basis up to the grid's own degree.
+        l2 : float
+            ``int rho^2 dsigma`` by the same quadrature.
+
+        Raises
+        ------
+        ValueError
+            (naming ``--archive``) where ``axes`` and ``rho`` are not a grid of this manifold.
+        """
+
+    @abc.abstractmethod
+    def positions_to_angles(self, position: np.ndarray) -> np.ndarray:
+        """Angles, shape ``(n,) + angle_axes``, of archived Dirac positions (S^1: angles
+        (n,); S^2: unit vectors (n, 3))."""
+
+    @abc.abstractmethod
     def atom_coefficients(self, angles: np.ndarray, weights: np.ndarray, symmetric: bool,
                           lmax: int, basis: Any) -> np.ndarray:
         """Exact coefficients of atoms of ``weights`` at ``angles`` (shape

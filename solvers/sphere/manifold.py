@@ -113,6 +113,29 @@ class Sphere(Manifold):
         np.add.at(flat, fine, atoms.mass / grid.area.reshape(-1)[fine])
         return rho
 
+    def snapshot_point_masses(self, axes: Any, rho: np.ndarray, path: Any
+                              ) -> tuple[np.ndarray, np.ndarray, float]:
+        """Values ``rho_jk`` at the Gauss nodes ``(theta_j, phi_k)`` as masses ``rho_jk w_jk``
+        (the quadrature weights, :attr:`SphereGrid.area`): their coefficients up to degree
+        ``lmax`` are the Gauss projection of ``rho`` on the spherical harmonics, exact for a
+        band-limited density."""
+        rho = np.asarray(rho, float)
+        if not (isinstance(axes, tuple) and len(axes) == 2 and rho.ndim == 2):
+            raise ValueError(f"--archive: {path} is not an S2 archive (rho has shape {rho.shape})")
+        grid = _grid(self.grid_resolution(rho.shape))
+        theta, phi = (np.asarray(a, float) for a in axes)
+        if grid.shape != rho.shape or theta.shape != grid.theta.shape or \
+                not np.allclose(theta, grid.theta, rtol=0, atol=1e-12):
+            raise ValueError(f"--archive: {path} is not on the S2 Gauss grid (rho has shape "
+                             f"{rho.shape})")
+        angles = np.stack(np.broadcast_arrays(theta[:, None], phi[None, :]), -1).reshape(-1, 2)
+        return angles, (rho * grid.area).ravel(), float(np.sum(rho ** 2 * grid.area))
+
+    def positions_to_angles(self, position: np.ndarray) -> np.ndarray:
+        """``(theta, phi)`` of unit vectors ``(x, y, z)``: ``theta = atan2(|(x, y)|, z)``."""
+        x, y, z = np.asarray(position, float).reshape(-1, 3).T
+        return np.stack([np.arctan2(np.hypot(x, y), z), np.mod(np.arctan2(y, x), 2 * np.pi)], 1)
+
     def cell_masses(self, rho: np.ndarray, resolution: int) -> tuple[np.ndarray, np.ndarray]:
         g = _grid(resolution)
         return g.points(g.theta, g.phi).reshape(-1, 3), (rho * g.area).ravel()

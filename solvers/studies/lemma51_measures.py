@@ -17,14 +17,12 @@ from typing import Any
 
 import numpy as np
 
-from solvers.circle.manifold import CIRCLE
 from solvers.core.manifold import Manifold
 from solvers.timestepping.manifolds import MANIFOLDS, manifold_of
 from spectral.eigenvalues import kernel_eigenvalues
 
 MEASURES = ("vmf", "atoms", "symmetric", "uniform")
 EPS = float(np.finfo(float).eps)
-SNAPSHOT_MANIFOLD = CIRCLE  # the manifold whose run archives :func:`snapshot_measure` reads
 
 
 # =========================================================================== measures
@@ -52,6 +50,8 @@ class Measure:
     n_cells : int
         ``snapshot``: the first ``n_cells`` atoms are the grid's cells (``rho_i h`` at the
         centres); the rest are the record's Dirac atoms (measure-valued runs).
+    cell_l2 : float
+        ``snapshot``: ``int rho^2 dsigma`` of the grid density (its quadrature).
     """
 
     kind: str
@@ -61,6 +61,7 @@ class Measure:
     kappa: float = 0.0
     label: str = ""
     n_cells: int = 0
+    cell_l2: float = 0.0
 
     @property
     def sphere(self) -> str:
@@ -127,35 +128,40 @@ def make_measure(kind: str, sphere: Manifold | str, kappa: float = 3.0, n_atoms:
 
 
 def snapshot_measure(path: str | Path, time: float | None = None) -> Measure:
-    """S^1 run-archive snapshot as point masses ``rho_i h`` at ``theta_i`` (cell averages),
-    plus, for a measure-valued run, the record's Dirac atoms ``m_i`` at their exact positions.
+    """A run archive's snapshot (S^1 or S^2) as point masses at the grid's nodes, plus, for a
+    measure-valued run, the record's Dirac atoms ``m_i`` at their exact positions.
 
-    Reads with :func:`solvers.io.reading.read_snapshot` and :func:`~solvers.io.reading.read_dirac`
+    The nodes' masses are ``rho`` times the cell sizes (S^1: ``rho_i h`` at the cell centres;
+    S^2: ``rho_jk w_jk`` at the Gauss nodes, the quadrature weights), so the measure's exact
+    coefficients up to the grid's degree are the density's quadrature projection on the basis
+    (:meth:`~solvers.core.manifold.Manifold.snapshot_point_masses`). The manifold is the
+    archive's own: one grid axis S^1, two (colatitude, longitude) S^2. Reads with
+    :func:`solvers.io.reading.read_snapshot` and :func:`~solvers.io.reading.read_dirac`
     (nearest record; the last if None).
     """
     from solvers.io.reading import read_dirac, read_snapshot
 
-    t, theta, rho = read_snapshot(path, time)
-    theta, rho = np.asarray(theta, float), np.asarray(rho, float)
-    if theta.ndim != 1 or rho.shape != theta.shape:
-        raise ValueError(f"--archive: {path} is not an S^1 archive (rho has shape {rho.shape}); "
-                         "only S^1 snapshots are supported")
-    h = 2.0 * np.pi / theta.size
-    label = f"snapshot t = {t:g} of {Path(path).name} ({theta.size} cells as point masses"
+    t, axes, rho = read_snapshot(path, time)
+    manifold = manifold_of("S2" if isinstance(axes, tuple) else "S1")  # (theta, phi): S^2
+    angles, masses, l2 = manifold.snapshot_point_masses(axes, rho, path)
+    cells = masses.size
+    label = f"snapshot t = {t:g} of {Path(path).name} ({cells} cells as point masses"
     dirac = read_dirac(path, t)
     if dirac is None or dirac.count == 0:
-        return Measure("snapshot", SNAPSHOT_MANIFOLD, theta, rho * h, 0.0, label + ")",
-                       n_cells=theta.size)
-    return Measure("snapshot", SNAPSHOT_MANIFOLD, np.concatenate([theta, dirac.position]),
-                   np.concatenate([rho * h, dirac.mass]), 0.0,
-                   label + f", {dirac.count} Dirac atoms)", n_cells=theta.size)
+        return Measure("snapshot", manifold, angles, masses, 0.0, label + ")", n_cells=cells,
+                       cell_l2=l2)
+    return Measure("snapshot", manifold,
+                   np.concatenate([angles, manifold.positions_to_angles(dirac.position)]),
+                   np.concatenate([masses, dirac.mass]), 0.0,
+                   label + f", {dirac.count} Dirac atoms)", n_cells=cells, cell_l2=l2)
 
 
 def density_l2(measure: Measure) -> float:
     """``int rho^2 dsigma`` (closed forms, docs/math.md §4); ``inf`` for atoms.
 
-    For a snapshot: ``sum rho_i^2 h`` of its cell-average density (the point-mass measure itself
-    is not L^2, which shows only beyond degree N/2); ``inf`` when it holds Dirac atoms.
+    For a snapshot: ``int rho^2`` of its grid density by the grid's quadrature (the point-mass
+    measure itself is not L^2, which shows only beyond the grid's degree); ``inf`` when it
+    holds Dirac atoms.
     """
     m = measure.mass
     if measure.kind == "uniform":
@@ -165,8 +171,7 @@ def density_l2(measure: Measure) -> float:
     if measure.kind == "snapshot":
         if measure.weights.size > measure.n_cells:
             return float("inf")  # Dirac atoms
-        h = 2.0 * np.pi / measure.weights.size
-        return float(np.sum(measure.weights ** 2) / h)
+        return measure.cell_l2
     return float("inf")
 
 

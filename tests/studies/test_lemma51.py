@@ -359,7 +359,7 @@ def test_command_writes_table_netcdf_and_png(tmp_path, capsys):
     (["--n", "8", "--digits"], "--n"),
     (["--time", "3"], "--time"),
     (["-o", "out.txt"], "--output"),
-    (["--archive", "r.nc", "--sphere", "S2"], "--sphere"),
+    (["--archive", "r.nc", "--sphere", "S2"], "file not found"),  # the archive's own sphere
     (["--table", "huge"], "--table"),
     (["--perturbation", "2"], "--perturbation"),
 ])
