@@ -15,11 +15,15 @@ At each time we report
 and the observed rate: the least-squares slope of ``log distance`` against ``log n``
 (quantile placement: O(1/n) initially, ``pi M / (2 n)`` in W1; sampling: O(n^{-1/2})).
 
+The PDE runs as ``meanfield run`` does (:func:`pde_states`: the same config, pipeline and
+snapshot times), so that its atoms at a time are the run's.
+
 Atoms (S^1): the PDE's from its snapshot diagnostics, the particles' grouped by the same rule
 (:func:`solvers.studies.particles.group_particles`: particles as weighted cells of the PDE grid
 through the PDE's detector); counts, masses (largest first) and the largest mass difference,
 atoms matched by position (:func:`solvers.studies.converge.match_atoms`, unmatched atoms count in
-full), with its rate in n.
+full), with its rate in n. On S^2 the particles are not grouped into atoms: the report says so and
+lists the PDE's atoms.
 
 Default times: :data:`DEFAULT_TIMES` = 50, 100, 200 (those up to ``time.t_end``, else
 ``t_end``): after concentration, where the dynamics has acted. At early times (t <= 2) W1 only
@@ -65,6 +69,7 @@ class PdeStates:
     steps: int = 0
     atoms: list[tuple[np.ndarray, np.ndarray]] = dataclasses.field(default_factory=list)
     dirac: list[tuple[np.ndarray, np.ndarray] | None] = dataclasses.field(default_factory=list)
+    note: str = ""  # why the PDE's atoms may differ from `meanfield run`'s ("": they do not)
 
 
 class PdeRunner:
@@ -122,16 +127,70 @@ def default_times(config: RunConfig) -> list[float]:
     return [t for t in DEFAULT_TIMES if t <= config.time.t_end] or [config.time.t_end]
 
 
+def on_snapshot_grid(config: RunConfig, times: list[float]) -> bool:
+    """Whether every time but the last (the run's ``t_end``) is a multiple of
+    ``output.snapshot_interval``: then one run of the config to the last time makes snapshots
+    at all of them, taking ``meanfield run``'s own steps."""
+    interval = config.output.snapshot_interval
+    return all(abs(t / interval - round(t / interval)) <= 1e-9 * max(1.0, t / interval)
+               for t in times[:-1])
+
+
 def pde_states(config: RunConfig, times: list[float] | None = None) -> PdeStates:
-    """PDE states and atoms at ``times`` (sorted; default :func:`default_times`)."""
-    runner = PdeRunner(config)
+    """PDE states and atoms at ``times`` (sorted; default :func:`default_times`).
+
+    The PDE is ``meanfield run``'s pipeline: one :func:`~solvers.timestepping.loop.simulate`
+    of the config (its ``output.snapshot_interval``, the stationary stop off) to the last time,
+    its snapshots at ``times`` kept, so that its atoms are the run's at those times. Where a
+    time is not a snapshot time of the config (:func:`on_snapshot_grid`), the PDE is advanced
+    from time to time instead (:class:`PdeRunner`: the steps land on the requested times, and
+    the atoms differ from the run's by the time error); :attr:`PdeStates.note` says so.
+    """
     times = sorted(times) if times else default_times(config)
+    if on_snapshot_grid(config, times):
+        return _one_run(config, times)
+    runner = PdeRunner(config)
     rho, atoms, dirac = [], [], []
     for t in times:
         rho.append(runner.advance(t))
         atoms.append(runner.atoms)
         dirac.append(runner.dirac)
-    return PdeStates(list(times), rho, runner.wall, runner.steps, atoms, dirac)
+    note = (f"the times are not all multiples of output.snapshot_interval = "
+            f"{config.output.snapshot_interval:g}: the PDE was advanced from time to time, its steps "
+            "landing on them, so its atoms differ from `meanfield run`'s by the time error")
+    return PdeStates(list(times), rho, runner.wall, runner.steps, atoms, dirac, note)
+
+
+def _one_run(config: RunConfig, times: list[float]) -> PdeStates:
+    """:func:`pde_states` by one run of the config (its snapshots at ``times``)."""
+    from solvers.io.state import initial_state
+    from solvers.timestepping.loop import simulate
+
+    cfg = dataclasses.replace(
+        config, time=dataclasses.replace(config.time, t_end=times[-1], stop_when_stationary=False),
+        output=dataclasses.replace(config.output, progress=False))
+    rho0, atoms0 = initial_state(config)
+    measure = plan_method(cfg).representation == "dirac"
+    kept: dict[float, tuple] = {}
+
+    def keep(snap: Any) -> None:
+        for t in times:
+            if t not in kept and abs(float(snap.t) - t) <= 1e-9 * max(1.0, t):
+                diag = snap.diagnostics
+                order = np.argsort(-np.asarray(diag.atom_mass), kind="stable")
+                d = dirac_of(diag) if measure else None
+                kept[t] = (rho0.copy() if t == 0.0 else cell_averages(cfg, snap.rho),
+                           (np.asarray(diag.atom_mass)[order], np.asarray(diag.atom_position)[order]),
+                           None if d is None else (d.mass.copy(), d.position.copy()))
+
+    res = simulate(cfg, rho0, atoms0=atoms0, trackers=[keep])
+    missing = [t for t in times if t not in kept]
+    if res.reason != "t_end" or missing:
+        raise ConfigError("time.max_steps", f"the PDE stopped ({res.reason}) at t = "
+                          f"{res.final.t:.6g} before t = {times[-1]:g}; raise time.max_steps")
+    rows = [kept[t] for t in times]
+    return PdeStates(list(times), [r[0] for r in rows], res.wall_time, res.n_steps,
+                     [r[1] for r in rows], [r[2] for r in rows])
 
 
 def cell_averages(config: RunConfig, rho: np.ndarray) -> np.ndarray:
@@ -266,6 +325,7 @@ def compare(config: RunConfig, sizes: list[int], times: list[float] | None = Non
     ds.attrs.update(manifold=config.domain.manifold, resolution=config.domain.resolution,
                     scheme=config.time.scheme, pde_wall_time=pde.wall_time, pde_steps=pde.steps,
                     placement=placement, seed=seed, cfl=cfl, config_text=config.text,
+                    pde_note=pde.note,
                     integrator="RK4 on y' = V(y/|y|), retraction x/|x| after each step")
     return ds
 
@@ -370,14 +430,24 @@ def _masses(values: np.ndarray) -> str:
 
 
 def _atom_lines(ds: Any) -> list[str]:
-    """Atom counts and masses of the PDE and of each n, per time (S^1)."""
-    if not any(m.ordered and m.name == ds.attrs.get("manifold") for m in MANIFOLDS):
-        return []
+    """Atom counts and masses of the PDE and of each n, per time. On a manifold without a
+    particle grouping (S^2) the PDE's atoms only, and a line that says the particles' are not
+    formed."""
+    grouped = any(m.ordered and m.name == ds.attrs.get("manifold") for m in MANIFOLDS)
     lines = ["", "atoms (count: masses, largest first)"]
+    if ds.attrs.get("pde_note"):
+        lines.append(f"note: {ds.attrs['pde_note']}")
+    if not grouped:
+        lines.append(f"particles: no atoms formed: particles are grouped into atoms on S^1 only "
+                     f"(not on {ds.attrs.get('manifold')}); the distances above compare the measures")
     for j, t in enumerate(ds["time"].values):
-        lines.append(f"t={t:.4g}  PDE {int(ds['pde_n_atoms'].values[j])}: "
+        lines.append(f"t={t:.4g}  PDE {_count(ds['pde_n_atoms'].values[j])}"
                      f"{_masses(ds['pde_atom_mass'].values[j])}")
-        for i, n in enumerate(ds["n"].values):
-            lines.append(f"{'':8}n={n:<7d} {int(ds['particle_n_atoms'].values[i, j])}: "
+        for i, n in enumerate(ds["n"].values if grouped else ()):
+            lines.append(f"{'':8}n={n:<7d} {_count(ds['particle_n_atoms'].values[i, j])}"
                          f"{_masses(ds['particle_atom_mass'].values[i, j])}")
     return lines
+
+
+def _count(n: Any) -> str:
+    return "0 (no atoms)" if int(n) == 0 else f"{int(n)}: "
