@@ -30,6 +30,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--at", type=float, nargs="+", default=[], metavar="V",
                    help="parameter values where every branch gets a point")
     p.add_argument("-o", "--output", metavar="OUT.nc", help="default CONFIG.continuation.nc")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace an existing OUT.nc (only a file meanfield wrote)")
     p.add_argument("--figure", metavar="OUT.png", help="also draw the bifurcation diagram")
     p.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
                    help="override a config value (TOML syntax), repeatable")
@@ -83,7 +85,7 @@ def format_report(ds: Any) -> str:
 
 def run_command(args: argparse.Namespace) -> int:
     """Continue, print the report, write OUT.nc (and the figure)."""
-    from solvers.io.safe_paths import check_target
+    from solvers.io.writer_policy import claim_file
     from solvers.model.config import load_config
     from solvers.studies.continuation import Steps
     from solvers.studies.continuation_archive import to_dataset, write
@@ -94,7 +96,7 @@ def run_command(args: argparse.Namespace) -> int:
     out = Path(args.output or config_path.with_suffix(".continuation.nc").name)
     if out.suffix != ".nc":
         raise ValueError(f"-o/--output: must end in .nc (got {out})")
-    check_target(out, True, "-o")  # nothing there, or a file of ours: before computing
+    claim_file(out, args.overwrite, what="continuation archive")  # before computing
     if args.figure:
         from solvers.plots.save import check_figure_target
 
@@ -106,7 +108,7 @@ def run_command(args: argparse.Namespace) -> int:
                              depth=args.depth, degree=args.degree)
     ds = to_dataset(result, with_stability=not args.no_stability)
     print(format_report(ds))
-    write(ds, out)
+    write(ds, out, overwrite=args.overwrite)
     print(f"wrote {out}")
     if args.figure:
         from solvers.plots.bifurcation import plot_bifurcation

@@ -18,6 +18,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                     "result is reported. Writes RUN.polished.nc (or -o).")
     p.add_argument("run", metavar="RUN.nc")
     p.add_argument("-o", "--output", metavar="OUT.nc", help="default RUN.polished.nc")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace an existing output (only a file meanfield wrote)")
     p.add_argument("--merge-tol", type=float, default=MERGE_TOL,
                    help=f"merge a diffuse remainder up to this mass into the atoms (default {MERGE_TOL:g}); "
                         "a larger one stays as fixed sources")
@@ -27,12 +29,15 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 
 def polish_to(run: str | Path, output: str | Path | None = None, merge_tol: float = MERGE_TOL,
-              tol: float = 1e-13) -> tuple[Any, Path]:
-    """:func:`solvers.studies.polish.polish_archive` through the safe writer: the target
-    (default ``RUN.polished.nc``) must be free or a file of ours
-    (:func:`solvers.io.safe_paths.check_target`, checked before Newton), the file is built in
-    a private folder beside it and renamed into place. Returns ``(result, target)``."""
-    from solvers.io.safe_paths import check_target, write_via_private
+              tol: float = 1e-13, overwrite: bool = True) -> tuple[Any, Path]:
+    """:func:`solvers.studies.polish.polish_archive` through the writer policy: the target
+    (default ``RUN.polished.nc``) must be free or, with ``overwrite``, a file of ours
+    (:func:`solvers.io.writer_policy.claim_file`, checked before Newton); the file is built in
+    a private folder beside it and renamed into place. ``meanfield polish`` passes its
+    ``--overwrite``; ``run --polish`` replaces its own polished file. Returns
+    ``(result, target)``."""
+    from solvers.io.safe_paths import write_via_private
+    from solvers.io.writer_policy import claim_file
     from solvers.studies.polish import polish_archive
 
     run = Path(run)
@@ -41,10 +46,10 @@ def polish_to(run: str | Path, output: str | Path | None = None, merge_tol: floa
     target = Path(output) if output is not None else run.with_name(run.stem + ".polished.nc")
     if target.resolve() == run.resolve():
         raise ValueError("-o: would overwrite the input archive; choose another path")
-    check_target(target, True, "-o")
+    claim_file(target, overwrite, what="polished archive")
     found: list[Any] = []
     write_via_private(target, lambda tmp: found.append(polish_archive(run, tmp, merge_tol, tol)[0]),
-                      option="-o")
+                      overwrite=overwrite, option="--overwrite")
     return found[0], target
 
 
@@ -54,7 +59,8 @@ def run_command(args: argparse.Namespace) -> int:
         raise ValueError("--merge-tol must be >= 0 and --tol in (0, 1)")
     from solvers.studies.polish import format_report
 
-    result, out = polish_to(args.run, args.output, args.merge_tol, args.tol)
+    result, out = polish_to(args.run, args.output, args.merge_tol, args.tol,
+                            overwrite=args.overwrite)
     print(format_report(result))
     print(f"wrote {out}")
     return 0 if result.converged else 1

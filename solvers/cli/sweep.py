@@ -45,7 +45,12 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                    help="use a running dask scheduler, [tcp://|tls://]host:port")
     p.add_argument("--dashboard", action="store_true",
                    help="serve the dask dashboard of the local cluster on 127.0.0.1:8787")
-    p.add_argument("--workers", type=int, help="LocalCluster processes (default: number of cores)")
+    p.add_argument("--workers", type=int,
+                   help="LocalCluster processes (default: number of cores; at most 4 per core, "
+                        "never more than runs to do)")
+    p.add_argument("--overwrite", action="store_true",
+                   help="run into a folder that holds a different sweep, replacing its files "
+                        "(only files meanfield wrote); the same sweep resumes without it")
     p.add_argument("--auto-resolution", action="store_true",
                    help="raise domain.resolution to the smallest accepted for each beta, then "
                         "run at N and 2N (refining while they disagree) until two grids agree")
@@ -112,6 +117,7 @@ def run_command(args: argparse.Namespace) -> int:
         ConfigError,
         SweepError,
         check_run_count,
+        check_workers,
         parse_param,
         run_sweep,
     )
@@ -119,8 +125,7 @@ def run_command(args: argparse.Namespace) -> int:
     try:
         if not args.param:
             raise SweepError("sweep needs at least one --param section.key=v1,v2,...")
-        if args.workers is not None and args.workers < 1:
-            raise SweepError(f"--workers must be >= 1 (got {args.workers})")
+        check_workers(args.workers)  # a huge count would start that many processes
         if not Path(args.config).is_file():
             raise SweepError(f"config not found: {args.config}")
         check_run_count(args.param)  # counted before any value is expanded
@@ -144,7 +149,8 @@ def run_command(args: argparse.Namespace) -> int:
                                 scheduler=scheduler, workers=args.workers, client=client,
                                 auto_resolution=args.auto_resolution, eps=args.perturbation,
                                 check=check, echo=lambda line: _echo(bar, line),
-                                worker_setup=keep_freed_memory)
+                                worker_setup=keep_freed_memory,
+                                overwrite=getattr(args, "overwrite", False))
     except (SweepError, ConfigError, SchedulerAddressError) as err:
         print(f"error: {err}", file=sys.stderr)
         return EXIT_USAGE

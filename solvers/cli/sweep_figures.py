@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 from typing import Any
 
@@ -25,11 +26,15 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 def run_command(args: argparse.Namespace) -> int:
     """``meanfield sweep-figures``: 0 on success, 2 on a bad folder or argument."""
+    from solvers.io.writer_policy import OutputFolder
     from solvers.plots.sweeps import write_figures
 
     try:
-        paths = write_figures(args.sweeps, args.label, args.output,
-                              style=getattr(args, "style", "paper"))
+        with contextlib.ExitStack() as stack:  # a new -o folder is removed again on failure
+            if args.output:
+                stack.enter_context(OutputFolder(args.output))
+            paths = write_figures(args.sweeps, args.label, args.output,
+                                  style=getattr(args, "style", "paper"))
     except FileNotFoundError as err:
         print(f"error: no sweep summary at {err.args[0] if err.args else err} (run "
               "meanfield sweep first)", file=sys.stderr)

@@ -27,6 +27,8 @@ NO_RESULT = ("failed", "not run")
 SCALARS = ("n_atoms", "max_atom_mass", "energy", "mass", "t_final", "n_steps", "wall_time",
            "resolution", "refinements", "mass_difference")
 TEXTS = ("reason", "error", "name", "archive", "resolution_check", "resolution_levels")
+ATOM_NAMES = ("atom_mass", "atom_position", "atom", "xyz")  # per-atom variables, their dimensions
+SUMMARY_NAMES = frozenset(SCALARS + TEXTS + ATOM_NAMES)  # no swept dimension takes these
 THEOREM_3_5 = 16.0 / (16.0 + 3.0 * float(np.exp(11.0 / 8.0)))
 
 
@@ -36,12 +38,20 @@ def done_path(archive: Path) -> Path:
 
 
 def finished_record(archive: Path, digest: str) -> dict[str, Any] | None:
-    """The sidecar record of a finished run of the configuration ``digest``, else None."""
+    """The sidecar record of a finished run of the configuration ``digest``, else None. Neither
+    the sidecar nor the archive is read through a link (:mod:`solvers.io.writer_policy`)."""
+    import os
+    import stat
+
+    from solvers.io.writer_policy import read_side_text
+
     try:
-        record = json.loads(done_path(archive).read_text(encoding="utf-8"))
+        record = json.loads(read_side_text(done_path(archive)) or "")
+        archived = stat.S_ISREG(os.lstat(archive).st_mode)
     except (OSError, ValueError):
         return None
-    ok = archive.is_file() and record.get("digest") == digest and record.get("reason") in FINISHED
+    ok = isinstance(record, dict) and archived and record.get("digest") == digest \
+        and record.get("reason") in FINISHED
     return record if ok else None
 
 

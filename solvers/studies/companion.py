@@ -16,7 +16,11 @@ with two or more cores, ``meanfield run`` starts it at once in a child process i
   its snapshot times (a run ended by ``time.max_steps``), the answer is None and the verdict
   runs the companion in the parent as before.
 - The child ignores Ctrl-C (the parent's handler stops the run and then the child), and
-  stops itself when its parent is gone (``kill -9`` of the parent).
+  never outlives its parent (``kill -9`` of the parent, :func:`die_with_parent`): on Linux the
+  kernel kills it when the parent dies (``prctl(PR_SET_PDEATHSIG, SIGKILL)``), and everywhere a
+  watcher thread polls the parent's pid every :data:`POLL_S` seconds and ends the child at
+  once (``os._exit``: a feeder thread blocked on a full pipe no reader empties cannot hold
+  it).
 
 Only the command line uses the child (a process that does nothing else); the Python API runs
 the companion after the main run.
@@ -30,6 +34,8 @@ import os
 import queue as queues
 import signal
 import sys
+import threading
+import time
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -61,8 +67,36 @@ def companion_config(half: RunConfig) -> RunConfig:
                    output=replace(half.output, progress=False))
 
 
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
+
+def die_with_parent(parent: int, poll_s: float = POLL_S) -> None:
+    """Make this (child) process end when the process ``parent`` is gone: the kernel's parent
+    death signal on Linux (``prctl(PR_SET_PDEATHSIG, SIGKILL)`` through :mod:`ctypes`), and a
+    daemon thread that polls :func:`os.getppid` every ``poll_s`` seconds and calls
+    :func:`os._exit` once the parent has changed (other systems, or a parent that died before
+    the ``prctl``)."""
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+        except (OSError, AttributeError):  # no libc prctl: the watcher alone
+            pass
+    if os.getppid() != parent:  # gone already
+        os._exit(0)
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(poll_s)
+        os._exit(0)
+
+    threading.Thread(target=watch, name="meanfield-parent-watch", daemon=True).start()
+
+
 def _child(half: RunConfig, out: Any, parent: int) -> None:
     """The child process: run ``half`` and queue every snapshot's atoms (module docstring)."""
+    die_with_parent(parent)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     logging.disable(logging.CRITICAL)  # the parent speaks for the run
     try:

@@ -25,8 +25,20 @@ existing scheduler (``--scheduler ADDRESS``; its workers must import ``solvers``
   level runs go to ``DIR/<name>.N<res>.nc``, the result's archive is linked to ``<name>.nc``.
 - A finished run (stopped at ``t_end`` or as stationary) leaves ``DIR/<name>.done.json`` (the
   stop reason, time, wall time, atoms sorted by mass, and a digest of its configuration).
-  Re-running the sweep skips runs whose sidecar matches their configuration; every other run
-  (no sidecar: killed or failed; ``max_steps``; changed configuration) restarts from scratch.
+  Re-running the same sweep skips runs whose sidecar matches their configuration; every other
+  run (no sidecar: killed or failed; ``max_steps``) restarts from scratch.
+- The folder (:func:`sweep_folder`, on :class:`solvers.io.writer_policy.OutputFolder`): created
+  when missing, never a link, writable (a read-only folder is one error before anything
+  runs), and locked for the whole sweep (``DIR/.sweep.lock``: a second sweep into the same
+  folder is refused at once, naming the first one's pid). Every name the sweep writes
+  (archives, level archives, ``.done.json`` markers, locks, ``summary.nc``) is checked before
+  any run starts: a link, a device or a file this project did not write there is refused, so
+  nothing is written outside DIR or through a link. A folder holding a different sweep (its
+  ``summary.nc`` has another ``sweep_digest``: the base config, ``--set`` values and swept
+  values; or, without a summary, a marker of another configuration) is refused unless
+  ``overwrite`` (``--overwrite``), which replaces only files this project wrote.
+- ``--workers``: at most :data:`MAX_WORKERS_PER_CORE` per core (a larger count is refused:
+  every worker is a process); a local cluster starts no more workers than runs to do.
 - ``DIR/summary.nc``: one dimension per swept parameter (named by its key, ``beta``, or
   ``model__beta`` when two keys share a name) plus ``atom``: ``n_atoms``, ``atom_mass``
   (sorted descending, NaN padded), ``atom_position``, ``max_atom_mass``, ``energy``,
@@ -41,6 +53,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+import os
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -91,6 +104,8 @@ from solvers.studies.sweep_params import (  # noqa: F401  (the sweep's vocabular
 from solvers.timestepping.manifolds import CIRCLE, manifold_of
 
 EXIT_USAGE, EXIT_FAILED, EXIT_INTERRUPTED = 2, 1, 130
+MAX_WORKERS_PER_CORE = 4  # --workers above this many per core is refused
+SWEEP_LOCK = "sweep"  # the folder's lock: DIR/.sweep.lock
 DEFAULT_PERTURBATION = 0.05
 PERTURBATION_BUMPS, PERTURBATION_KAPPA = 8, 20.0
 
@@ -203,9 +218,112 @@ def write_done(archive: Path, record: dict[str, Any]) -> None:
     write_text(done_path(archive), json.dumps(record, indent=1))
 
 
+def max_workers() -> int:
+    """The most ``--workers`` a local cluster may start: :data:`MAX_WORKERS_PER_CORE` per core."""
+    from solvers.model.cost import usable_cores
+
+    return MAX_WORKERS_PER_CORE * max(1, usable_cores())
+
+
+def check_workers(workers: Any) -> int | None:
+    """``workers`` (None: one per core) when it is a count a local cluster can start;
+    SweepError otherwise (a huge count would start that many processes and hang)."""
+    if workers is None:
+        return None
+    if isinstance(workers, bool) or not isinstance(workers, (int, np.integer)) or workers < 1:
+        raise SweepError(f"--workers must be >= 1 (got {workers!r})")
+    if workers > (top := max_workers()):
+        raise SweepError(f"--workers {workers}: at most {top} on this machine "
+                         f"({MAX_WORKERS_PER_CORE} per core; each worker is a process)")
+    return int(workers)
+
+
+def sweep_digest(base_text: str, params: Sequence[SweepParam], overrides: Sequence[str] = (),
+                 eps: float = DEFAULT_PERTURBATION) -> str:
+    """Digest of what makes a sweep: the base config's text, the ``--set`` values and the swept
+    keys with their values (and the perturbation when seeds are swept). Equal digests: the same
+    sweep, which resumes in its folder."""
+    doc = {"config": base_text, "set": list(overrides),
+           "param": [[p.key, list(p.raw)] for p in params]}
+    if any(p.key == SEED_KEY for p in params):
+        doc["perturbation"] = float(eps)
+    return hashlib.sha256(json.dumps(doc).encode()).hexdigest()[:16]
+
+
+def _summary_identity(path: Path) -> tuple[str | None, str, str]:
+    """``(sweep_digest, base_config_text, swept_keys)`` of an existing summary of ours."""
+    import netCDF4
+
+    try:
+        with netCDF4.Dataset(path, "r") as nc:
+            attrs = {k: nc.getncattr(k) for k in nc.ncattrs()}
+    except OSError:
+        return None, "", ""
+    return (attrs.get("sweep_digest"), str(attrs.get("base_config_text", "")),
+            str(attrs.get("swept_keys", "")))
+
+
+@contextmanager
+def sweep_folder(outdir: str | Path, identity: str, base_text: str, swept_keys: str,
+                 overwrite: bool = False) -> Iterator[Any]:
+    """The sweep's folder, created, checked and locked for the sweep (module doc); yields its
+    :class:`~solvers.io.writer_policy.OutputFolder`.
+
+    Raises
+    ------
+    SweepError
+        The folder holds a different sweep and ``overwrite`` is False.
+    UnsafePathError, PermissionError, ArchiveBusyError
+        A link or a file not ours at the summary's name, a read-only folder, another sweep
+        writing there.
+    """
+    from solvers.io.safe_paths import check_bool
+    from solvers.io.writer_policy import OutputFolder
+
+    overwrite = check_bool(overwrite)
+    with OutputFolder(outdir) as folder:
+        folder.lock(SWEEP_LOCK)
+        summary = folder.entry("summary.nc")
+        folder.different = False  # set when the folder holds another sweep (overwrite)
+        folder.has_summary = os.path.lexists(summary)
+        if folder.has_summary:
+            digest, text, keys = _summary_identity(summary)
+            same = digest == identity if digest else (text == base_text and keys == swept_keys)
+            if not same:
+                if not overwrite:
+                    raise SweepError(f"{folder.path} holds a different sweep (its summary.nc "
+                                     "has another config or other values): pass --overwrite "
+                                     "(overwrite=True) to replace it, or choose another folder")
+                folder.different = True
+        folder.overwrite = overwrite
+        yield folder
+
+
+def _claim_point(folder: Any, archive: Path, digest: str) -> bool:
+    """Check every name one run writes in ``folder`` (its archive, marker and lock): a link
+    or a file not ours is refused (UnsafePathError). Returns whether a marker of another
+    configuration sits there (a different sweep's run)."""
+    folder.entry(archive.name)
+    folder.entry(f".{archive.name}.lock", kind=None)
+    done = folder.entry(done_path(archive).name, kind=None)
+    if not os.path.lexists(done):
+        return False
+    from solvers.io.writer_policy import read_side_text
+    from solvers.io.safe_paths import UnsafePathError
+
+    try:
+        record = json.loads(read_side_text(done) or "")
+    except ValueError:
+        record = None
+    if not isinstance(record, dict) or not isinstance(record.get("digest"), str):
+        raise UnsafePathError(f"{done} is not a run marker that meanfield wrote (a JSON record "
+                              "with a digest): move it, or choose another folder (-o)")
+    return record["digest"].split("+")[0] != digest.split("+")[0]
+
+
 def write_summary(summary: Any, path: Path) -> None:
     """``summary.nc`` through the safe writer (:func:`solvers.io.safe_paths.write_netcdf`):
-    a file there is replaced only when this project wrote it."""
+    a file there is replaced only when this project wrote it, a link never followed."""
     from solvers.io.safe_paths import write_netcdf
 
     encoding = {k: {"dtype": str} for k, v in summary.variables.items() if v.dtype == object}
@@ -224,7 +342,7 @@ def run_sweep(config: str | Path, params: Sequence[SweepParam], outdir: str | Pa
               workers: int | None = None, processes: bool = True, auto_resolution: bool = False,
               eps: float = DEFAULT_PERTURBATION, echo: Callable[[str], None] = print,
               check: ResolutionCheck | None = None,
-              worker_setup: Callable[[], Any] | None = None) -> Any:
+              worker_setup: Callable[[], Any] | None = None, overwrite: bool = False) -> Any:
     """Run the sweep; write and return the summary (an :class:`xarray.Dataset`).
 
     ``client``: an existing dask client (else one of :func:`dask_client`). Progress lines go
@@ -232,27 +350,33 @@ def run_sweep(config: str | Path, params: Sequence[SweepParam], outdir: str | Pa
     ``auto_resolution``: raise and check each point's grid with ``check`` (default
     :class:`~solvers.studies.resolution.ResolutionCheck`). ``worker_setup``: run once on every
     worker before the runs (``Client.run``), e.g. the command line's malloc tuning.
+    ``overwrite``: replace a different sweep's files in ``outdir`` (only files this project
+    wrote); without it such a folder is refused (module doc).
     """
     check = (check or ResolutionCheck()) if auto_resolution else None
-    outdir = Path(outdir)
+    workers = check_workers(workers)
+    text = Path(config).read_text(encoding="utf-8")
     try:
-        base = tomllib.loads(Path(config).read_text(encoding="utf-8"))
+        base = tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:
         raise ConfigError("config", f"invalid TOML: {err}") from None
     check_keys(base)  # unknown keys are usage errors, not failed runs
     apply_overrides(copy.deepcopy(base), list(overrides) + [
         f"{p.key}={p.raw[0]}" for p in params if p.key != SEED_KEY])
     points = sweep_points(params)
-    outdir.mkdir(parents=True, exist_ok=True)
-    records, todo = _plan(base, points, overrides, outdir, check, eps, echo)
-    try:
-        if todo:
-            _execute(todo, records, len(points), client, scheduler, workers, processes, echo,
-                     worker_setup)
-    finally:
-        summary = build_summary(params, dim_names(params), points, records,
-                                base_text=Path(config).read_text(encoding="utf-8"))
-        write_summary(summary, outdir / "summary.nc")
+    dims = dim_names(params)
+    identity = sweep_digest(text, params, overrides, eps)
+    keys = json.dumps({d: p.key for d, p in zip(dims, params)})
+    with sweep_folder(outdir, identity, text, keys, overwrite) as folder:
+        records, todo = _plan(base, points, overrides, folder, check, eps, echo)
+        try:
+            if todo:
+                _execute(todo, records, len(points), client, scheduler, workers, processes,
+                         echo, worker_setup)
+        finally:
+            summary = build_summary(params, dims, points, records, base_text=text)
+            summary.attrs["sweep_digest"] = identity
+            write_summary(summary, folder.entry("summary.nc"))
     return summary
 
 
@@ -260,23 +384,37 @@ Task = tuple[Callable[..., dict[str, Any]], tuple[Any, ...]]
 
 
 def _plan(base: dict[str, Any], points: Sequence[SweepPoint], overrides: Sequence[str],
-          outdir: Path, check: ResolutionCheck | None, eps: float, echo: Callable[[str], None]
+          folder: Any, check: ResolutionCheck | None, eps: float, echo: Callable[[str], None]
           ) -> tuple[dict[str, dict[str, Any]], dict[str, Task]]:
     """Records of the runs that fail validation or are already finished; the runs to do
-    (``name -> (function, arguments)``, submitted as they are)."""
+    (``name -> (function, arguments)``, submitted as they are). Every name a run writes in
+    ``folder`` (a :func:`sweep_folder`) is checked first, for all runs, before any echo."""
     records: dict[str, dict[str, Any]] = {}
     todo: dict[str, Task] = {}
+    planned = []
     for point in points:
-        archive = (outdir / f"{point.name}.nc").resolve()
+        archive = folder.path / f"{point.name}.nc"  # no link resolved: checked by name
         items = list(overrides) + list(point.items)
         try:
             cfg = point_config(base, items, archive, check is not None, eps)
             levels = _levels(base, items, archive, cfg, check, eps) if check else []
         except ConfigError as err:
+            planned.append((point, archive, None, [], "", err))
+            continue
+        digest = config_digest(cfg) + (f"+{check.tag()}" if check else "")
+        stale = _claim_point(folder, archive, digest)
+        for _, level_cfg, level_path in levels:
+            stale = _claim_point(folder, Path(level_path), config_digest(level_cfg)) or stale
+        if stale and not folder.overwrite and not folder.has_summary:  # a killed other sweep
+            raise SweepError(f"{folder.path} holds a different sweep ({done_path(archive).name} "
+                             "records another configuration): pass --overwrite "
+                             "(overwrite=True) to replace it, or choose another folder")
+        planned.append((point, archive, cfg, levels, digest, None))
+    for point, archive, cfg, levels, digest, err in planned:
+        if err is not None:
             records[point.name] = failure(point.name, err)
             echo(f"[{len(records)}/{len(points)}] {point.name}: {describe(records[point.name])}")
             continue
-        digest = config_digest(cfg) + (f"+{check.tag()}" if check else "")
         if (done := finished_record(archive, digest)) is not None:
             records[point.name] = done
             echo(f"[{len(records)}/{len(points)}] {point.name}: skipped (finished: "
@@ -307,6 +445,10 @@ def _execute(todo: dict[str, Task], records: dict[str, dict[str, Any]],
     """Submit the runs of ``todo`` and collect their records as they finish."""
     from dask.distributed import as_completed
 
+    if client is None and not scheduler:  # no idle processes: at most one worker per run
+        from solvers.model.cost import usable_cores
+
+        workers = min(workers or usable_cores(), len(todo))
     with (dask_client(scheduler, workers, processes) if client is None else _same(client)) as c:
         if worker_setup is not None:
             c.run(worker_setup)

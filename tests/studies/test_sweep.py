@@ -160,8 +160,11 @@ def test_unfinished_or_changed_runs_start_again(client, tiny: Path, tmp_path: Pa
     sweep.run_sweep(tiny, params, out, client=client, echo=lines.append)
     (out / "beta-1.done.json").unlink()  # as if killed before the end
     sweep.run_sweep(tiny, params, out, client=client, echo=lines.append)
+    with pytest.raises(sweep.SweepError, match="holds a different sweep"):
+        sweep.run_sweep(tiny, params, out, overrides=["time.t_end=2.0"], client=client,
+                        echo=lines.append)
     sweep.run_sweep(tiny, params, out, overrides=["time.t_end=2.0"], client=client,
-                    echo=lines.append)
+                    echo=lines.append, overwrite=True)
     assert [("skipped" in s) for s in lines] == [False, False, False]
     assert float(xr.load_dataset(out / "summary.nc")["t_final"].squeeze()) == 2.0
 
