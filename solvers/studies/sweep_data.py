@@ -3,7 +3,8 @@ parameter lists in this process, :func:`open_sweep` opens the folder of ``meanfi
 both give the same layout.
 
 Layout: one dimension per swept key, named after the key's last part (``model.beta`` ->
-``beta``, ``initial.seed`` -> ``seed``; ``section__key`` when two keys share a last part),
+``beta``, ``initial.seed`` -> ``seed``; ``section__key`` when two keys share a last part or
+it names a variable of the summary or of a run: ``domain.resolution`` -> ``domain__resolution``),
 the coordinate's attribute ``key`` the full key (all of them: the JSON attribute
 ``swept_keys``). Every variable of the runs' archives (``docs/archive.md``) gains these
 dimensions in front: ``rho(beta, time, theta)``, ``atom_mass(beta, time, atom)``, ...; runs
@@ -75,6 +76,30 @@ def _base_document(config: Any) -> tuple[dict[str, Any], str]:
         raise ConfigError("config", f"invalid TOML: {err}") from None
 
 
+def _literal(key: str, value: Any) -> str:
+    """``value`` as a TOML literal; ConfigError naming ``key`` for a value TOML cannot hold
+    (None, an object)."""
+    try:
+        return toml_value(value)
+    except (TypeError, ValueError):
+        raise ConfigError(key, f"{value!r:.60} is not a config value: give a number, a string, "
+                          "a boolean or a list of them") from None
+
+
+def _check_arguments(path: Any, perturbation: Any, overwrite: Any = False) -> None:
+    """ConfigError naming the argument of :func:`sweep` that has the wrong type or range."""
+    if path is not None and (not isinstance(path, (str, os.PathLike)) or not str(path)):
+        raise ConfigError("path", "must be a folder path (str or os.PathLike) or None "
+                          f"(got {path!r:.60})")
+    real = isinstance(perturbation, (int, float, np.integer, np.floating)) and \
+        not isinstance(perturbation, (bool, np.bool_))
+    if not real or not 0.0 <= float(perturbation) < 1.0:
+        raise ConfigError("perturbation", "must be a number in [0, 1) (the seeded "
+                          f"perturbation's size; got {perturbation!r:.60})")
+    if not isinstance(overwrite, (bool, np.bool_)):
+        raise ConfigError("overwrite", f"must be True or False (got {overwrite!r:.60})")
+
+
 def _split(lists: Mapping[str, Any]) -> tuple[list[Any], list[str]]:
     """Swept parameters (list values) and plain overrides (anything else), keys
     ``section__key`` or ``section.key``."""
@@ -88,11 +113,12 @@ def _split(lists: Mapping[str, Any]) -> tuple[list[Any], list[str]]:
             if len(value) == 0:
                 raise ConfigError(dotted, "sweeps no value: give a non-empty list")
             try:
-                params.append(parse_param(f"{dotted}=" + ",".join(toml_value(v) for v in value)))
+                params.append(parse_param(f"{dotted}=" + ",".join(_literal(dotted, v)
+                                                                  for v in value)))
             except SweepError as err:
                 raise ConfigError(dotted, str(err)) from None
         else:
-            overrides.append(f"{dotted}={toml_value(value)}")
+            overrides.append(f"{dotted}={_literal(dotted, value)}")
     if not params:
         raise ConfigError("sweep", "no list to sweep: pass e.g. model__beta=[1, 5]")
     return params, overrides
@@ -122,6 +148,7 @@ def sweep(config: Any, *, path: str | os.PathLike | None = None,
     xarray.Dataset
         The module's layout: one dimension per swept key, in the given order.
     """
+    _check_arguments(path, perturbation, False)
     base, text = _base_document(config)
     params, overrides = _split(lists)
     points = sweep_points(params)

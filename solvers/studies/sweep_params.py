@@ -129,10 +129,25 @@ def parse_param(item: str) -> SweepParam:
     return SweepParam(key.strip(), raw, values)
 
 
+# names a swept dimension may not take: the summary's variables (solvers.io.summary), the
+# sweep Dataset's own (solvers.studies.sweep_data) and the run archives' variables that are also
+# the last part of a config key (initial.time, time.dt, initial.mass)
+TAKEN_NAMES = frozenset({"run", "final_atom", "stop_reason", "final_atom_mass",
+                         "final_atom_position", "dirac", "theta", "phi", "nv", "wavenumber",
+                         "lm", "time", "t", "dt", "step", "rho", "mass", "energy"})
+
+
 def dim_names(params: Sequence[SweepParam]) -> list[str]:
-    """Summary dimension per parameter: the key's last part, ``section__key`` if shared."""
+    """Summary dimension per parameter: the key's last part, or ``section__key`` where that
+    part is shared by two keys or names a variable of the summary, the sweep Dataset or a run
+    (``domain.resolution`` -> ``domain__resolution``: the summary's ``resolution`` is each
+    run's N)."""
+    from solvers.io.summary import SUMMARY_NAMES
+
+    taken = SUMMARY_NAMES | TAKEN_NAMES
     short = [p.key.rsplit(".", 1)[-1] for p in params]
-    names = [s if short.count(s) == 1 else p.key.replace(".", "__") for s, p in zip(short, params)]
+    names = [s if short.count(s) == 1 and s not in taken else p.key.replace(".", "__")
+             for s, p in zip(short, params)]
     if len(set(names)) != len(names) or "atom" in names:
         raise SweepError(f"--param: each key may be swept once (got {[p.key for p in params]})")
     return names
