@@ -15,6 +15,8 @@
 - :mod:`~solvers.io.cf`: CF-1.8 metadata of the study outputs.
 - :mod:`~solvers.io.safe_paths`, :mod:`~solvers.io.lock`: writing without touching what is not
   ours (no links followed, only our archives replaced) and advisory write locks.
+- :mod:`~solvers.io.writer_policy`: the one writer policy every command calls (a single output
+  file: ``claim_file``; a folder of outputs: ``OutputFolder``, created, checked, locked).
 - :mod:`~solvers.io.errors`: the error of an archive that cannot be read as a run.
 - :mod:`~solvers.io.reader_lock`: a lazy zarr reader's shared lock, so that no overwrite swaps data under it.
 - :mod:`~solvers.io.runs`: the named run configurations (``runs/*.toml``).

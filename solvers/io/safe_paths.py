@@ -299,6 +299,16 @@ def _whose(path: Path, kind: str = "archive") -> tuple[bool, str]:
     return True, ""
 
 
+def check_writable_folder(folder: Path) -> None:
+    """PermissionError naming ``folder`` when it exists and this process cannot create files
+    in it (a read-only folder): refused before any work, as one line."""
+    if os.path.isdir(folder) and not os.access(folder, os.W_OK | os.X_OK):
+        import errno
+
+        raise PermissionError(errno.EACCES, "cannot write in this folder (read-only?); write "
+                              "elsewhere with -o", str(folder))
+
+
 def check_target(path: str | os.PathLike, overwrite: bool, option: str = "--overwrite",
                  kind: str = "archive") -> None:
     """Whether a new archive or report may be written at ``path``: nothing there, or (with
@@ -310,9 +320,12 @@ def check_target(path: str | os.PathLike, overwrite: bool, option: str = "--over
         Something is there and ``overwrite`` is False.
     UnsafePathError
         A link, a device, a user's file or folder: never replaced.
+    PermissionError
+        The folder exists and is read-only (:func:`check_writable_folder`).
     """
     path = Path(path)
     overwrite = check_bool(overwrite)
+    check_writable_folder(path.parent)
     if not os.path.lexists(path):
         return
     st = os.lstat(path)

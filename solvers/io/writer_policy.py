@@ -38,7 +38,14 @@ from pathlib import Path
 from types import TracebackType
 
 from solvers.io.lock import ArchiveLock
-from solvers.io.safe_paths import KINDS, UnsafePathError, _whose, check_bool, plain_file
+from solvers.io.safe_paths import (
+    KINDS,
+    UnsafePathError,
+    _whose,
+    check_bool,
+    check_writable_folder,
+    plain_file,
+)
 
 SIDE_TEXT_LIMIT = 1 << 20  # bytes of a side file read back
 
@@ -66,11 +73,14 @@ def claim_file(path: str | os.PathLike, overwrite: bool, option: str = "--overwr
         A link, a device, a user's file or folder is there: never replaced.
     FileExistsError
         A file of ours is there and ``overwrite`` is False.
+    PermissionError
+        The folder exists and is read-only.
     """
     path = Path(path)
     overwrite = check_bool(overwrite, option.lstrip("-"))
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {KINDS} (got {kind!r})")
+    check_writable_folder(path.parent)
     if not os.path.lexists(path):
         return path
     if stat.S_ISLNK(os.lstat(path).st_mode):
