@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from threadpoolctl import threadpool_limits
 
+from solvers.model.limits import BETA_RANGE, MASS_RANGE, NOISE_MAX
 from solvers.model.params import RunConfig
 from solvers.model.validators import ConfigError
 from solvers.studies.continuation import (Equation, Steps, locate, solve_at, step, switch_direction,
@@ -25,8 +26,11 @@ from solvers.studies.stationary import (PARAMETERS, StationaryProblem, build_pro
                                         rotation_invariant, uniform_state)
 
 log = logging.getLogger(__name__)
+SCALE_MAX = 1e6  # perceptron.scale: a factor on omega
 
 LOG_PARAMETERS = ("model.noise", "model.beta", "initial.mass")
+VALID_RANGES = {"model.noise": (0.0, NOISE_MAX), "model.beta": BETA_RANGE,
+                "initial.mass": MASS_RANGE, "perceptron.scale": (-SCALE_MAX, SCALE_MAX)}
 
 
 @dataclass
@@ -95,6 +99,32 @@ def start_state(problem: StationaryProblem) -> np.ndarray:
     for value in nu * np.logspace(2, 0, 41):
         x = newton(problem.at("model.noise", value), x)[0]
     return x
+
+
+def archive_start(problem: StationaryProblem) -> np.ndarray | None:
+    """Coefficients of the density of ``initial.path`` (``initial.kind = "archive"``) as
+    Newton's start, None for another kind or where the problem's grid is not the run's.
+
+    Raises
+    ------
+    ConfigError
+        (naming ``initial.path``) for a missing archive or one of another manifold.
+    """
+    config = problem.config
+    if config.initial.kind != "archive":
+        return None
+    from solvers.io.state import initial_density
+
+    rho = np.asarray(initial_density(config), dtype=float).reshape(-1)
+    return problem.basis.project(rho) if rho.size == problem.basis.phi.shape[0] else None
+
+
+def _newton_or_none(problem: StationaryProblem, x: np.ndarray) -> np.ndarray | None:
+    try:
+        return newton(problem, x)[0]
+    except RuntimeError:
+        log.warning("Newton from initial.path did not converge: starting from the uniform density")
+        return None
 
 
 @dataclass
@@ -237,12 +267,22 @@ def continue_states(config: RunConfig, key: str, to: float, at: tuple[float, ...
         raise ConfigError("--param", f"must be one of {', '.join(PARAMETERS)} (got {key!r})")
     problem = build_problem(config, degree=degree, resolution=resolution)
     p0 = problem.value(key)
+    lo, hi = VALID_RANGES[key]
     for name, value in [("--to", to)] + [("--at", v) for v in at]:
         if key in LOG_PARAMETERS and not value > 0:
             raise ConfigError(name, f"{key} must stay > 0 (got {value:g})")
+        if not (np.isfinite(value) and lo <= value <= hi):
+            raise ConfigError(name, f"{key} must be finite and in [{lo:g}, {hi:g}] (got {value:g})")
     if to == p0:
         raise ConfigError("--to", f"equals the config's {key} = {p0:g}: choose another end")
+    outside = [v for v in at if not min(p0, to) <= v <= max(p0, to)]
+    if outside:
+        raise ConfigError("--at", f"{outside[0]:g} is outside the interval from the config's "
+                          f"{key} = {p0:g} to --to {to:g}: give values inside it")
+    start = archive_start(problem) if x0 is None else None
     with threadpool_limits(1):  # small dense matrices: threaded BLAS only waits (pyproject.toml)
-        x = start_state(problem) if x0 is None else np.asarray(x0, dtype=float)
+        x = np.asarray(x0, dtype=float) if x0 is not None else \
+            _newton_or_none(problem, start) if start is not None else None
+        x = start_state(problem) if x is None else x
         return Continuer(problem, key, float(to), tuple(float(v) for v in at), steps, max_points,
                          max_branches, depth).run(x)
