@@ -29,8 +29,6 @@ SCALARS = ("n_atoms", "max_atom_mass", "energy", "mass", "t_final", "n_steps", "
 TEXTS = ("reason", "error", "name", "archive", "resolution_check", "resolution_levels")
 ATOM_NAMES = ("atom_mass", "atom_position", "atom", "xyz")  # per-atom variables, their dimensions
 SUMMARY_NAMES = frozenset(SCALARS + TEXTS + ATOM_NAMES)  # no swept dimension takes these
-ATOM_NAMES = ("atom_mass", "atom_position", "atom", "xyz")  # per-atom variables, their dimensions
-SUMMARY_NAMES = frozenset(SCALARS + TEXTS + ATOM_NAMES)  # no swept dimension takes these
 THEOREM_3_5 = 16.0 / (16.0 + 3.0 * float(np.exp(11.0 / 8.0)))
 
 
