@@ -30,8 +30,10 @@ from solvers.plots.common import (
     fit_title,
     frame_title,
     panel_energy,
+    panel_state,
     record_values,
     run_title,
+    single_state,
 )
 from solvers.plots.labels import label_points
 from solvers.plots.style import (
@@ -67,10 +69,21 @@ def run_figure(ds: xr.Dataset, style: str = "paper") -> tuple[Figure, dict[str, 
     fig : Figure
     panels : dict
         ``{"density": ax_a, "final": ax_b, "energy": ax_c}`` (colour bar and twin axis
-        not included).
+        not included); for a single state (a polished archive) ``{"final": ax_a, "state":
+        ax_b}``: the density and the state's numbers, no time axis.
     """
     if ds.sizes.get("time", 0) == 0:
         raise ValueError("the archive holds no snapshots: nothing to plot")
+    if single_state(ds):  # a polished archive: no time axis, no energy history
+        fig = Figure(figsize=figsize(style, 0.38), layout="constrained")
+        axes = fig.subplots(1, 2, width_ratios=[1.4, 1.0])
+        panels = dict(zip(("final", "state"), axes, strict=True))
+        bound = _panel_final(panels["final"], ds)
+        panels["final"].set_title(f"(a) density, t = {float(ds['time'].values[-1]):.4g}")
+        panel_state(panels["state"], ds, "(b) the state")
+        fit_title(fig, run_title(ds))
+        footnote(fig, "* " + theorem_label(ds, bound))
+        return fig, panels
     fig = Figure(figsize=figsize(style, 0.38), layout="constrained")
     axes = fig.subplots(1, 3, width_ratios=[1.2, 1.0, 1.0])
     panels = dict(zip(("density", "final", "energy"), axes, strict=True))

@@ -74,6 +74,45 @@ def frame_title(ds: xr.Dataset, i: int) -> str:
             f"(Thm 3.5 term: {bound:.4f})")
 
 
+def single_state(ds: xr.Dataset) -> bool:
+    """Whether ``ds`` holds one state (a ``meanfield polish`` archive, a one-record run): its
+    figure has no time axis and no energy history, the state's numbers are written instead."""
+    return int(ds.sizes.get("time", 0)) == 1
+
+
+def state_lines(ds: xr.Dataset) -> list[str]:
+    """The numbers of a single state (:func:`single_state`): time, energy, atoms and, for a
+    polished archive, Newton's result and the stability."""
+    i = -1
+    lines = [f"one state, t = {float(ds['time'].values[i]):.6g}"]
+    for name, label in (("energy", "energy E"), ("free_energy", "free energy F"), ("mass", "mass")):
+        if name in ds:
+            lines.append(f"{label} = {float(ds[name].values[i]):.10g}")
+    if "n_atoms" in ds:
+        lines.append(f"atoms: {int(ds['n_atoms'].values[i])}"
+                     + (f", largest {float(ds['max_atom_mass'].values[i]):.6f}"
+                        if "max_atom_mass" in ds else ""))
+    from solvers.studies.polish import polish_lines
+
+    lines += polish_lines(ds.attrs)
+    return lines
+
+
+def panel_state(ax: Axes, ds: xr.Dataset, title: str) -> None:
+    """The numbers of a single state (:func:`state_lines`) as text, in place of the energy
+    history a single state does not have."""
+    from solvers.plots.style import NOTE_SIZE
+
+    ax.set_axis_off()
+    ax.set_title(title)
+    import textwrap
+
+    text = "\n".join(textwrap.fill(line, 100, subsequent_indent=" " * (len(line) - len(line.lstrip()) + 2))
+                     for line in state_lines(ds))
+    ax.text(0.0, 1.0, text, transform=ax.transAxes, va="top", ha="left",
+            fontsize=NOTE_SIZE, family="monospace")
+
+
 def panel_energy(ax: Axes, ds: xr.Dataset) -> None:
     """Energy against time (a log time axis when it settles early), dissipation on a twin axis."""
     from solvers.plots.style import COLORS, legend_below, log_ticks, time_axis

@@ -36,6 +36,8 @@ from solvers.plots.common import (
     fit_title,
     frame_title,
     panel_energy,
+    panel_state,
+    single_state,
     record_values,
     run_title,
 )
@@ -262,7 +264,9 @@ def sphere_run_figure(ds: xr.Dataset, style: str = "paper") -> tuple[Figure, dic
     -------
     fig : Figure
     panels : dict
-        ``{"map": Mollweide axes, "energy": ax, "atoms": ax}`` (twin axes not included).
+        ``{"map": Mollweide axes, "energy": ax, "atoms": ax}`` (twin axes not included); for
+        a single state (a polished archive) ``{"map": ..., "state": ax}``: its numbers, no
+        time axis.
     """
     if ds.sizes.get("time", 0) == 0:
         raise ValueError("the archive holds no snapshots: nothing to plot")
@@ -285,6 +289,14 @@ def sphere_run_figure(ds: xr.Dataset, style: str = "paper") -> tuple[Figure, dic
         fig.colorbar(final.mesh, ax=panels["map"], shrink=0.7, label=r"$\log_{10}\rho$ (clipped)")
     panels["map"].set_title(f"(a) final density at t = {float(ds['time'].values[-1]):.4g}: "
                             f"{what}", pad=10)
+    if single_state(ds):  # a polished archive: no time axis, no energy history
+        panels.pop("atoms").remove()
+        panels.pop("energy").remove()
+        panels["state"] = fig.add_subplot(grid[1, :])
+        panel_state(panels["state"], ds, "(b) the state")
+        footnote(fig, "* " + theorem_label(ds, _bound(ds)))
+        fit_title(fig, run_title(ds))
+        return fig, panels
     panel_energy(panels["energy"], ds)
     panels["energy"].set_title("(b) energy, dissipation")
     _panel_atoms(panels["atoms"], ds)

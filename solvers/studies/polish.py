@@ -65,6 +65,9 @@ class Polished:
     corner: np.ndarray | None = None
     hess_u_sides: tuple | None = None
     stability: str = ""
+    # what the polished run's verdict says against its state (not stationary, not trusted):
+    # the polished atoms are a stationary point near the run's last atoms, not the run's limit
+    run_warnings: tuple[str, ...] = ()
 
 
 def grid_atoms(config: RunConfig, rho: np.ndarray) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray]:
@@ -173,6 +176,7 @@ def polish_archive(path: str | Path, out: str | Path | None = None,
     last = ds.isel(time=[-1])
     dirac = read_last_dirac(path) if config.atoms.representation == "dirac" else None
     result = polish(config, np.asarray(last["rho"].values[0], dtype=float), merge_tol, tol, dirac)
+    result = replace(result, run_warnings=run_warnings(ds.attrs))
     last = last.drop_vars([v for v in last.data_vars if str(v).startswith("dirac_")])
     last = last.drop_dims([d for d in ("dirac",) if d in last.dims])
     # rho: the polished measure's own density, the remainder kept as fixed sources (or none);
@@ -188,6 +192,42 @@ def polish_archive(path: str | Path, out: str | Path | None = None,
 
     write_netcdf(_with_dirac(last, result, config), target, option="-o")
     return result, target
+
+
+def run_warnings(attrs: Any) -> tuple[str, ...]:
+    """What the run's archived verdict says against the state being polished: that it was not
+    stationary or not trusted (its warnings), or that it has no verdict."""
+    if "verdict_trusted" not in attrs:
+        return ("the run has no verdict (an interrupted run?): its last state was not checked",)
+    if int(attrs["verdict_trusted"]):
+        return ()
+    warnings = [w for w in str(attrs.get("verdict_warnings", "")).splitlines() if w.strip()]
+    head = ("the run was NOT at a stationary state" if any(
+        "before a stationary state" in w or "still moves" in w for w in warnings)
+        else "the run's verdict is NOT TRUSTED")
+    return (head, *warnings)
+
+
+def polish_lines(attrs: Any) -> list[str]:
+    """The ``polish_*`` attributes of a polished archive as text (``meanfield info``, the
+    figure of a single state); empty for any other archive."""
+    if "polish_stability" not in attrs:
+        return []
+    nan = float("nan")
+    lines = ["polished (Newton on grad U = 0 at the last snapshot's atoms; the accuracy verdict "
+             "is the unpolished run's):",
+             f"  Newton: {'converged' if int(attrs.get('polish_converged', 0)) else 'NOT converged'}, "
+             f"max |grad U| = {float(attrs.get('polish_max_grad_u', nan)):.2e}",
+             f"  {attrs.get('polish_representation', '')} (remainder "
+             f"{float(attrs.get('polish_remainder_mass', nan)):.2e})",
+             f"  energy {float(attrs.get('polish_energy_before', nan)):.12g} -> "
+             f"{float(attrs.get('polish_energy_after', nan)):.12g}",
+             f"  {attrs.get('polish_direction', '')}: {attrs['polish_stability']} stationary point"]
+    warnings = [w for w in str(attrs.get("polish_run_warnings", "")).splitlines() if w.strip()]
+    if warnings:
+        lines[-1] += " of the polished atoms, not a state the run reached:"
+        lines += [f"    {w}" for w in warnings]
+    return lines
 
 
 def _with_dirac(ds: Any, r: Polished, config: RunConfig) -> Any:
@@ -231,7 +271,8 @@ def _with_dirac(ds: Any, r: Polished, config: RunConfig) -> Any:
         polish_max_grad_u=r.residuals[-1], polish_energy_before=r.energy_before,
         polish_energy_after=r.energy_after, polish_stable=int(r.stable),
         polish_stability=r.stability,
-        polish_direction=config.model.direction)
+        polish_direction=config.model.direction,
+        polish_run_warnings="\n".join(r.run_warnings))
     return describe(out, str(ds.attrs.get("title", "meanfield-spectral run")) + " (polished)")
 
 
@@ -241,7 +282,8 @@ def _polished_atoms(ds: Any, r: Polished) -> Any:
     ``plot``) shows them; the other per-atom variables of the run's detector are dropped."""
     n, d = r.x.shape
     keep = {v: dict(ds[v].attrs) for v in ("atom_mass", "atom_position", "atom_colatitude",
-                                           "atom_longitude") if v in ds}
+                                           "atom_longitude", "atom_x", "atom_y", "atom_z")
+            if v in ds}
     out = ds.drop_vars([v for v in ds.variables if "atom" in ds[v].dims])
     out = out.drop_dims([dim for dim in ("atom",) if dim in out.dims])
     note = " (polished)"
@@ -254,6 +296,9 @@ def _polished_atoms(ds: Any, r: Polished) -> Any:
         lon = np.mod(np.arctan2(r.x[:, 1], r.x[:, 0]), 2 * np.pi)
         out["atom_colatitude"] = (("time", "atom"), colat[None, :], keep.get("atom_colatitude", {}))
         out["atom_longitude"] = (("time", "atom"), lon[None, :], keep.get("atom_longitude", {}))
+        for k, c in enumerate("xyz"):  # the unit vectors the figures read
+            if f"atom_{c}" in keep:
+                out[f"atom_{c}"] = (("time", "atom"), r.x[None, :, k], keep[f"atom_{c}"])
     for name, value in (("n_atoms", n), ("max_atom_mass", float(r.m.max()))):
         if name in out:
             out[name] = out[name].copy(data=np.array([value], dtype=out[name].dtype))
@@ -283,5 +328,7 @@ def format_report(r: Polished) -> str:
             rows.append(f"atom {i} sits on a ReLU corner: Hess U eigenvalues {left} (left), "
                         f"{right} (right)")
     rows.append(f"{r.direction}: {r.stability or ('stable' if r.stable else 'NOT stable')} "
-                "stationary point")
+                "stationary point" + (" of the polished atoms (Newton), not a state the run "
+                                      "reached:" if r.run_warnings else ""))
+    rows += [f"  {w}" for w in r.run_warnings]
     return "\n".join(rows)
