@@ -18,7 +18,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p = subparsers.add_parser("converge", help="refinement ladders in space and time: errors "
                               "against the finest run and observed orders")
     p.add_argument("config", metavar="CONFIG.toml")
-    p.add_argument("--resolutions", help="space ladder, e.g. 64,128,256 (constant factor)")
+    p.add_argument("--resolutions", help="space ladder refining by a constant factor: S1 cells N, "
+                                         "e.g. 64,128,256; S2 the latitudes lmax + 1, e.g. "
+                                         "31,63,127 (not 64,128,256)")
     p.add_argument("--dts", help="time ladder at the finest resolution, e.g. 0.02,0.01,0.005")
     p.add_argument("--t", type=float, dest="t_end", help="final time T (default time.t_end)")
     p.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",

@@ -112,8 +112,9 @@ def observed_orders(errors: Sequence[float], ratio: float) -> np.ndarray:
 
 def parse_ladder(text: str | Sequence[float], option: str, integer: bool, offset: int = 0) -> list[float]:
     """Values of ``--resolutions`` / ``--dts`` (text or sequence), coarse to fine, checked for a
-    constant factor of ``value + offset`` (S^2: ``offset = 1``, the grid has lmax + 1 latitudes)."""
-    example = "64,128,256" if integer else "0.02,0.01,0.005"
+    constant factor of ``value + offset`` (S^2: ``offset = 1``, the grid has lmax + 1 latitudes:
+    ``31,63,127``, not ``64,128,256``)."""
+    example = ("31,63,127" if offset else "64,128,256") if integer else "0.02,0.01,0.005"
     items = text.split(",") if isinstance(text, str) else list(text)
     try:
         values = [(int if integer else float)(v) for v in items if str(v).strip()]
@@ -129,7 +130,8 @@ def parse_ladder(text: str | Sequence[float], option: str, integer: bool, offset
     ratios = [(a + offset) / (b + offset) if not integer else (b + offset) / (a + offset)
               for a, b in pairwise(values)]
     if min(ratios) <= 1.0 or max(ratios) > min(ratios) * (1 + 1e-9):
-        raise ConfigError(option, "must refine by a constant factor > 1 (got ratios "
+        what = f"resolution + {offset} (the grid's latitudes)" if offset else "the values"
+        raise ConfigError(option, f"{what} must refine by a constant factor > 1 (got ratios "
                           f"{', '.join(f'{r:.4g}' for r in ratios)}), e.g. {option} {example}")
     return values
 

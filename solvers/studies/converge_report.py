@@ -1,7 +1,7 @@
 """Reports of refinement ladders (``meanfield converge``): the printed table, the NetCDF and the
 log-log figure of :class:`solvers.studies.converge.Ladder` tables.
 
-Flags after an order: ``E`` erratic, ``P`` pre-asymptotic; after an atom mass change: ``D``
+Flags after an order: ``E`` erratic, ``P`` pre-asymptotic, ``L`` below an upper bound; after an atom mass change: ``D``
 detector (see :mod:`solvers.studies.converge` and :mod:`solvers.studies.orders`).
 """
 
@@ -21,7 +21,9 @@ SCALAR_KEYS = ("distance_finest_error", "energy_limit", "energy_finest_error")
 REF_ATOM_KEYS = ("atom_mass_limit", "atom_mass_finest_error")
 LEGEND = ("succ: orders of successive differences. Flags: E erratic (order differs from the "
           f"previous by > {ORDER_TOL:g}), P pre-asymptotic (not within {ORDER_TOL:g} of the design "
-          "order), D detector (atom mass change x radius > W1 of the pair: the detector's "
+          "order), L low (more than "
+          f"{ORDER_TOL:g} below an upper bound 'algebraic <= p': allowed, but the scheme's order "
+          "is not observed), D detector (atom mass change x radius > W1 of the pair: the detector's "
           "threshold, not discretisation error)")
 
 
@@ -47,6 +49,19 @@ def _estimates(ladder: Ladder, data: dict[str, np.ndarray]) -> str:
     return "Richardson (finest three levels): " + "; ".join(parts)
 
 
+def method_line(config: Any) -> str:
+    """Which method the ladder ran, and whether it was chosen by default (``time.scheme`` not
+    set: the default method, which changes discretisation during a run)."""
+    from solvers.model.method import plan_method
+
+    plan = plan_method(config)
+    if plan.automatic:
+        return (f"method: {plan.scheme}, the default method (time.scheme is not set; {plan.reason}): "
+                "it changes discretisation during a run; for the orders of one discretisation "
+                "name it: --set time.scheme=\"fv\" (or \"spectral\")")
+    return f"method: {plan.scheme} (time.scheme = \"{config.time.scheme}\")"
+
+
 def format_table(ladder: Ladder, data: dict[str, np.ndarray]) -> str:
     """The ladder's table as text (one line per run; the last is the reference), the
     Richardson estimates and the legend of the flags."""
@@ -57,7 +72,7 @@ def format_table(ladder: Ladder, data: dict[str, np.ndarray]) -> str:
     cols = (f"{ladder.dim:>10} {ladder.metric():>11} {'order':>6} {'succ':>6} {'':2} "
             f"{'energy err':>11} {'succ':>6} {'':2} {'atoms':>5} {'atom dm next':>12} {'':1} "
             f"{'succ':>6} {'':2} {'steps':>7} {'wall s':>7}")
-    rows = [head, cols]
+    rows = [head, method_line(ref), cols]
     for k, value in enumerate(ladder.values):
         rows.append(
             f"{value:>10g} {_cell(data['distance'][k], 11, '.3e')} "

@@ -11,7 +11,10 @@
 - :func:`order_flags`: ``E`` (erratic) where an observed order differs from the previous one by
   more than ``tol``; ``P`` (pre-asymptotic) where it is not yet within ``tol`` of an exact design
   order, above an upper bound by more than ``tol``, or not positive (exponential: where it does
-  not grow).
+  not grow); ``L`` (low) where an upper bound ("algebraic <= p") is not reached by more than
+  ``tol``: the bound allows it, but the scheme's order is not observed (the rough data, or a
+  pre-asymptotic ladder, sets the order: say which before quoting it). ``L`` alone does not
+  take a ladder out of the asymptotic range (a steady order below the bound is one).
 - :func:`richardson`: the limit and the error of the finest level of a scalar sequence (energy,
   atom masses) from its last three levels, ``p = log((q1 - q0) / (q2 - q1)) / log r``,
   ``q* = q2 + (q2 - q1) / (r^p - 1)``, applied only where those levels are in the asymptotic
@@ -81,8 +84,8 @@ def is_concentrated(n_atoms: int, tail_energy: float) -> bool:
 
 def order_flags(orders: Sequence[float], design: DesignOrder, tol: float = ORDER_TOL
                 ) -> list[str]:
-    """Per order: ``""``, ``"E"`` (erratic), ``"P"`` (pre-asymptotic) or ``"EP"``; ``""`` where
-    the order is NaN."""
+    """Per order: ``""`` or the flags ``"E"`` (erratic), ``"P"`` (pre-asymptotic), ``"L"``
+    (below an upper bound) together; ``""`` where the order is NaN."""
     p = np.asarray(orders, dtype=float)
     flags, previous = [], np.nan
     for value in p:
@@ -90,13 +93,15 @@ def order_flags(orders: Sequence[float], design: DesignOrder, tol: float = ORDER
             flags.append("")
             continue
         erratic = np.isfinite(previous) and abs(value - previous) > tol
+        low = False
         if design.kind == "exponential":
             pre = value <= 0 or (np.isfinite(previous) and value < previous - tol)
         elif design.bound:
             pre = value <= 0 or value > design.order + tol
+            low = not pre and value < design.order - tol
         else:
             pre = abs(value - design.order) > tol
-        flags.append("E" * bool(erratic) + "P" * bool(pre))
+        flags.append("E" * bool(erratic) + "P" * bool(pre) + "L" * bool(low))
         previous = value
     return flags
 
@@ -107,7 +112,7 @@ def in_asymptotic_range(orders: Sequence[float], flags: Sequence[str], design: D
     unflagged; for an upper bound also the previous order must exist and agree within ``tol``."""
     p = np.asarray(orders, dtype=float)
     ok = np.flatnonzero(np.isfinite(p))
-    if ok.size == 0 or flags[ok[-1]] or p[ok[-1]] <= 0:
+    if ok.size == 0 or flags[ok[-1]].replace("L", "") or p[ok[-1]] <= 0:
         return False
     if design.kind == "algebraic" and design.bound:
         return ok.size >= 2 and abs(p[ok[-1]] - p[ok[-2]]) <= tol

@@ -48,7 +48,9 @@ def test_flags_on_clean_erratic_and_pre_asymptotic_sequences():
     erratic = [np.nan, 2.0, 2.9, 1.1, 2.0]  # successive orders jump by > 0.3
     assert od.order_flags(erratic, exact) == ["", "", "EP", "EP", "E"]
     bound = od.DesignOrder("algebraic", 2, bound=True, reason="relu")
-    assert od.order_flags([np.nan, 1.5, 1.6, 2.6, -0.5], bound) == ["", "", "", "EP", "EP"]
+    # below the bound by more than the tolerance: L (allowed, but the scheme's order not seen)
+    assert od.order_flags([np.nan, 1.5, 1.6, 2.6, -0.5], bound) == ["", "L", "L", "EP", "EP"]
+    assert od.order_flags([np.nan, 1.8, 1.9], bound) == ["", "", ""]
     expo = od.DesignOrder("exponential")
     assert od.order_flags([np.nan, 4.0, 7.0, 3.0], expo) == ["", "", "E", "EP"]
 
