@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import shutil
 import sys
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +28,31 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     return p
 
 
+def first_sentence(path: Path) -> str:
+    """The head of a config's leading comment, whole: its text up to the first ``:``, ``;`` or
+    sentence end outside brackets and quotes (it may run over several comment lines: ``--list``
+    wraps it, never cuts it); '' without a leading comment."""
+    lines = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if not line.startswith("#") or not line.lstrip("# ").strip():
+            break
+        lines.append(line.lstrip("#").strip())
+    text = " ".join(lines)
+    depth, quoted = 0, False
+    for i, c in enumerate(text):
+        if c == '"':
+            quoted = not quoted
+        elif c in "([" and not quoted:
+            depth += 1
+        elif c in ")]" and not quoted:
+            depth = max(depth - 1, 0)
+        elif depth == 0 and not quoted and c in ":;.":
+            rest = text[i + 1:]
+            if c != "." or not rest or re.match(r"\s+[A-Z]", rest):  # "Fig. 3", "4.1": no end
+                return text[:i] + ("." if c == "." else "")
+    return text
+
+
 def run_command(args: argparse.Namespace) -> int:
     """List or copy; unknown names and existing files are one-line errors (exit 2)."""
     if args.list or not args.name:
@@ -34,8 +61,11 @@ def run_command(args: argparse.Namespace) -> int:
             print("error: no named configs found (a broken install?)", file=sys.stderr)
             return 2
         width = max(map(len, configs))
+        columns = max(shutil.get_terminal_size((100, 24)).columns, width + 40)
         for name, path in configs.items():
-            print(f"{name:<{width}}  {describe(path)}")
+            text = first_sentence(path) or describe(path)
+            print(textwrap.fill(text, columns, initial_indent=f"{name:<{width}}  ",
+                                subsequent_indent=" " * (width + 2)))
         return 0
     try:
         source = find_config(args.name)

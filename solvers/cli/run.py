@@ -257,15 +257,20 @@ def summary(result: Any, mass0: float, path: Path) -> str:
 
 
 def _atom_rows(masses: np.ndarray, positions: np.ndarray) -> list[str]:
-    """Table rows: S^1 positions (n,) as angles; S^2 positions (n, 3) as colatitude/longitude."""
+    """Table rows: S^1 positions (n,) as angles; S^2 positions (n, 3) as colatitude/longitude.
+
+    One order for every printer (``run``, ``info``): on S^1 by position, increasing angle in
+    [0, 360) degrees (the archive's order on S^1); on S^2 by mass, largest first."""
     positions = np.asarray(positions, dtype=float)
+    masses = np.asarray(masses, dtype=float)
     if positions.ndim == 2:
         from solvers.io.layout import sphere_atom_columns
 
         cols = sphere_atom_columns(masses, positions)
         return _sphere_atom_rows(masses, cols["atom_colatitude"], cols["atom_longitude"])
     rows = [f"  {'mass':>10}  {'position (deg)':>14}"] if len(masses) else []
-    for m, p in zip(masses, positions):
+    order = np.argsort(np.mod(positions, 2 * np.pi), kind="stable")
+    for m, p in zip(masses[order], positions[order]):
         if np.isfinite(m):
             rows.append(f"  {m:10.6f}  {np.degrees(p) % 360.0:14.3f}")
     return rows
@@ -273,10 +278,13 @@ def _atom_rows(masses: np.ndarray, positions: np.ndarray) -> list[str]:
 
 def _sphere_atom_rows(masses: np.ndarray, colatitude: np.ndarray,
                       longitude: np.ndarray) -> list[str]:
-    """Table rows of S^2 atoms: mass, colatitude and longitude in degrees (radians given)."""
+    """Table rows of S^2 atoms: mass, colatitude and longitude in degrees (radians given),
+    largest mass first (:func:`_atom_rows`)."""
     rows = [f"  {'mass':>10}  {'colatitude (deg)':>16}  {'longitude (deg)':>15}"] \
         if len(masses) else []
-    for m, c, lon in zip(masses, colatitude, longitude):
+    masses, colatitude, longitude = (np.asarray(a, dtype=float) for a in (masses, colatitude, longitude))
+    order = np.argsort(-np.nan_to_num(masses, nan=-np.inf), kind="stable")
+    for m, c, lon in zip(masses[order], colatitude[order], longitude[order]):
         if np.isfinite(m):
             rows.append(f"  {m:10.6f}  {np.degrees(c):16.3f}  {np.degrees(lon) % 360.0:15.3f}")
     return rows

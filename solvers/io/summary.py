@@ -96,10 +96,24 @@ def describe(record: dict[str, Any]) -> str:
             f"masses {masses}{more}  ({record['wall_time']:.1f} s){check}")
 
 
-def _coordinate(values: Sequence[Any], raw: Sequence[str]) -> np.ndarray:
-    """Coordinate values: numbers as numbers, anything else as the given text."""
+def _is_real(key: str) -> bool:
+    """Whether the config key ``section.name`` is a real number (``model.beta``: float, even
+    when the values were given as integers)."""
+    import typing
+
+    from solvers.model.params import RunConfig
+
+    section, _, name = key.partition(".")
+    cls = typing.get_type_hints(RunConfig).get(section)
+    hint = typing.get_type_hints(cls).get(name) if cls is not None and hasattr(cls, "__dataclass_fields__") else None
+    return hint is not None and float in (typing.get_args(hint) or (hint,))
+
+
+def _coordinate(values: Sequence[Any], raw: Sequence[str], real: bool = False) -> np.ndarray:
+    """Coordinate values: numbers as numbers (``real``: as floats, ``beta = 1, 2`` too),
+    anything else as the given text."""
     if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
-        return np.asarray(values)
+        return np.asarray(values, dtype=float if real else None)
     return np.asarray([v if isinstance(v, str) else r for v, r in zip(values, raw)], dtype=object)
 
 
@@ -153,7 +167,7 @@ def build_summary(params: Sequence[Any], dims: Sequence[str], points: Sequence[A
     atom_dims = ["atom"] + (["xyz"] if data["atom_position"].ndim > len(dims) + 1 else [])
     variables = {k: (dims + (["atom"] if k == "atom_mass" else atom_dims
                              if k == "atom_position" else []), v) for k, v in data.items()}
-    coords = {d: _coordinate(p.values, p.raw) for d, p in zip(dims, params)}
+    coords = {d: _coordinate(p.values, p.raw, _is_real(p.key)) for d, p in zip(dims, params)}
     attrs = {"swept_keys": json.dumps({d: p.key for d, p in zip(dims, params)}),
              "base_config_text": base_text, "theorem_3_5_bound": THEOREM_3_5}
     from solvers.io.cf import describe

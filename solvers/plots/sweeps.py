@@ -232,7 +232,8 @@ def figure_sensitivity(summaries: Mapping[str, Any], dim: str = "seed", style: s
         ax.set_ylim((180.0, 0.0) if s2 else (0.0, 1.02))
         ax.grid(alpha=0.3)
     handles, labels = axes[-1].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="outside right upper")
+    if handles:  # below the panels: clear of the title and the data
+        fig.legend(handles, labels, loc="outside lower center", ncol=min(len(handles), 5))
     fig.suptitle("Sensitivity to the initial state: final atoms of perturbed starts")
     return fig
 
