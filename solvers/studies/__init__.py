@@ -7,7 +7,8 @@
   :mod:`~solvers.studies.lemma51_inversion`: the Lemma 5.1 spectral-inversion check.
 - :mod:`~solvers.studies.converge`: refinement ladders in space and time.
 - :mod:`~solvers.studies.sweep`: parameter sweeps on dask.distributed;
-  :mod:`~solvers.studies.sweep_params`: their ``--param`` values, counted before expanded.
+  :mod:`~solvers.studies.sweep_params`: their ``--param`` values, counted before expanded;
+  :mod:`~solvers.studies.sweep_folder`: their folder under the writer policy, and the workers cap.
 - :mod:`~solvers.studies.sweep_data`: ``solvers.sweep`` and ``open_sweep``: a sweep as one Dataset.
 - :mod:`~solvers.studies.particles`: the particle system (any dimension).
 - :mod:`~solvers.studies.compare_particles`: PDE against particles.
