@@ -184,7 +184,8 @@ def format_report(ds: xr.Dataset, per_degree: str = "short") -> str:
     """
     a = ds.attrs
     header = (f"{'beta':>8} {'lmax':>5} {'grid':>5} {'l*meas':>6} {'l*pred':>6} "
-              f"{'err/floor':>9} {'odd(f)':>9} {'P(l*-1)':>12} {'P(lmax) rec':>12} {'inj.vis':>7}")
+              f"{'err/floor':>9} {'odd(f)':>9} {'P(l*-1)':>12} {'P(lmax) rec':>12} {'inj.vis':>7}"
+              "  inversion")
     lines = [f"Lemma 5.1 check on {a['sphere']}: {a['measure_label']} (mass {a['mass']:.6g})",
              f"  coefficients: {a['coefficients']}",
              (f"  floor = eps max|f| / lambda_l, eps = {a['eps']:.3g}; l* measured: "
@@ -199,7 +200,13 @@ def format_report(ds: xr.Dataset, per_degree: str = "short") -> str:
                      f"{_lstar(r['lstar_predicted']):>6} {float(r['floor_ratio']):9.2f} "
                      f"{float(r['odd_fraction']):9.1e} {before:12.6g} "
                      f"{float(r['partial_sum_recovered'][lm]):12.4g} "
-                     f"{int(r['injectivity_visible']):7d}")
+                     f"{int(r['injectivity_visible']):7d}  "
+                     + (f"FAILED from degree {ls}" if ls >= 0 else f"ok up to lmax = {lm}"))
+    lines += ["  l*meas: first degree where the inversion fails (error > |m_l| / 2; none: it "
+              "never does up to lmax); P(l*-1): the exact partial sum before it; P(lmax) rec: the "
+              "partial sum of the recovered coefficients up to lmax (int rho^2 when the inversion "
+              "holds); inj.vis: the largest degree at which mu and a nearby measure (mu mixed with "
+              "a point mass) still differ in f above round-off (-1: none)"]
     if per_degree != "none":
         for b in ds["beta"].values:
             lines += _degree_rows(ds, b, per_degree == "full")
