@@ -42,6 +42,8 @@ from solvers.studies.sweep import (
     parse_param,
     point_config,
     run_point,
+    sweep_digest,
+    sweep_folder,
     sweep_points,
     write_summary,
 )
@@ -125,7 +127,8 @@ def _split(lists: Mapping[str, Any]) -> tuple[list[Any], list[str]]:
 
 
 def sweep(config: Any, *, path: str | os.PathLike | None = None,
-          perturbation: float = DEFAULT_PERTURBATION, **lists: Any) -> Any:
+          perturbation: float = DEFAULT_PERTURBATION, overwrite: bool = False,
+          **lists: Any) -> Any:
     """Run every combination of the listed values in this process, one after the other.
 
     Parameters
@@ -138,6 +141,9 @@ def sweep(config: Any, *, path: str | os.PathLike | None = None,
         are written in a temporary folder and removed once loaded.
     perturbation : float
         ``initial.seed``'s perturbation size (``meanfield sweep --perturbation``).
+    overwrite : bool
+        Replace a different sweep's files in ``path`` (only files this project wrote); without
+        it a folder holding a different sweep is refused (:func:`~solvers.studies.sweep.sweep_folder`).
     **lists
         ``section__key=[v1, v2, ...]`` sweeps that key (``initial__seed=[0, 1]``: seeded
         perturbations of a uniform start); any value that is not a list is an override of
@@ -148,21 +154,26 @@ def sweep(config: Any, *, path: str | os.PathLike | None = None,
     xarray.Dataset
         The module's layout: one dimension per swept key, in the given order.
     """
-    _check_arguments(path, perturbation, False)
+    _check_arguments(path, perturbation, overwrite)
     base, text = _base_document(config)
     params, overrides = _split(lists)
     points = sweep_points(params)
-    with tempfile.TemporaryDirectory(prefix="meanfield-sweep-") as tmp:
-        folder = Path(tmp) if path is None else Path(path)
-        folder.mkdir(parents=True, exist_ok=True)
+    identity = sweep_digest(text, params, overrides, perturbation)
+    keys = json.dumps({d: p.key for d, p in zip(dim_names(params), params)})
+    # the writer policy of meanfield sweep: a checked, locked folder, no link followed
+    with tempfile.TemporaryDirectory(prefix="meanfield-sweep-") as tmp, \
+            sweep_folder(Path(tmp) if path is None else path, identity, text, keys,
+                         overwrite) as out:
+        folder = out.path
         records = {}
         for point in points:
-            archive = (folder / f"{point.name}.nc").resolve()
+            archive = out.entry(f"{point.name}.nc")
             records[point.name] = _run_one(base, overrides + list(point.items), archive,
                                            point.name, perturbation)
         summary = build_summary(params, dim_names(params), points, records, base_text=text)
+        summary.attrs["sweep_digest"] = identity
         if path is not None:
-            write_summary(summary, folder / "summary.nc")
+            write_summary(summary, out.entry("summary.nc"))
         return _from_summary(summary, lambda name: _open(folder / f"{name}.nc"))
 
 
