@@ -42,7 +42,9 @@ def test_readme_snippet_runs(index, monkeypatch):
         assert abs(float(longer["mass"][-1]) - 1.0) < 1e-12
 
 
-@pytest.mark.parametrize("script", EXAMPLES, ids=lambda p: p.name)
+# the sweep example starts a dask cluster (2.4 s): run with the slow tests
+@pytest.mark.parametrize("script", [pytest.param(p, marks=pytest.mark.slow) if p.name == "beta_sweep.py"
+                                    else p for p in EXAMPLES], ids=lambda p: p.name)
 def test_example_runs(script):
     done = subprocess.run([sys.executable, str(script)], cwd=ROOT, capture_output=True, text=True,
                           timeout=300)

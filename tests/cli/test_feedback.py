@@ -249,6 +249,7 @@ def test_style_reaches_lemma51_converge_and_sweep_figures(tmp_path, capsys, monk
     assert seen == [("lemma51", "screen"), ("converge", "screen"), ("sweep-figures", "screen")]
 
 
+@pytest.mark.slow
 def test_sweep_in_a_pipe_is_plain_lines(tmp_path) -> None:
     cfg = write(tmp_path, TINY)
     proc = meanfield("sweep", cfg, "--param", "model.beta=1,2", "--workers", "1", "-o",

@@ -131,6 +131,7 @@ def test_backend_selection(monkeypatch):
     assert default_backend() == "numba"
 
 
+@pytest.mark.slow
 def test_kernels_load_from_cache_in_a_new_process():
     """``cache=True``: a second process finds the compiled kernels on disk (no compile)."""
     # numba's own counters, not a wall time (a busy machine made loading take over a second)

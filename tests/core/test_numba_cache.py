@@ -68,6 +68,7 @@ def test_old_folders_are_pruned(tmp_path, monkeypatch):
     assert numba_cache.configure_numba_cache(tmp_path) == folder  # existing folder: no pruning
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not numba_available(), reason="numba not installed")
 def test_a_new_process_compiles_into_the_keyed_folder(tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"}

@@ -96,7 +96,7 @@ def test_interpolated_snapshots_are_as_accurate_per_step_as_landed_ones():
                                    np.sort(ref["atom_mass"].values[-1]), atol=1e-3)
 
 
-@pytest.mark.parametrize("suffix", [".nc", ".zarr"])
+@pytest.mark.parametrize("suffix", [".nc", pytest.param(".zarr", marks=pytest.mark.slow)])
 def test_resume_from_an_interpolated_record_takes_the_same_steps(tmp_path, suffix):
     whole = _run()
     path = tmp_path / f"run{suffix}"
@@ -129,6 +129,7 @@ def test_landed_records_need_no_step_state(tmp_path):
     assert read_restart(path) is None
 
 
+@pytest.mark.slow
 def test_cli_resume_continues_the_steps(tmp_path):
     cfg = tmp_path / "run.toml"
     cfg.write_text(BASE)
@@ -152,6 +153,7 @@ def test_cli_resume_continues_the_steps(tmp_path):
     np.testing.assert_array_equal(a["rho"].values, b["rho"].values)
 
 
+@pytest.mark.slow
 def test_sphere_resume_from_an_interpolated_record(tmp_path):
     """S^2 (lmax 31, the paper's S^2 descent): the same steps after a resume, bitwise."""
     base = ROOT / "runs" / "s2_descent_relu.toml"

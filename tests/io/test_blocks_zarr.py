@@ -141,7 +141,8 @@ time.sleep(60)
 """
 
 
-@pytest.mark.parametrize("name, sync, kept", [("k.zarr", 0.0, 20), ("k.zarr", 1000.0, 16),
+@pytest.mark.parametrize("name, sync, kept", [pytest.param("k.zarr", 0.0, 20, marks=pytest.mark.slow),
+                                               pytest.param("k.zarr", 1000.0, 16, marks=pytest.mark.slow),
                                                ("k.nc", 1000.0, 16)])
 def test_kill_9_keeps_the_synced_blocks_and_resumes(tmp_path: Path, name, sync, kept) -> None:
     """sync_interval 0: every record is on disk; a long one: the first 16 (synced one by one),
@@ -163,6 +164,7 @@ def test_kill_9_keeps_the_synced_blocks_and_resumes(tmp_path: Path, name, sync, 
     assert read_last_state(path)[0] == 10.0 and open_run(path).sizes["time"] == kept + 1
 
 
+@pytest.mark.slow
 def test_cli_zarr_run_killed_and_resumed(tmp_path: Path) -> None:
     cfg = tmp_path / "run.toml"
     cfg.write_text("[domain]\nresolution = 64\n[model]\nbeta = 2.0\n[time]\nscheme = \"fv\"\n"

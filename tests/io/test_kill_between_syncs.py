@@ -27,6 +27,7 @@ def _case(case: str, tmp_path: Path, kills: int, between: bool, seed: int) -> ki
     return tally
 
 
+@pytest.mark.slow
 def test_kill_between_the_syncs_resumes_bitwise_netcdf(tmp_path: Path) -> None:
     tally = _case("nc-fv", tmp_path, 1, True, 3)
     assert tally.resumes == 1  # the kill left records to resume from

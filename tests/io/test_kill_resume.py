@@ -55,6 +55,7 @@ def _kill_after(config: str, records: int, tmp_path: Path, wait: float) -> tuple
     return cfg, killed, whole
 
 
+@pytest.mark.slow
 def test_killed_run_is_readable_and_resumes_to_the_same_state(tmp_path):
     cfg, killed, whole = _kill_after(CONFIG, 4, tmp_path, 60)
     ds = xr.open_dataset(killed)  # a plain reader: the record dimension "t" on disk

@@ -84,7 +84,7 @@ def test_old_netcdf_reads_and_appends_in_its_own_layout(tmp_path):
     np.testing.assert_array_equal(ds["n_atoms"].values, [0, 3, 1, 2])
 
 
-@pytest.mark.parametrize("suffix", [".nc", ".zarr"])
+@pytest.mark.parametrize("suffix", [".nc", pytest.param(".zarr", marks=pytest.mark.slow)])
 def test_old_run_resumes_and_plots(tmp_path, suffix):
     """``meanfield run --resume`` of an old-layout archive continues it in that layout, and
     ``meanfield plot`` and ``info`` read it."""

@@ -219,7 +219,7 @@ def test_plot_refuses_a_link_and_a_users_file(tmp_path: Path, archive: Path, nam
     assert entries(tmp_path) == {"victim.txt", name}
 
 
-@pytest.mark.parametrize("name", ["fig.png", "fig.pdf", "fig.svg"])
+@pytest.mark.parametrize("name", ["fig.png", pytest.param("fig.pdf", marks=pytest.mark.slow), "fig.svg"])
 def test_plot_replaces_its_own_figure(tmp_path: Path, archive: Path, name: str) -> None:
     out = plot_run(archive, tmp_path / "sub" / name, dpi=30)
     assert is_figure_file(out)

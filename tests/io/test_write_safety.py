@@ -112,6 +112,7 @@ def test_overwrite_of_a_live_run_is_refused_and_the_run_survives(tmp_path, confi
     assert not lock_path(out).exists()
 
 
+@pytest.mark.slow
 def test_overwrite_while_a_reader_holds_the_file_keeps_the_reader_intact(tmp_path, config) -> None:
     out = tmp_path / "x.nc"
     rc, _, err = finish(start("run", str(config), "-o", str(out), "--set", "time.t_end=0.5",
@@ -127,6 +128,7 @@ def test_overwrite_while_a_reader_holds_the_file_keeps_the_reader_intact(tmp_pat
     assert not list(tmp_path.glob(".x.nc.*"))  # no temporary or lock file left
 
 
+@pytest.mark.slow
 def test_file_size_limit_leaves_a_readable_archive(tmp_path, config) -> None:
     # 2 MiB: uncompressed time chunks (256 records, ~0.4 MB at N = 64) are allocated whole
     out = tmp_path / "x.nc"
@@ -156,7 +158,8 @@ def interrupt_once(tmp_path: Path, config: Path, k: int, sig: int) -> None:
     assert not lock_path(out).exists()
 
 
-@pytest.mark.parametrize("sig, times", [(signal.SIGINT, 2), (signal.SIGTERM, 1)])
+@pytest.mark.parametrize("sig, times", [pytest.param(signal.SIGINT, 2, marks=pytest.mark.slow),
+                                        (signal.SIGTERM, 1)])
 def test_signal_ends_the_run_cleanly(tmp_path, config, sig, times) -> None:
     random.seed(sig)
     for k in range(times):
@@ -170,6 +173,7 @@ def test_sigint_with_a_snapshot_every_step_is_never_swallowed(tmp_path, config) 
         interrupt_once(tmp_path, config, k, signal.SIGINT)
 
 
+@pytest.mark.slow
 def test_interrupted_run_resumes(tmp_path, config) -> None:
     out = tmp_path / "x.nc"
     # 10000 steps: long enough to be interrupted after 5 records (dt = 0.001 took 0.7 s in all)

@@ -89,6 +89,7 @@ def test_default_run_in_zarr_equals_netcdf(runs: Path) -> None:
     assert read_restart(zr) is None and read_restart_atoms(zr) is None  # records are steps
 
 
+@pytest.mark.slow
 def test_zarr_dirac_resume_equals_netcdf_resume(runs: Path, tmp_path: Path) -> None:
     """Stop a default-method run at t = 3 (one Dirac atom) and resume it to t = 4 in each
     store: the zarr resume starts from the same state (density and atoms) and gives the same
@@ -112,6 +113,7 @@ def test_zarr_dirac_resume_equals_netcdf_resume(runs: Path, tmp_path: Path) -> N
     np.testing.assert_array_equal(b["rho"][:61], whole["rho"][:61])
 
 
+@pytest.mark.slow
 def test_zarr_dirac_resume_from_an_interpolated_record(tmp_path: Path) -> None:
     """fv Dirac state, adaptive steps: the last record is interpolated, the store keeps the step
     state behind it with its atoms (restart_rho's attributes), and a resume from the zarr
@@ -200,7 +202,7 @@ def _s2_snapshot(t: float, ids: list[int], grid) -> Snapshot:
     return Snapshot(t=t, step=int(100 * t), dt=0.01, rho=rho, diagnostics=diag, position=restart)
 
 
-@pytest.mark.parametrize("sync", [0.0, 1000.0])
+@pytest.mark.parametrize("sync", [0.0, pytest.param(1000.0, marks=pytest.mark.slow)])
 def test_s2_dirac_columns_of_changing_width_in_both_stores(tmp_path: Path, sync: float) -> None:
     """S^2 Dirac atoms born and dying (blocks of different widths, identities up to 6), then
     an append: the zarr store holds what the NetCDF file holds, the readers agree."""

@@ -48,6 +48,7 @@ def test_overwrite_is_refused_while_a_lazy_reader_holds_the_store(tmp_path: Path
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no scratch left
 
 
+@pytest.mark.slow
 def test_readers_that_load_do_not_block_an_overwrite(tmp_path: Path) -> None:
     """open_run loads the data and lets go; a collected lazy Dataset lets go too."""
     cfg, out = tmp_path / "run.toml", tmp_path / "x.zarr"

@@ -76,7 +76,8 @@ def _pdf_streams(data: bytes) -> bytes:
     return b"\n".join(out)
 
 
-@pytest.mark.parametrize("name", ["converge", "sweep_atom_masses", "lemma51_S1"])
+@pytest.mark.parametrize("name", ["converge", "sweep_atom_masses",
+                                  pytest.param("lemma51_S1", marks=pytest.mark.slow)])
 def test_line_plots_save_as_vector_pdf_and_svg(outputs: dict[str, Path], tmp_path: Path,
                                                name: str) -> None:
     from solvers.plots.save import save_figure

@@ -215,6 +215,7 @@ def test_dirac_run_conserves_mass_and_positivity():
     assert d.n_atoms >= d.dirac_mass.size and np.all(np.diff(d.atom_mass) <= 0)
 
 
+@pytest.mark.slow
 def test_dirac_archive_reads_back_and_resumes(tmp_path):
     from solvers.api import open_run, resume, run
 
