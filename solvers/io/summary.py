@@ -105,7 +105,8 @@ def _is_real(key: str) -> bool:
 
     section, _, name = key.partition(".")
     cls = typing.get_type_hints(RunConfig).get(section)
-    hint = typing.get_type_hints(cls).get(name) if cls is not None and hasattr(cls, "__dataclass_fields__") else None
+    known = cls is not None and hasattr(cls, "__dataclass_fields__")
+    hint = typing.get_type_hints(cls).get(name) if known else None
     return hint is not None and float in (typing.get_args(hint) or (hint,))
 
 

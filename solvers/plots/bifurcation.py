@@ -2,9 +2,10 @@
 
 Left: the continuation parameter against the largest moment ``max_k |int Y_k rho| / M`` (on
 S^1 ``max_k |rho_hat_k| / rho_hat_0``: the order parameter ``|rho_hat_1| / rho_hat_0`` on the
-branches of the first mode, and the branches of mode ``j`` visible too), one colour per branch, stable stretches solid and unstable ones
-dashed (an archive of ``continue --no-stability``: every branch dotted, the legend says that the
-stability was not computed); branch points as circles, folds as triangles, requested points as small dots. Right: a
+branches of the first mode, and the branches of mode ``j`` visible too), one colour per branch,
+stable stretches solid and unstable ones dashed (an archive of ``continue --no-stability``: every
+branch dotted, the legend says that the stability was not computed); branch points as circles,
+folds as triangles, requested points as small dots. Right: a
 few densities (S^1: ``rho`` against angle at the requested points and the ends of each branch;
 S^2: ``rho`` against colatitude along the meridian ``phi = 0``, where the axisymmetric states of
 pure attention vary). The parameter axis is logarithmic for the noise. Saved at the style's dpi

@@ -2,7 +2,8 @@
 
 Variables (dimension ``point``: every computed state, ordered by branch and arclength):
 ``parameter``, ``branch``, ``stable`` (bool; missing values, NaN, where the stability was not
-computed: ``continue --no-stability``, global attribute ``stability = "not computed"``), ``free_energy`` (``E - s nu int rho log rho``),
+computed: ``continue --no-stability``, global attribute ``stability = "not computed"``),
+``free_energy`` (``E - s nu int rho log rho``),
 ``order_parameter`` (``|int x rho| / M``: on S^1 ``|rho_hat_1| / rho_hat_0``), ``point_kind``
 (``""``, ``"requested"``, ``"branch_point"``, ``"fold"``), ``moments(point, degree)``
 (``|int Y_k rho| / M``, k = 1..8), ``growth_rate`` (the leading eigenvalue

@@ -1,8 +1,8 @@
 """Reports of refinement ladders (``meanfield converge``): the printed table, the NetCDF and the
 log-log figure of :class:`solvers.studies.converge.Ladder` tables.
 
-Flags after an order: ``E`` erratic, ``P`` pre-asymptotic, ``L`` below an upper bound; after an atom mass change: ``D``
-detector (see :mod:`solvers.studies.converge` and :mod:`solvers.studies.orders`).
+Flags after an order: ``E`` erratic, ``P`` pre-asymptotic, ``L`` below an upper bound; after
+an atom mass change: ``D`` detector (see :mod:`solvers.studies.converge` and :mod:`solvers.studies.orders`).
 """
 
 from __future__ import annotations

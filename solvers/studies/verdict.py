@@ -260,7 +260,8 @@ def resumed_history(earlier: Any, new: Any, t0: float) -> list:
 def run_verdict(config: RunConfig, result: Any, check_resolution: bool = True, *,
                 t0: float = 0.0, history0: Any = (), companion: Any = None) -> Verdict:
     """:func:`judge` of a finished :func:`~solvers.timestepping.loop.simulate` result, with
-    the resolution check's companion run (``check_resolution``; :func:`coarse_config`) and the exact atom speed. A resumed
+    the resolution check's companion run (``check_resolution``; :func:`coarse_config`) and the
+    exact atom speed. A resumed
     run (from ``t0``) passes its archived method history ``history0``; its time error is the
     archived estimate plus this segment's when simulate continued the count (``time_error0``).
     ``companion``: a :class:`~solvers.studies.companion.Companion` started beside the run (its
