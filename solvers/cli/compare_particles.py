@@ -65,7 +65,8 @@ def run_command(args: argparse.Namespace) -> int:
         check_run,
         load_config,
     )
-    from solvers.studies.compare_particles import compare, format_table
+    from solvers.studies.compare_particles import compare
+    from solvers.studies.compare_report import format_table
 
     try:
         sizes = parse_list(args.n, int, "--n")

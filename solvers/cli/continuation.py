@@ -65,7 +65,7 @@ def _check(args: argparse.Namespace) -> None:
 
 def format_report(ds: Any) -> str:
     """Special points and branches, one line each."""
-    from solvers.studies.continuation_archive import stability_computed
+    from solvers.io.attributes import stability_computed
 
     known = stability_computed(ds)
     lines = [f"{ds.attrs['parameter_name']}: {ds.sizes['point']} points on "

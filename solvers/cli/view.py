@@ -114,7 +114,7 @@ def info_lines(ds: Any, path: Path) -> list[str]:
     else:
         lines.append("accuracy: no verdict archived (an interrupted run, or an older archive)")
     if "polish_stability" in ds.attrs:  # a polished archive (meanfield polish)
-        from solvers.studies.polish import polish_lines
+        from solvers.io.attributes import polish_lines
 
         lines += [clip(s, 300) for s in polish_lines(ds.attrs)]
     return lines + _record_lines(ds) + _provenance_lines(ds)

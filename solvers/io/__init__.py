@@ -17,6 +17,8 @@
   ours (no links followed, only our archives replaced) and advisory write locks.
 - :mod:`~solvers.io.writer_policy`: the one writer policy every command calls (a single output
   file: ``claim_file``; a folder of outputs: ``OutputFolder``, created, checked, locked).
+- :mod:`~solvers.io.attributes`: what an archive's attributes say (the polish results as text,
+  whether a continuation archive holds stability).
 - :mod:`~solvers.io.errors`: the error of an archive that cannot be read as a run.
 - :mod:`~solvers.io.reader_lock`: a lazy zarr reader's shared lock, so that no overwrite swaps data under it.
 - :mod:`~solvers.io.runs`: the named run configurations (``runs/*.toml``).

@@ -40,7 +40,7 @@ def _stretches(stable: np.ndarray) -> list[tuple[int, int, bool]]:
 
 
 def _known(ds: xr.Dataset) -> bool:
-    from solvers.studies.continuation_archive import stability_computed
+    from solvers.io.attributes import stability_computed
 
     return stability_computed(ds)
 

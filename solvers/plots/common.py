@@ -92,7 +92,7 @@ def state_lines(ds: xr.Dataset) -> list[str]:
         lines.append(f"atoms: {int(ds['n_atoms'].values[i])}"
                      + (f", largest {float(ds['max_atom_mass'].values[i]):.6f}"
                         if "max_atom_mass" in ds else ""))
-    from solvers.studies.polish import polish_lines
+    from solvers.io.attributes import polish_lines
 
     lines += polish_lines(ds.attrs)
     return lines

@@ -11,7 +11,7 @@
   :mod:`~solvers.studies.sweep_folder`: their folder under the writer policy, and the workers cap.
 - :mod:`~solvers.studies.sweep_data`: ``solvers.sweep`` and ``open_sweep``: a sweep as one Dataset.
 - :mod:`~solvers.studies.particles`: the particle system (any dimension).
-- :mod:`~solvers.studies.compare_particles`: PDE against particles.
+- :mod:`~solvers.studies.compare_particles`: PDE against particles; :mod:`~solvers.studies.compare_report`: its report as text.
 - :mod:`~solvers.studies.wasserstein`: exact W1 on the circle.
 - :mod:`~solvers.studies.polish`: exact stationary atoms by Newton's method.
 - :mod:`~solvers.studies.converge_report`, :mod:`~solvers.studies.distances`,

@@ -116,11 +116,6 @@ def to_dataset(result: Result, with_stability: bool = True) -> Any:
     return describe(ds, "meanfield-spectral continuation of noisy stationary states", TABLE)
 
 
-def stability_computed(ds: Any) -> bool:
-    """Whether the archive ``ds`` holds the states' stability (not ``continue --no-stability``)."""
-    return ds.attrs.get("stability", "computed") != "not computed" and ds["stable"].dtype == bool
-
-
 def _attributes(result: Result) -> dict[str, Any]:
     cfg = result.problem.config
     return {"archive_kind": "continuation", "parameter_name": result.key,

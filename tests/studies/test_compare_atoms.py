@@ -12,12 +12,8 @@ from conftest import PAPER_A, PAPER_OMEGA, make_config, perceptron
 
 from solvers.circle.atoms import detect_atoms
 from solvers.model.params import AtomParams, InitialParams
-from solvers.studies.compare_particles import (
-    DEFAULT_TIMES,
-    compare,
-    default_times,
-    format_table,
-)
+from solvers.studies.compare_particles import DEFAULT_TIMES, compare, default_times
+from solvers.studies.compare_report import format_table
 from solvers.studies.particles import group_particles
 
 TWO_PI = 2 * np.pi

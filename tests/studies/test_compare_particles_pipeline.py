@@ -7,7 +7,8 @@ import numpy as np
 
 import solvers
 from solvers.model.config import load_config
-from solvers.studies.compare_particles import compare, format_table, pde_states
+from solvers.studies.compare_particles import compare, pde_states
+from solvers.studies.compare_report import format_table
 
 DEMO = Path(__file__).resolve().parents[2] / "runs" / "demo.toml"
 

@@ -136,7 +136,8 @@ def test_cli_writes_the_archive_and_the_figure(tmp_path, capsys) -> None:
         assert list(ds["special_kind"].values) == ["branch_point"] * 2
         assert np.isclose(ds["parameter"].values, 0.5).sum() == 3  # one per branch
     assert png.read_bytes()[:4] == b"\x89PNG"
-    assert main(["continue", str(cfg), "--param", "model.noise", "--to", "0", "-o", str(out)]) == 2
+    assert main(["continue", str(cfg), "--param", "model.noise", "--to", "0",
+                 "-o", str(tmp_path / "d.nc")]) == 2
     assert "error: --to: model.noise must stay > 0" in capsys.readouterr().err
     assert main(["run", str(cfg), "-o", str(tmp_path / "r.nc"), "-q"]) == 0  # noise: time-stepped too
     with xr.open_dataset(tmp_path / "r.nc") as ds:
