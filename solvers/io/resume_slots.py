@@ -121,10 +121,13 @@ def _slot_values(handle: Any, name: str) -> np.ndarray | None:
     return np.ma.filled(np.ma.asarray(values, dtype=float), np.nan)
 
 
-def pick(handle: Any, last_time: float) -> tuple[int, dict[str, Any] | None]:
+def pick(handle: Any, last_time: float, damaged: Any = ()) -> tuple[int, dict[str, Any] | None]:
     """``(index, decoded)`` of the slot whose ``after_time`` is ``last_time`` (the archive's last
-    complete record), or ``(-1, None)`` when neither is."""
+    complete record), or ``(-1, None)`` when neither is; the slots named in ``damaged`` are
+    not valid."""
     for i, name in enumerate(SLOTS):
+        if name in damaged:
+            continue
         try:
             values = _slot_values(handle, name)
             found = decode(values) if values is not None and values.size >= HEADER else None
@@ -192,12 +195,38 @@ def _read_resume(path: Path, last_time: float) -> dict[str, Any] | None:
 
         with warnings.catch_warnings():  # a killed writer's temporary '.partial' files
             warnings.simplefilter("ignore")
+            damaged = damaged_slots(path)
             group = zarr.open_group(str(path), mode="r", use_consolidated=False)
-            return pick(group, last_time)[1]
+            found = pick(group, last_time, damaged)[1]
+        if found is None and damaged:
+            log.warning("%s: resume slot %s is damaged; resuming from the last record, "
+                        "not bitwise the uninterrupted run", path,
+                        " and ".join(f"{name} ({why})" for name, why in damaged.items()))
+        return found
     import netCDF4
 
     with netCDF4.Dataset(path, "r") as nc:
         return pick(nc, last_time)[1]
+
+
+def damaged_slots(path: Path) -> dict[str, str]:
+    """The resume slots of the zarr store at ``path`` that are damaged, with why: a slot the
+    store's metadata lists whose folder or a chunk of whose values is not on disk (zarr would
+    read the gap as NaN)."""
+    import zarr
+
+    from solvers.io.zarr_store import absent_chunk
+
+    group = zarr.open_group(str(path), mode="r")  # the consolidated metadata lists the slots
+    out = {}
+    for name in SLOTS:
+        if name not in group:
+            continue
+        array = group[name]
+        key = absent_chunk(path, name, array, tuple(array.shape))
+        if key is not None:
+            out[name] = f"{'metadata' if key == 'zarr.json' else 'chunk ' + key} missing"
+    return out
 
 
 def exact_start(path: str | os.PathLike, last_time: float) -> RunState | None:
