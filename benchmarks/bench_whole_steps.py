@@ -61,7 +61,8 @@ def run(name: str, whole: bool) -> tuple[float, int, np.ndarray]:
     while s.t < t_end:
         s.step(t_end)
     wall = time.perf_counter() - start
-    final = np.sort(s.disc.atoms(s.rho).mass)[::-1] if s.measure else s.rho
+    atoms = s.disc.atoms(s.rho)  # None for a grid state
+    final = np.sort(atoms.mass)[::-1] if atoms is not None else s.rho
     return wall, s.n_steps, final
 
 

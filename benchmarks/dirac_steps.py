@@ -29,6 +29,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from solvers.core.measure import MeasureDiscretization  # noqa: E402
 from solvers.io.state import initial_state  # noqa: E402
 from solvers.model.config import load_config  # noqa: E402
 from solvers.timestepping.simulation import Solver  # noqa: E402
@@ -53,7 +54,7 @@ def trace(name: str, n: int, representation: str) -> dict[str, np.ndarray]:
     while s.t < t_end:
         cause = _cause(s)
         h = s.step(t_end)
-        count = s.disc.layout.count(s.rho) if s.measure else 0
+        count = s.disc.layout.count(s.rho) if isinstance(s.disc, MeasureDiscretization) else 0
         rows.append((s.t, h, cause, count))
     t, dt, cause, count = (np.array(c) for c in zip(*rows))
     return {"t": t, "dt": dt, "cause": cause, "atoms": count}
@@ -64,7 +65,7 @@ def _cause(s: Solver) -> int:
     cfl = s.ssp * s.config.time.cfl / max(s._rate, 1e-300)
     if s.rate_dt <= cfl:
         return 2
-    if not s.measure or s.disc.layout.count(s.rho) == 0:
+    if not isinstance(s.disc, MeasureDiscretization) or s.disc.layout.count(s.rho) == 0:
         return 0
     d, b = s.disc, s.disc.problem.basis
     atoms = d.atoms(s.rho)
