@@ -268,7 +268,14 @@ def test_a_damaged_zarr_array_gives_one_error_line(tmp_path) -> None:
     store = tmp_path / "run.zarr"
     assert meanfield("run", cfg, "-o", str(store), "--no-check", "-q", cwd=tmp_path).returncode == 0
     (store / "rho" / "zarr.json").write_text("")
-    proc = meanfield("info", str(store), cwd=tmp_path)
-    lines = proc.stderr.strip().splitlines()
-    assert proc.returncode == 2 and len(lines) == 1, proc.stderr
-    assert "run.zarr" in lines[0] and "Task" not in proc.stderr
+    # zarr's other reads, left pending by the failure, met its loop closing at exit now and
+    # then ("Event loop is closed"), more often on a busy machine: four at once
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    procs = [subprocess.Popen([sys.executable, "-m", "solvers", "info", str(store)], cwd=tmp_path,
+                              env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                              text=True) for _ in range(4)]
+    for proc in procs:
+        err = proc.communicate(timeout=300)[1]
+        lines = err.strip().splitlines()
+        assert proc.returncode == 2 and len(lines) == 1, err
+        assert "run.zarr" in lines[0] and "Task" not in err
