@@ -6,7 +6,8 @@
   another archive) and its grid arrays.
 - :mod:`~solvers.io.summary`: the sweep summary file (``summary.nc``) and per-run records.
 - :mod:`~solvers.io.netcdf_store`, :mod:`~solvers.io.zarr_store`: the two stores of an archive
-  (NetCDF4 file, zarr v3 directory); :mod:`~solvers.io.records`: snapshots buffered as records.
+  (NetCDF4 file, zarr v3 directory), :mod:`~solvers.io.zarr_checks`: a zarr store's damage checks
+  and the clean-up of zarr's reads; :mod:`~solvers.io.records`: snapshots buffered as records.
 - :mod:`~solvers.io.reading`: ``open_run``, ``read_snapshot``, ``read_last_state`` and the other
   readers, robust to a live writer and a crash's trailing records.
 - :mod:`~solvers.io.restart`: the exact step state behind an interpolated last record.

@@ -215,7 +215,7 @@ def damaged_slots(path: Path) -> dict[str, str]:
     read the gap as NaN)."""
     import zarr
 
-    from solvers.io.zarr_store import absent_chunk
+    from solvers.io.zarr_checks import absent_chunk
 
     group = zarr.open_group(str(path), mode="r")  # the consolidated metadata lists the slots
     out = {}
