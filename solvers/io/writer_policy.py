@@ -37,7 +37,7 @@ import stat
 from pathlib import Path
 from types import TracebackType
 
-from solvers.io.lock import ArchiveLock
+from solvers.io.lock import ArchiveBusyError, ArchiveLock, lock_path
 from solvers.io.safe_paths import (
     KINDS,
     UnsafePathError,
@@ -170,9 +170,13 @@ class OutputFolder:
         ArchiveBusyError
             Another process writes this folder.
         """
-        lock = ArchiveLock(self.entry(name, kind=None))
+        self.entry(lock_path(self.path / name).name, kind=None)  # the lock file: no link
+        lock = ArchiveLock(self.path / name)
         try:
             lock.acquire()
+        except ArchiveBusyError as err:  # name the folder, not the lock's stem
+            raise ArchiveBusyError(str(err).replace(str(self.path / name), str(self.path), 1)
+                                   ) from None
         except OSError as err:
             if isinstance(err, UnsafePathError) or not err.strerror:
                 raise

@@ -171,8 +171,18 @@ def test_a_second_sweep_at_once_is_refused(made, capsys):
                                 "-o", str(folder)])
         assert time.monotonic() - start < 10
     assert rc == 2 and "being written by another process" in err, err
+    assert f"{folder} is being written" in err, err  # names the folder, not DIR/sweep
     _one_line(err)
     assert (folder / "summary.nc").read_bytes() == before  # no run marked failed
+
+
+def test_a_users_subfolder_named_like_the_lock_does_not_block_a_sweep(made, tmp_path, capsys):
+    out = tmp_path / "out"
+    (out / "sweep").mkdir(parents=True)  # the user's own folder; the lock is DIR/.sweep.lock
+    rc, err = _err(capsys, ["-q", "sweep", str(made / "c.toml"), "--param", "model.beta=1",
+                            "-o", str(out)])
+    assert rc == 0, err
+    assert (out / "summary.nc").is_file() and (out / "sweep").is_dir()
 
 
 # ------------------------------------------------------ item 4: workers, sweep-figures
