@@ -26,6 +26,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 def run_command(args: argparse.Namespace) -> int:
     """``meanfield sweep-figures``: 0 on success, 2 on a bad folder or argument."""
+    from solvers.cli.guard import describe
     from solvers.io.writer_policy import OutputFolder
     from solvers.plots.sweeps import write_figures
 
@@ -40,7 +41,7 @@ def run_command(args: argparse.Namespace) -> int:
               "meanfield sweep first)", file=sys.stderr)
         return 2
     except (OSError, ValueError) as err:
-        print(f"error: {err}", file=sys.stderr)
+        print(f"error: {describe(err)}", file=sys.stderr)
         return 2
     for path in paths:
         print(f"wrote {path}")

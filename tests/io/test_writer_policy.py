@@ -204,3 +204,19 @@ def test_sweep_figures_leaves_no_empty_folder_when_it_fails(made, tmp_path, caps
     assert rc == 2 and "nothing to draw" in err, err
     _one_line(err)
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("what", ["file-as-folder", "damaged-summary"])
+def test_sweep_figures_names_the_failing_path_in_words(made, tmp_path, capsys, what):
+    if what == "file-as-folder":
+        target, out, sweeps = tmp_path / "f.txt", tmp_path / "f.txt", made / "sw"
+        target.write_text("the user's")
+    else:
+        sweeps, out = tmp_path / "bad", tmp_path / "figs"
+        sweeps.mkdir()
+        target = sweeps / "summary.nc"
+        target.write_text("not a NetCDF file")
+    rc, err = _err(capsys, ["sweep-figures", str(sweeps), "-o", str(out)])
+    assert rc == 2 and str(target) in err and "[Errno" not in err, err
+    _one_line(err)
+    assert not (tmp_path / "figs").exists()
