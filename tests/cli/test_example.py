@@ -16,7 +16,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_list_names_every_config(capsys):
     assert main(["example", "--list"]) == 0
-    names = {line.split()[0] for line in capsys.readouterr().out.splitlines()}
+    lines = capsys.readouterr().out.splitlines()  # a name, then its description, wrapped
+    names = {line.split()[0] for line in lines if line and not line[0].isspace()}
     assert names == {p.stem for p in (ROOT / "runs").glob("*.toml")}
 
 
