@@ -120,9 +120,10 @@ def _child(half: RunConfig, out: Any, parent: int) -> None:
 
 def _start_method() -> str:
     """``fork`` (the child inherits the loaded modules and compiled kernels: no start-up), unless
-    numba's thread pool already runs in this process (a forked child could hang in it): then
-    ``spawn``, as where there is no fork."""
-    if "fork" not in mp.get_all_start_methods():
+    numba's thread pool already runs in this process, or SHTns is loaded (its OpenMP pool,
+    started by the first transform, e.g. while a resume reads its archive): a forked child
+    could hang in either. Then ``spawn``, as where there is no fork."""
+    if "fork" not in mp.get_all_start_methods() or "_shtns" in sys.modules:
         return "spawn"
     parallel = sys.modules.get("numba.np.ufunc.parallel")
     return "spawn" if parallel is not None and getattr(parallel, "_is_initialized", False) else "fork"
