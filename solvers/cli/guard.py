@@ -46,13 +46,14 @@ def clip(text: object, limit: int) -> str:
 def usage_errors() -> tuple[type[BaseException], ...]:
     """Exception types that are input errors (exit 2); imported when an error needs them, so
     that parsing the command line imports neither NumPy nor the config module."""
+    from solvers.io.errors import ArchiveError
     from solvers.io.lock import ArchiveBusyError
     from solvers.io.safe_paths import UnsafePathError
     from solvers.model.config import ConfigError
 
     return (ConfigError, FileNotFoundError, FileExistsError, IsADirectoryError,
             NotADirectoryError, PermissionError, ArchiveBusyError, ValueError, TypeError,
-            CliError, RecursionError, UnsafePathError)
+            CliError, RecursionError, UnsafePathError, ArchiveError)
 
 
 class OneLineParser(argparse.ArgumentParser):

@@ -146,6 +146,28 @@ def missing_chunk(path: Path, n: int) -> tuple[str, str] | None:
         key = absent_chunk(path, name, array, extent)
         if key is not None:
             return name, key
+    return _ragged_gap(path, group, names) if every else None
+
+
+def _ragged_gap(path: Path, group: Any, names: list[str]) -> tuple[str, str] | None:
+    """``(variable, chunk key)`` of a per-identity variable (``(t, atom)``, ``(t, dirac)``)
+    that lacks a chunk which another variable of its dimension has on disk. A block writes
+    the columns it holds into every such variable at once, so their chunk files come and go
+    together; a column chunk a block did not reach is absent from all of them (not damage)."""
+    for ragged in RAGGED_DIMS:
+        family = {}
+        for name in names:
+            dims = tuple(group[name].metadata.dimension_names or ())
+            if len(dims) == 2 and dims[1] == ragged and name not in _WRITTEN_LATER:
+                folder = Path(path) / name / "c"
+                family[name] = ({str(f.relative_to(Path(path) / name)) for f in
+                                 folder.rglob("*") if f.is_file()} if folder.is_dir() else set(),
+                                group[name].chunks)
+        for name, (keys, chunks) in sorted(family.items()):
+            for other, (theirs, their_chunks) in sorted(family.items()):
+                missing = sorted(theirs - keys) if their_chunks == chunks else []
+                if missing:
+                    return name, missing[0]
     return None
 
 

@@ -66,6 +66,7 @@ def test_a_deleted_rho_chunk_is_named_by_every_reader_and_command(store, tmp_pat
         assert main(argv) == 2, argv
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and "variable 'rho' lacks chunk c/0/0" in err[0], (argv, err)
+        assert err[0].startswith(f"error: {damaged} is damaged"), (argv, err)  # no type name
         assert "--overwrite" in err[0]
     assert not (tmp_path / "a.png").exists() and not (tmp_path / "p.nc").exists()
     assert open_run(store).sizes["time"] == 3  # the intact store reads as before
@@ -125,3 +126,31 @@ def test_an_intact_resume_says_nothing(store, tmp_path, caplog):
     with caplog.at_level("WARNING", logger="solvers.io.resume_slots"):
         assert read_resume(store, read_last_state(store)[0]) is not None
     assert not caplog.records
+
+
+@pytest.fixture(scope="module")
+def atoms_store(tmp_path_factory) -> Path:
+    """A store with Dirac atoms and atom records (the demo, short and coarse)."""
+    folder = tmp_path_factory.mktemp("atoms")
+    path = folder / "demo.zarr"
+    assert main(["run", "runs/demo.toml", "--set", "domain.resolution=96", "--set",
+                 "time.t_end=20", "-o", str(path), "--no-check", "-q"]) == 0
+    return path
+
+
+@pytest.mark.parametrize("name", ["dirac_mass", "dirac_position", "atom_mass", "atom_position"])
+def test_a_deleted_atom_or_dirac_chunk_is_named(atoms_store, tmp_path, capsys, name):
+    """Per-identity variables are not checked against the record count (a block writes only
+    the columns it holds), but a chunk that the other variables of its dimension have is
+    damage: polish read the lost Dirac masses as missing values and dropped an atom."""
+    damaged = _copy(atoms_store, tmp_path)
+    chunk = next(p for p in sorted((damaged / name / "c").rglob("*")) if p.is_file())
+    chunk.unlink()
+    key = str(chunk.relative_to(damaged / name))
+    with pytest.raises(ArchiveError, match=f"variable '{name}' lacks chunk {key}"):
+        open_run(damaged)
+    assert main(["polish", str(damaged), "-o", str(tmp_path / "p.nc")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"variable '{name}' lacks chunk {key}" in err[0], err
+    assert not (tmp_path / "p.nc").exists()
+    assert open_run(atoms_store).sizes["time"] == 3  # the intact store reads as before
