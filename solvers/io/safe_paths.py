@@ -299,14 +299,14 @@ def _whose(path: Path, kind: str = "archive") -> tuple[bool, str]:
     return True, ""
 
 
-def check_writable_folder(folder: Path) -> None:
+def check_writable_folder(folder: Path, option: str = "-o") -> None:
     """PermissionError naming ``folder`` when it exists and this process cannot create files
-    in it (a read-only folder): refused before any work, as one line."""
+    in it (a read-only folder): refused before any work, as one line naming ``option``."""
     if os.path.isdir(folder) and not os.access(folder, os.W_OK | os.X_OK):
         import errno
 
         raise PermissionError(errno.EACCES, "cannot write in this folder (read-only?); write "
-                              "elsewhere with -o", str(folder))
+                              f"elsewhere with {option}", str(folder))
 
 
 def check_target(path: str | os.PathLike, overwrite: bool, option: str = "--overwrite",

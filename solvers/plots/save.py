@@ -18,7 +18,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from solvers.io.safe_paths import UnsafePathError, check_target, plain_file, write_via_private
+from solvers.io.safe_paths import (UnsafePathError, check_target, check_writable_folder, plain_file,
+                                   write_via_private)
 
 _HEAD = 64 << 10  # bytes read to recognise a figure (matplotlib's mark sits near the top)
 _TAIL = 64 << 10  # and at the end (a PDF's /Creator, /Producer)
@@ -83,6 +84,7 @@ def check_figure_target(out: str | os.PathLike, option: str = "-o") -> None:
     ``out``: nothing there, or a figure file (:func:`is_figure_file`); never a link."""
     out = Path(out)
     if not os.path.lexists(out):
+        check_writable_folder(out.parent, option)  # refused before the command computes
         return
     if out.suffix.lower() == ".png":
         check_target(out, True, option, kind="figure")

@@ -220,3 +220,30 @@ def test_sweep_figures_names_the_failing_path_in_words(made, tmp_path, capsys, w
     assert rc == 2 and str(target) in err and "[Errno" not in err, err
     _one_line(err)
     assert not (tmp_path / "figs").exists()
+
+
+def test_continue_refuses_a_read_only_figure_folder_before_writing_its_archive(made, tmp_path,
+                                                                               capsys):
+    import os
+    import shutil
+    import subprocess
+
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    if os.geteuid() == 0:
+        if shutil.which("chattr") is None or subprocess.run(
+                ["chattr", "+i", str(ro)], capture_output=True).returncode != 0:
+            pytest.skip("root cannot make a read-only folder here (no chattr +i)")
+    else:
+        ro.chmod(0o555)
+    try:
+        rc, err = _err(capsys, ["continue", str(made / "pure.toml"), "--param", "model.noise",
+                                "--to", "0.9", "-o", str(tmp_path / "c.nc"), "--figure",
+                                str(ro / "c.png")])
+    finally:
+        if os.geteuid() == 0:
+            subprocess.run(["chattr", "-i", str(ro)], capture_output=True)
+        ro.chmod(0o755)
+    assert rc == 2 and "--figure" in err and str(ro) in err, err
+    _one_line(err)
+    assert not (tmp_path / "c.nc").exists()  # refused before the archive was written
