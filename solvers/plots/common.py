@@ -101,13 +101,20 @@ def state_lines(ds: xr.Dataset) -> list[str]:
 def panel_state(ax: Axes, ds: xr.Dataset, title: str) -> None:
     """The numbers of a single state (:func:`state_lines`) as text, in place of the energy
     history a single state does not have."""
+    from matplotlib.font_manager import FontProperties
+
     from solvers.plots.style import NOTE_SIZE
 
     ax.set_axis_off()
     ax.set_title(title)
     import textwrap
 
-    text = "\n".join(textwrap.fill(line, 100, subsequent_indent=" " * (len(line) - len(line.lstrip()) + 2))
+    # as many monospace characters (about 0.6 em wide) as the panel is wide
+    width_in = ax.get_position().width * ax.figure.get_figwidth()
+    points = FontProperties(size=NOTE_SIZE).get_size_in_points()
+    chars = max(30, int(width_in * 72.0 / (0.6 * points)))
+    text = "\n".join(textwrap.fill(line, chars,
+                                   subsequent_indent=" " * (len(line) - len(line.lstrip()) + 2))
                      for line in state_lines(ds))
     ax.text(0.0, 1.0, text, transform=ax.transAxes, va="top", ha="left",
             fontsize=NOTE_SIZE, family="monospace")
