@@ -46,5 +46,5 @@ def test_the_figure_of_one_state_has_no_time_axis(polished):
     assert set(panels) == {"final", "state"}
     labels = [a.get_xlabel() + a.get_ylabel() for a in fig.axes]
     assert not any("time" in label for label in labels)
-    text = " ".join(t.get_text() for t in panels["state"].texts)
+    text = " ".join(" ".join(t.get_text() for t in panels["state"].texts).split())  # unwrapped
     assert "energy E =" in text and "stationary point" in text
