@@ -107,4 +107,4 @@ class SphereDiscretization(Discretization):
         p = self.problem
         f = fields["f"]
         attention = np.log(np.maximum(f, 1e-300)) if p.model.attention == "softmax" else f
-        return p.sign * (attention / p.model.beta + 0.5 * p._c["v_c"])
+        return p.sign * (attention / p.model.beta + 0.5 * p.perceptron_centres[2])
