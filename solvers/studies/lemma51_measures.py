@@ -142,7 +142,8 @@ def snapshot_measure(path: str | Path, time: float | None = None) -> Measure:
     from solvers.io.reading import read_dirac, read_snapshot
 
     t, axes, rho = read_snapshot(path, time)
-    manifold = manifold_of("S2" if isinstance(axes, tuple) else "S1")  # (theta, phi): S^2
+    n_axes = len(axes) if isinstance(axes, tuple) else 1  # (theta,) or (theta, phi)
+    manifold = next(m for m in MANIFOLDS if len(m.grid_dims) == n_axes)
     angles, masses, l2 = manifold.snapshot_point_masses(axes, rho, path)
     cells = masses.size
     label = f"snapshot t = {t:g} of {Path(path).name} ({cells} cells as point masses"
