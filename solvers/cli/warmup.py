@@ -9,6 +9,7 @@ method runs a few steps on a small grid: the kernels do not depend on the grid s
 from __future__ import annotations
 
 import time
+import warnings
 
 from solvers.sphere.manifold import SPHERE
 
@@ -27,6 +28,11 @@ WARM = {
              'scheme = "fv"\nt_end = 0.2\n',
     "S2 default (ascent)": '[domain]\nmanifold = "{sphere}"\nresolution = 31\n[model]\nbeta = 1.0\n'
                            'direction = "ascent"\n{percep3}[time]\nt_end = 0.05\n',
+    "S1 Lagrangian cells": '[domain]\nresolution = 96\n[model]\nbeta = 2.0\n{percep}[atoms]\n'
+                           'representation = "dirac"\n[time]\nscheme = "lagrangian"\nt_end = 0.5\n',
+    "S1 noise": '[domain]\nresolution = 96\n[model]\nbeta = 2.0\nnoise = 0.05\n{percep}[time]\nt_end = 0.5\n',
+    "S2 noise": '[domain]\nmanifold = "{sphere}"\nresolution = 31\n[model]\nbeta = 1.0\nnoise = 0.05\n'
+                '{percep3}[time]\nt_end = 0.05\n',
 }
 PERCEP = '[perceptron]\nactivation = "relu"\na = [[0.6, 0.8], [-1.0, 0.0]]\nomega = [0.5, -0.4]\n'
 PERCEP3 = '[perceptron]\nactivation = "relu"\na = [[0.6, 0.8, 0.0], [0.0, -0.6, 0.8]]\nomega = [0.5, -0.4]\n'
@@ -42,7 +48,9 @@ def main() -> int:
         text = text.format(percep=PERCEP, percep3=PERCEP3, sphere=SPHERE.name)
         config = load_config(text + "[output]\nprogress = false\n")
         rho0, atoms0 = initial_state(config)
-        simulate(config, rho0, atoms0=atoms0)
+        with warnings.catch_warnings():  # a few steps to compile: their accuracy is not the point
+            warnings.simplefilter("ignore", RuntimeWarning)
+            simulate(config, rho0, atoms0=atoms0)
         print(f"warmup: {name} compiled ({time.perf_counter() - start:.0f} s)", flush=True)
     _point_sums()  # the S^2 atoms' sums (no atom forms in the short runs above)
     print(f"warmup: S2 point sums compiled ({time.perf_counter() - start:.0f} s)", flush=True)

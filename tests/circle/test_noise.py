@@ -102,6 +102,7 @@ def test_noisy_growth_rates(direction: str) -> None:
         assert abs(measured - expected) < 1e-6 * max(1.0, abs(expected)), (j, measured, expected)
 
 
+@pytest.mark.slow
 def test_a_noisy_run_ends_on_the_stable_branch() -> None:
     """docs/noise.md: pure attention, beta = 2, ascent, nu = 0.6 nu_1, uniform + 1e-3 cos theta,
     run (the default method) until stationary: |rho_hat_1| / rho_hat_0 is that of the stable

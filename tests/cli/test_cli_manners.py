@@ -64,7 +64,8 @@ def archive(tmp_path_factory) -> Path:
     return path
 
 
-@pytest.mark.parametrize("command, name", [("plot", "x.png"), ("animate", "x.gif")])
+@pytest.mark.parametrize("command, name", [("plot", "x.png"),
+                                           pytest.param("animate", "x.gif", marks=pytest.mark.slow)])
 def test_output_into_a_missing_folder_is_created_and_said(archive, tmp_path, capsys, command,
                                                           name):
     out = tmp_path / "new" / "sub" / name

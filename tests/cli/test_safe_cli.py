@@ -108,7 +108,7 @@ def test_overwrite_refuses_a_link_and_a_fifo(tmp_path, capsys, config, victim) -
     assert victim.read_bytes() == VICTIM and link.is_symlink() and fifo.is_fifo()
 
 
-@pytest.mark.parametrize("name", ["x.nc", "x.zarr"])
+@pytest.mark.parametrize("name", ["x.nc", pytest.param("x.zarr", marks=pytest.mark.slow)])
 def test_overwrite_replaces_our_own_archive(tmp_path, capsys, config, name) -> None:
     out = str(tmp_path / name)
     assert cli(capsys, "run", config, "-o", out)[0] == 0
@@ -132,6 +132,7 @@ def test_polish_refuses_a_link_at_its_default_output(tmp_path, capsys, victim) -
     assert victim.read_bytes() == VICTIM
 
 
+@pytest.mark.slow
 def test_lemma51_refuses_a_users_file_and_replaces_its_own(tmp_path, capsys) -> None:
     out = tmp_path / "report.nc"
     out.write_bytes(VICTIM)

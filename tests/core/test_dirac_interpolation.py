@@ -122,6 +122,7 @@ def test_resume_from_an_interpolated_dirac_record_is_bitwise(tmp_path):
         np.testing.assert_array_equal(more["dirac_position"].values, whole["dirac_position"].values)
 
 
+@pytest.mark.slow
 def test_cli_resume_of_a_dirac_run(tmp_path):
     from solvers.cli.main import main
 
@@ -135,7 +136,7 @@ def test_cli_resume_of_a_dirac_run(tmp_path):
     np.testing.assert_array_equal(a["dirac_position"].values, b["dirac_position"].values)
 
 
-@pytest.mark.parametrize("t_stop", [7.5])
+@pytest.mark.parametrize("t_stop", [pytest.param(7.5, marks=pytest.mark.slow)])  # S^1 twin: default
 def test_sphere_dirac_resume_from_an_interpolated_record(tmp_path, t_stop):
     """S^2 (lmax 31, two atoms over a uniform remainder): same steps after a resume, bitwise."""
     text = ('[domain]\nmanifold = "S2"\nresolution = 31\n[model]\nbeta = 2.0\ndirection = "descent"\n'

@@ -102,7 +102,7 @@ def test_fifo_at_the_lock_name_is_refused_without_hanging(tmp_path: Path) -> Non
         ArchiveLock(target).acquire()
 
 
-@pytest.mark.parametrize("name", ["run.nc", "run.zarr"])
+@pytest.mark.parametrize("name", ["run.nc", pytest.param("run.zarr", marks=pytest.mark.slow)])
 @pytest.mark.parametrize("overwrite", [False, True])
 def test_links_at_the_old_temporary_names_are_never_followed(tmp_path: Path, name: str,
                                                              overwrite: bool) -> None:

@@ -236,6 +236,7 @@ def test_plot_command_refuses_a_link(tmp_path: Path, archive: Path, capsys) -> N
     assert bait.read_bytes() == VICTIM
 
 
+@pytest.mark.slow
 def test_animate_refuses_a_link_and_a_users_file_and_replaces_its_own(tmp_path: Path,
                                                                        archive: Path,
                                                                        capsys) -> None:
