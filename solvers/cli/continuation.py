@@ -112,9 +112,7 @@ def run_command(args: argparse.Namespace) -> int:
     print(f"wrote {out}")
     if args.figure:
         from solvers.plots.bifurcation import plot_bifurcation
-        from solvers.plots.save import save_figure
 
-        save_figure(args.figure, lambda tmp: plot_bifurcation(ds, tmp, style=args.style),
-                    option="--figure")
+        plot_bifurcation(ds, args.figure, style=args.style, option="--figure")
         print(f"wrote {args.figure}")
     return 0

@@ -94,9 +94,13 @@ def panel_densities(ax: Axes, ds: xr.Dataset) -> None:
     ax.set_ylabel(r"$\rho$")
 
 
-def plot_bifurcation(ds: xr.Dataset, out: str | os.PathLike, style: str = "paper") -> Path:
-    """Draw the two panels to ``out`` (PNG/PDF by suffix); the caller owns the path's safety
-    (:func:`solvers.plots.save.save_figure`)."""
+def plot_bifurcation(ds: xr.Dataset, out: str | os.PathLike, style: str = "paper",
+                     option: str = "--figure") -> Path:
+    """Draw the two panels to ``out`` (PNG/PDF by suffix) through the figure saver
+    (:func:`solvers.plots.save.save_figure`: no link followed, only our own figure replaced;
+    ``option`` names the path in its errors)."""
+    from solvers.plots.save import save_figure
+
     with style_context(style) as spec:
         fig = Figure(figsize=figsize(style, 0.42))
         FigureCanvasAgg(fig)
@@ -108,5 +112,5 @@ def plot_bifurcation(ds: xr.Dataset, out: str | os.PathLike, style: str = "paper
                      f"{cfg.get('kernel', '')}, beta = {cfg.get('beta', '')}: stationary states "
                      "with noise", fontsize="medium")
         fig.tight_layout()
-        fig.savefig(out, dpi=spec["dpi"])
+        save_figure(out, lambda tmp: fig.savefig(tmp, dpi=spec["dpi"]), option=option)
     return Path(out)
