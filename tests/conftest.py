@@ -86,6 +86,35 @@ def toml_config(base: Mapping[str, Mapping[str, Any]] | Path, **keys: Any) -> st
     return tomli_w.dumps(config_sections(base, **keys))
 
 
+def short_s1_toml(t_end: float, snapshot_interval: float) -> str:
+    """A short S^1 run as TOML: N = 64, beta = 2, the shifted kernel, two ReLU units (the default
+    method); the tests of archive inputs, damaged archives and sweep inputs start from it."""
+    return (f'\n[domain]\nresolution = 64\n\n[model]\nbeta = 2.0\nkernel = "exp_shifted"\n\n'
+            f'[perceptron]\nactivation = "relu"\na = [[1.0, 0.0], [-0.6, -0.8]]\nomega = [0.6, -0.5]\n\n'
+            f'[time]\nt_end = {t_end!r}\n\n[output]\nsnapshot_interval = {snapshot_interval!r}\n'
+            f'progress = false\n')
+
+
+# four fixed spectral steps of a small S^1 run, and a pure-attention config with noise: what the
+# writer tests hand to every writing command
+WRITER_CONFIG_TOML = """
+[domain]
+resolution = 64
+[model]
+beta = 2.0
+kernel = "exp_shifted"
+[time]
+scheme = "spectral"
+t_end = 0.004
+dt = 0.001
+[output]
+snapshot_interval = 0.002
+progress = false
+"""
+PURE_NOISE_TOML = ('[domain]\nmanifold = "S1"\nresolution = 64\n[model]\nbeta = 2.0\n'
+                   'direction = "ascent"\nnoise = 1.0\n')
+
+
 def ladder_s1_toml(activation: str = "gelu") -> str:
     """The S^1 refinement-ladder config of the converge tests: the paper's perceptron with
     ``activation``, beta = 5, shifted kernel, a two-mode start, N = 128, t_end = 2, fv with

@@ -7,31 +7,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import short_s1_toml
 
 import solvers
 from solvers.io.state import initial_density
 from solvers.model.config import ConfigError, config_from_text
 
-BASE = """
-[domain]
-resolution = 64
-
-[model]
-beta = 2.0
-kernel = "exp_shifted"
-
-[perceptron]
-activation = "relu"
-a = [[1.0, 0.0], [-0.6, -0.8]]
-omega = [0.6, -0.5]
-
-[time]
-t_end = 1.0
-
-[output]
-snapshot_interval = 0.5
-progress = false
-"""
+BASE = short_s1_toml(t_end=1.0, snapshot_interval=0.5)
 
 
 @pytest.fixture(scope="module")

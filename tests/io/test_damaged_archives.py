@@ -9,32 +9,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import short_s1_toml
 
 from solvers.cli.main import main
 from solvers.io.errors import ArchiveError
 from solvers.io.reading import open_run, read_last_state, read_snapshot
 from solvers.io.resume_slots import SLOTS, read_resume
 
-CONFIG = """
-[domain]
-resolution = 64
-
-[model]
-beta = 2.0
-kernel = "exp_shifted"
-
-[perceptron]
-activation = "relu"
-a = [[1.0, 0.0], [-0.6, -0.8]]
-omega = [0.6, -0.5]
-
-[time]
-t_end = 1.0
-
-[output]
-snapshot_interval = 0.5
-progress = false
-"""
+CONFIG = short_s1_toml(t_end=1.0, snapshot_interval=0.5)
 
 
 @pytest.fixture(scope="module")

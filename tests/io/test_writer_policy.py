@@ -9,27 +9,13 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import PURE_NOISE_TOML, WRITER_CONFIG_TOML
 
 from solvers.cli.main import main
 from solvers.io.safe_paths import UnsafePathError
 from solvers.io.writer_policy import OutputFolder, claim_file, read_side_text
 
-CONFIG = """
-[domain]
-resolution = 64
-[model]
-beta = 2.0
-kernel = "exp_shifted"
-[time]
-scheme = "spectral"
-t_end = 0.004
-dt = 0.001
-[output]
-snapshot_interval = 0.002
-progress = false
-"""
-PURE = ('[domain]\nmanifold = "S1"\nresolution = 64\n[model]\nbeta = 2.0\n'
-        'direction = "ascent"\nnoise = 1.0\n')
+CONFIG, PURE = WRITER_CONFIG_TOML, PURE_NOISE_TOML
 
 
 @pytest.fixture(scope="module")

@@ -9,6 +9,7 @@ import typing
 
 import numpy as np
 import pytest
+from conftest import short_s1_toml
 
 import solvers
 import solvers.model.params as params_module
@@ -17,26 +18,7 @@ from solvers.model.config import ConfigError
 from solvers.model.params import RunConfig
 from solvers.studies.sweep_params import TAKEN_NAMES, dim_names, parse_param
 
-BASE = """
-[domain]
-resolution = 64
-
-[model]
-beta = 2.0
-kernel = "exp_shifted"
-
-[perceptron]
-activation = "relu"
-a = [[1.0, 0.0], [-0.6, -0.8]]
-omega = [0.6, -0.5]
-
-[time]
-t_end = 0.5
-
-[output]
-snapshot_interval = 0.25
-progress = false
-"""
+BASE = short_s1_toml(t_end=0.5, snapshot_interval=0.25)
 
 
 def config_keys() -> list[str]:
