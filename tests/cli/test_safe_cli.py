@@ -10,24 +10,12 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import WRITER_CONFIG_TOML
 
 from solvers.cli.main import main
 from solvers.io.lock import lock_path
 
-CONFIG = """
-[domain]
-resolution = 64
-[model]
-beta = 2.0
-kernel = "exp_shifted"
-[time]
-scheme = "spectral"
-t_end = 0.004
-dt = 0.001
-[output]
-snapshot_interval = 0.002
-progress = false
-"""
+CONFIG = WRITER_CONFIG_TOML
 VICTIM = b"not an archive: the user's notes\n"
 
 

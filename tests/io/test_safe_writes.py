@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import WRITER_CONFIG_TOML
 import xarray as xr
 
 import solvers
@@ -25,20 +26,7 @@ from solvers.io.safe_paths import (
 )
 from solvers.model.config import ConfigError, load_config
 
-CONFIG = """
-[domain]
-resolution = 64
-[model]
-beta = 2.0
-kernel = "exp_shifted"
-[time]
-scheme = "spectral"
-t_end = 0.004
-dt = 0.001
-[output]
-snapshot_interval = 0.002
-progress = false
-"""
+CONFIG = WRITER_CONFIG_TOML
 VICTIM = b"the user's precious data\n\x00\x01\x02"
 
 
