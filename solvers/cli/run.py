@@ -85,15 +85,15 @@ def _fresh_config(args: argparse.Namespace) -> RunConfig:
     return config
 
 
-def _start_companion(config: RunConfig, args: argparse.Namespace) -> Any:
-    """The verdict's half-resolution run, started in a child process beside this run (None:
-    no check asked, one core; :mod:`solvers.studies.companion`). Started before any numerics,
-    so the forked child inherits no thread pool."""
+def _start_companion(config: RunConfig, args: argparse.Namespace) -> tuple:
+    """The verdict's check runs, started in child processes beside this run (none: no check
+    asked, one core; :mod:`solvers.studies.companion`). Started before any numerics, so a
+    forked child inherits no thread pool."""
     if getattr(args, "no_check", False) or config.time.t_end <= 0:
-        return None
-    from solvers.studies.companion import Companion
+        return ()
+    from solvers.studies.companion import start_companions
 
-    return Companion.start(config)
+    return start_companions(config)
 
 
 def _check_cost(config: RunConfig, t0: float, args: argparse.Namespace) -> None:
@@ -144,8 +144,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     try:
         return _run(config, state, args, companion)
     finally:
-        if companion is not None:
-            companion.close()
+        for child in companion:
+            child.close()
 
 
 def _run(config: RunConfig, state: runner.Start, args: argparse.Namespace, companion: Any) -> int:

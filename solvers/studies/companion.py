@@ -1,4 +1,4 @@
-"""The verdict's half-resolution companion run, in a second process beside the main run.
+"""The verdict's companion runs (the resolution and time checks), in processes beside the main run.
 
 The verdict (:mod:`solvers.studies.verdict`) compares the run's atoms with the same run's at
 half the resolution, at the main run's final time ``T``. Run after the main run, that
@@ -129,6 +129,18 @@ def _start_method() -> str:
     return "spawn" if parallel is not None and getattr(parallel, "_is_initialized", False) else "fork"
 
 
+def start_companions(config: RunConfig) -> tuple["Companion", ...]:
+    """The verdict's checks of ``config`` started in children: the resolution check
+    (:func:`~solvers.studies.verdict.coarse_config`) and, for steps that are not
+    error-controlled, the time check (:func:`~solvers.studies.verdict.time_check_config`);
+    none on one core."""
+    from solvers.studies.verdict import coarse_config, time_check_config
+
+    started = (Companion.start_config(coarse_config(config)),
+               Companion.start_config(time_check_config(config)))
+    return tuple(c for c in started if c is not None)
+
+
 class Companion:
     """The half-resolution companion run in a child process (module docstring).
 
@@ -146,13 +158,18 @@ class Companion:
 
     @classmethod
     def start(cls, config: RunConfig) -> "Companion | None":
-        """The companion of ``config`` started in a child (None: one core, or no companion)."""
+        """The resolution check of ``config`` started in a child (None: one core, or no
+        check)."""
         from solvers.studies.verdict import coarse_config
 
-        half = coarse_config(config)
-        if half is None or usable_cores() < 2:
+        return cls.start_config(coarse_config(config))
+
+    @classmethod
+    def start_config(cls, check: RunConfig | None) -> "Companion | None":
+        """The run ``check`` started in a child (None: one core, or ``check`` None)."""
+        if check is None or usable_cores() < 2:
             return None
-        companion = cls(half)
+        companion = cls(check)
         sys.stdout.flush()  # a forked child would print what waits in these buffers again
         sys.stderr.flush()
         companion._process.start()

@@ -196,16 +196,18 @@ def polish_archive(path: str | Path, out: str | Path | None = None,
 
 def run_warnings(attrs: Any) -> tuple[str, ...]:
     """What the run's archived verdict says against the state being polished: that it was not
-    stationary or not trusted (its warnings), or that it has no verdict."""
+    stationary (its state line), that it was not trusted (its warnings), or that it has no
+    verdict."""
     if "verdict_trusted" not in attrs:
         return ("the run has no verdict (an interrupted run?): its last state was not checked",)
-    if int(attrs["verdict_trusted"]):
-        return ()
+    out: list[str] = []
     warnings = [w for w in str(attrs.get("verdict_warnings", "")).splitlines() if w.strip()]
-    head = ("the run was NOT at a stationary state" if any(
-        "before a stationary state" in w or "still moves" in w for w in warnings)
-        else "the run's verdict is NOT TRUSTED")
-    return (head, *warnings)
+    if int(attrs.get("verdict_stationary", 1)) == 0 or any("still moves" in w for w in warnings):
+        out.append("the run was NOT at a stationary state")
+        out += [line.strip() for line in str(attrs.get("verdict_state", "")).splitlines()[:1]]
+    if not int(attrs["verdict_trusted"]):
+        out += ["the run's verdict is NOT TRUSTED", *warnings]
+    return tuple(out)
 
 
 def _with_dirac(ds: Any, r: Polished, config: RunConfig) -> Any:

@@ -4,8 +4,15 @@ A verdict answers, for the atoms a run reports (their count, masses and position
 
 - **method**: what ran when, and why (:func:`solvers.model.method.plan_method`; the default
   method's hand-over from the spectral grid to the Lagrangian cells);
-- **time**: the integrator's own estimate of the time error (error-controlled steps), or a
-  warning that the steps were not error-controlled;
+- **time**: the integrator's own estimate of the time error (error-controlled steps); for steps
+  that are not error-controlled (CFL- and rate-bound steps, a fixed ``time.dt``), a Richardson
+  estimate: the resolution check's run repeated with every step bound halved
+  (:func:`time_check_config`), whose atoms differ from the check's by about ``(1 - 2^-p)`` times
+  the time error of a method of order ``p``: the estimate is ``2^p / (2^p - 1)`` times the
+  largest difference of the atoms' masses (and positions). The check's coarser grid takes
+  grid-bound steps twice as long as the run's and the same rate-bound steps, so its time error
+  is at least the run's: the estimate errs on the safe side. A time error above the tolerances
+  below is a warning;
 - **resolution**: the same run at half the resolution (N/2 cells on S^1, lmax/2 on S^2), to the
   same final time: the atom count must agree, and the differences of the masses and positions
   are the error bar of the atoms (a first-order estimate of the error at the run's resolution).
@@ -18,9 +25,15 @@ A verdict answers, for the atoms a run reports (their count, masses and position
   atom under the exact velocity field of the final measure (closed-form sums over its cells and
   atoms, not the grid's stencil): an atom still moving faster than ``MOVING`` is reported;
 - **warnings**: plain sentences for every number that cannot be trusted (the atom count changes
-  with resolution, the run ended at ``t_end`` while still moving, much diffuse mass, ...).
+  with resolution or time step, the atoms move by more than ``MASS_TOL`` / ``POSITION_TOL``
+  between resolutions or under the time estimate, a stationary stop whose atoms still move).
 
-``trusted`` is true when there is no warning.
+``trusted`` is true when there is no warning: it is a statement about the **accuracy** of the
+numbers at the run's final time ``T``. The **state** at ``T`` is stated apart: "stationary at
+t = T" or "not yet stationary at t = T" (the run ended at ``t_end`` or ``max_steps`` while its
+atoms still moved), with notes such as a large diffuse mass. A run that mirrors a figure at the
+paper's final time is trusted when its atoms at that time are accurate, whether or not they are
+still moving; the state line says whether they are (docs/verdict.md).
 """
 
 from __future__ import annotations
@@ -60,6 +73,26 @@ class Verdict:
     atom_position_error: float | None = None
     max_atom_speed: float | None = None
     warnings: list = field(default_factory=list)
+    time_position_error: float | None = None
+    time_check_resolution: int | None = None
+    final_time: float | None = None
+    stationary: bool | None = None  # None: no atoms, nothing to say of the state
+    ended: str = ""
+    state_notes: list = field(default_factory=list)
+
+    def state_lines(self) -> list[str]:
+        """The state at the final time (module docstring): stationary or not, and its notes."""
+        if self.final_time is None:
+            return []
+        if self.stationary is None:
+            head = f"state at t = {self.final_time:.6g}: no atoms"
+        elif self.stationary:
+            head = f"state: stationary at t = {self.final_time:.6g}"
+        else:
+            head = (f"state: not yet stationary at t = {self.final_time:.6g} (the run ended at "
+                    f"{self.ended}): the atoms may still move after it; the accuracy above is "
+                    "that of the atoms at this time")
+        return [head] + [f"  note: {n}" for n in self.state_notes]
 
     @property
     def trusted(self) -> bool:
@@ -86,7 +119,7 @@ class Verdict:
             out.append(f"  stationarity: atoms move at most {self.max_atom_speed:.2g} rad per unit "
                        "time under the exact velocity of the final measure")
         out += [f"  warning: {w}" for w in self.warnings]
-        return out
+        return out + self.state_lines()
 
     def attributes(self) -> dict[str, Any]:
         """Global archive attributes (NetCDF-safe: strings and numbers)."""
@@ -103,6 +136,13 @@ class Verdict:
             "resolution_check_atom_position": nan if self.atom_position_error is None
             else float(self.atom_position_error),
             "max_atom_speed": nan if self.max_atom_speed is None else float(self.max_atom_speed),
+            "time_error_position": nan if self.time_position_error is None
+            else float(self.time_position_error),
+            "time_check_resolution": -1 if self.time_check_resolution is None
+            else int(self.time_check_resolution),
+            "verdict_state": "\n".join(self.state_lines()),
+            "verdict_stationary": -1 if self.stationary is None else int(self.stationary),
+            "verdict_state_notes": "\n".join(self.state_notes),
         }
 
 
@@ -162,19 +202,68 @@ def coarse_config(config: RunConfig) -> RunConfig | None:
     return None
 
 
-def _time_line(config: RunConfig, time_error: float | None) -> tuple[str, list[str]]:
+def controlled_steps(config: RunConfig) -> bool:
+    """Whether the run's steps are error-controlled (an embedded pair, no fixed ``time.dt``):
+    its integrator then estimates the time error itself."""
+    from solvers.timestepping.integrators import PAIRS
+
+    return plan_method(config).integrator in PAIRS and config.time.dt is None
+
+
+def time_check_config(config: RunConfig) -> RunConfig | None:
+    """The Richardson time check of a run whose steps are not error-controlled (module
+    docstring): the resolution check's config (:func:`coarse_config`; the run's own where there
+    is none) with ``time.cfl`` and ``time.rate_factor`` halved (a fixed ``time.dt`` halved),
+    ``time.max_steps`` doubled; None for error-controlled steps."""
+    if controlled_steps(config):
+        return None
+    base = coarse_config(config) or replace(config, output=replace(config.output, progress=False))
+    tp = base.time
+    return replace(base, time=replace(
+        tp, cfl=plan_method(base).cfl / 2, rate_factor=tp.rate_factor / 2,
+        dt=None if tp.dt is None else tp.dt / 2, max_steps=2 * tp.max_steps))
+
+
+def richardson_factor(config: RunConfig) -> float:
+    """``2^p / (2^p - 1)``, ``p`` the order of the run's integrator: the time error of a run
+    from the difference of its atoms with those at half the steps."""
+    from solvers.timestepping.integrators import get_integrator
+
+    order = get_integrator(plan_method(config).integrator).order
+    return 2.0**order / (2.0**order - 1.0)
+
+
+def _time_line(config: RunConfig, time_error: float | None) -> str:
     tp = config.time
-    if time_error is not None:
-        return (f"at most {time_error:.2g} (the sum of the local error estimates of the "
-                f"error-controlled steps, rtol = {tp.rtol:g}, atol = {tp.atol:g}; a bound while "
-                "the flow does not amplify errors)"), []
-    why = f"fixed steps, time.dt = {tp.dt:g}" if tp.dt is not None else \
-        "steps limited by the CFL and stability bounds only"
-    fix = "set time.integrator = \"dopri5\" (\"ssprk3_2\" for the fv grid) for error-controlled " \
-          "steps, or check the atoms at time.cfl halved"
-    if manifold_of(config).error_controlled_default and not plan_method(config).automatic:
-        fix = "run with the default method and time settings (error-controlled steps), or " + fix
-    return f"not estimated ({why})", [f"the time error is not estimated ({why}): {fix}"]
+    return (f"at most {time_error:.2g} (the sum of the local error estimates of the "
+            f"error-controlled steps, rtol = {tp.rtol:g}, atol = {tp.atol:g}; a bound while "
+            "the flow does not amplify errors)")
+
+
+def _time_check(config: RunConfig, base: Any, halved: Any, check: RunConfig
+                ) -> tuple[dict[str, Any], str, list[str]]:
+    """The Richardson estimate of :func:`time_check_config`: ``(fields, line, warnings)``."""
+    count, dm, dx = compare_atoms(base, halved)
+    why = "fixed steps, time.dt" if config.time.dt is not None else "CFL- and rate-bound steps"
+    where = f"resolution {check.domain.resolution}"
+    if dm is None:
+        n = _atoms_of(base)[0].size
+        return ({"time_check_resolution": check.domain.resolution},
+                f"not estimated: the atom count depends on the time step ({n} atoms, {count} at "
+                f"half the steps, at {where})",
+                [f"the atom count depends on the time step ({n} at {where}, {count} with every "
+                 "step bound halved): lower time.cfl and time.rate_factor (or time.dt)"])
+    f = richardson_factor(config)
+    em, ex = f * dm, f * dx
+    line = (f"{em:.2g} in mass, {ex:.2g} rad in position (Richardson estimate, {why}: the run at "
+            f"{where} repeated with every step bound halved; order "
+            f"{round(math.log2(f / (f - 1)))})")
+    warnings = []
+    if em > MASS_TOL or ex > POSITION_TOL:
+        warnings.append(f"time error: the atoms move by {em:.2g} in mass and {ex:.2g} rad under "
+                        "the Richardson estimate; lower time.cfl and time.rate_factor (or time.dt)")
+    return ({"time_error": em, "time_position_error": ex,
+             "time_check_resolution": check.domain.resolution}, line, warnings)
 
 
 def judge(config: RunConfig, final: Any, reason: str, *, history: list | None = None,
@@ -190,18 +279,21 @@ def judge(config: RunConfig, final: Any, reason: str, *, history: list | None = 
         Why the run ended (``"stationary"``, ``"t_end"``, ...).
     history : list of (t, method, reason), optional
         The method changes during the run (the default method's hand-over).
+    time_error : float, optional
+        The error-controlled steps' own estimate (None: the steps were not error-controlled,
+        and ``coarse`` runs the Richardson time check, :func:`time_check_config`).
     coarse : callable, optional
-        ``coarse(config_check, t) -> Snapshot``: the same run at the check's resolution
-        (:func:`coarse_config`: half, else twice the run's), to ``t``; None: the check was
-        skipped (a run with atoms is then not trusted).
+        ``coarse(config_check, t) -> Snapshot``: the run under ``config_check`` (the
+        resolution check, :func:`coarse_config`: half, else twice the run's resolution; the time
+        check) to ``t``; None: the checks were skipped (a run with atoms is then not trusted).
     atom_speed : float, optional
         Largest speed of an atom under the exact velocity of the final measure.
     """
     plan = plan_method(config)
-    control, warnings = _time_line(config, time_error)
+    warnings: list[str] = []
     diag = final.diagnostics
     n_atoms = _atoms_of(diag)[0].size
-    checked = {}
+    checked: dict[str, Any] = {}
     half = coarse_config(config) if coarse is not None and n_atoms else None
     if n_atoms and half is None:
         why = "--no-check" if coarse is None else \
@@ -209,7 +301,8 @@ def judge(config: RunConfig, final: Any, reason: str, *, history: list | None = 
         warnings.append(f"resolution not checked ({why}): the atoms have no error bar; run "
                         "with the check, at a resolution whose half or double the check accepts")
     if half is not None:
-        count, dm, dx = compare_atoms(diag, coarse(half, float(final.t)).diagnostics)
+        half_final = coarse(half, float(final.t)).diagnostics
+        count, dm, dx = compare_atoms(diag, half_final)
         checked = dict(coarse_resolution=half.domain.resolution, coarse_atoms=count,
                        atom_mass_error=dm, atom_position_error=dx)
         if dm is None:
@@ -220,19 +313,39 @@ def judge(config: RunConfig, final: Any, reason: str, *, history: list | None = 
             lo, hi = sorted((half.domain.resolution, config.domain.resolution))
             warnings.append(f"under-resolved: the atoms move by {dm:.2g} in mass and {dx:.2g} rad "
                             f"between resolution {lo} and {hi}; raise domain.resolution")
-    if reason != "stationary" and n_atoms:
-        warnings.append(f"the run ended ({reason}) at t = {final.t:.6g} before a stationary state: "
-                        "the atoms may still change")
+    if time_error is not None:
+        control = _time_line(config, time_error)
+    else:
+        check = time_check_config(config) if coarse is not None and n_atoms else None
+        if check is None:
+            why = f"fixed steps, time.dt = {config.time.dt:g}" if config.time.dt is not None \
+                else "steps limited by the CFL and stability bounds only"
+            control = f"not estimated ({why}, no time check)"
+            if n_atoms:
+                warnings.append(f"the time error is not estimated ({why}): run with the "
+                                "check (without --no-check)")
+        else:
+            base = half_final if half is not None else diag  # (no half: the run's own grid)
+            found, control, more = _time_check(
+                config, base, coarse(check, float(final.t)).diagnostics, check)
+            checked.update(found)
+            time_error = found.get("time_error")
+            warnings += more
     if atom_speed is not None and reason == "stationary" and atom_speed > MOVING:
         warnings.append(f"stopped as stationary, but an atom still moves at {atom_speed:.2g} rad "
                         "per unit time under the exact velocity")
+    notes = []
     diffuse = float(getattr(diag, "diffuse_mass", math.nan))
     if n_atoms and math.isfinite(diffuse) and diffuse > DIFFUSE_WARN * abs(diag.mass):
-        warnings.append(f"{diffuse:.3g} of the mass is in no atom (diffuse)")
+        notes.append(f"{diffuse:.3g} of the mass is in no atom (diffuse): the atoms carry "
+                     f"{abs(diag.mass) - diffuse:.3g}")
+    checked["time_error"] = time_error
     return Verdict(method=plan.scheme, method_reason=plan.reason,
-                   method_history=[list(h) for h in (history or [])], time_error=time_error,
+                   method_history=[list(h) for h in (history or [])],
                    time_control=control, resolution=config.domain.resolution,
-                   max_atom_speed=atom_speed, warnings=warnings, **checked)
+                   max_atom_speed=atom_speed, warnings=warnings, final_time=float(final.t),
+                   stationary=(reason == "stationary") if n_atoms else None, ended=reason,
+                   state_notes=notes, **checked)
 
 
 def as_dict(verdict: Verdict) -> dict[str, Any]:
@@ -264,13 +377,16 @@ def run_verdict(config: RunConfig, result: Any, check_resolution: bool = True, *
     exact atom speed. A resumed
     run (from ``t0``) passes its archived method history ``history0``; its time error is the
     archived estimate plus this segment's when simulate continued the count (``time_error0``).
-    ``companion``: a :class:`~solvers.studies.companion.Companion` started beside the run (its
-    atoms at the final time; where it has none, the companion runs here)."""
+    ``companion``: the :class:`~solvers.studies.companion.Companion` processes started beside
+    the run (:func:`solvers.studies.companion.start_companions`: the resolution check, the time
+    check), each answering for its own config (its atoms at the final time; where none
+    answers, that check runs here)."""
     from solvers.io.state import initial_state
     from solvers.timestepping.loop import simulate
 
     def coarse(half: RunConfig, t: float) -> Any:
-        found = companion.atoms_at(t) if companion is not None else None
+        child = [c for c in companion or () if c.half == half]
+        found = child[0].atoms_at(t) if child else None
         if found is not None:  # the companion's atoms at t, read as a snapshot's diagnostics
             return SimpleNamespace(t=found.t, diagnostics=found)
         half = replace(half, time=replace(half.time, t_end=max(t, 1e-12), stop_when_stationary=False))

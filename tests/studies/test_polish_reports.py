@@ -28,7 +28,7 @@ def test_polishing_a_run_that_was_not_stationary_says_so(polished):
     text = format_report(result)
     assert "not a state the run reached" in text
     assert "the run was NOT at a stationary state" in text
-    assert "before a stationary state" in text
+    assert "not yet stationary at t = 50" in text
 
 
 def test_info_prints_the_polish_results(polished, capsys):
