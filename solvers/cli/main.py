@@ -21,7 +21,7 @@ from typing import Any
 
 from solvers.cli.guard import EXIT_USAGE, OneLineParser, run_guarded
 from solvers.cli.logs import NORMAL, QUIET, VERBOSE, configure, one_line_warnings
-from solvers.cli.options import add_style
+from solvers.cli.options import add_dry_run, add_style
 COMPANIONS = ("lemma51", "converge", "compare_particles", "sweep", "sweep_figures", "example",
               "polish", "continuation")
 _LAZY = {"summary": "solvers.cli.run", "cmd_run": "solvers.cli.run",
@@ -95,6 +95,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--force", action="store_true",
                      help="run even when the estimated cost exceeds the budget (1 hour; "
                           "docs/cli.md, Run cost)")
+    add_dry_run(run)
     run.add_argument("--polish", action="store_true",
                      help="at the end, polish the last snapshot's atoms (as `meanfield polish`: "
                           "writes RUN.polished.nc)")

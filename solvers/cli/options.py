@@ -25,3 +25,10 @@ def add_style(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--style", choices=STYLES, default="paper",
                         help="figure style: paper (page width, 8 pt, 300 dpi; default) or "
                              "screen (13 in wide, larger text, 120 dpi)")
+
+
+def add_dry_run(parser: argparse.ArgumentParser) -> None:
+    """``--dry-run``: print the run's plan and estimate, write nothing (``meanfield run``)."""
+    parser.add_argument("--dry-run", action="store_true",
+                        help="print the plan (method, resolution, integrator, estimated steps, "
+                             "time and output size) and exit without running or writing anything")

@@ -97,14 +97,46 @@ def _start_companion(config: RunConfig, args: argparse.Namespace) -> tuple:
 
 
 def _check_cost(config: RunConfig, t0: float, args: argparse.Namespace) -> None:
-    """Refuse a run estimated above the budget (unless --force), before anything is built;
-    print a large estimate."""
+    """Refuse a run estimated above the budget (unless --force or --dry-run), before anything
+    is built; print a large estimate. A step of the config is timed first where this machine
+    has no timing of it (:mod:`solvers.studies.step_timing`)."""
     from solvers.model.cost import REPORT_S
+    from solvers.studies.step_timing import ensure_step_timing
 
+    ensure_step_timing(config)
+    if getattr(args, "dry_run", False):
+        return
     estimate = runner.check_cost(config, t0, force=getattr(args, "force", False),
                                  check=not getattr(args, "no_check", False))
     if estimate.total_s > REPORT_S:
         log.info("estimated cost: %s", estimate.describe())
+
+
+def _print_plan(config: RunConfig, args: argparse.Namespace, t0: float) -> int:
+    """``--dry-run``: print the plan of the run from ``t0`` (method, resolution, integrator,
+    the estimate, snapshots, archive and its size); exit 0 having written nothing."""
+    from solvers.model.cost import BUDGET_S, duration, estimate_cost, output_bytes
+    from solvers.model.method import plan_method
+
+    plan, est = plan_method(config), estimate_cost(config, not args.no_check, t0)
+    axis = "N" if config.domain.manifold == "S1" else "lmax"
+    end = "t_end" if est.end >= config.time.t_end else "stationary, expected"
+    verdict = "refused without --force" if est.total_s > BUDGET_S and not args.force else "runs"
+    lines = [f"plan: {config.domain.manifold}, {axis} = {config.domain.resolution}, "
+             f"t = {t0:g} .. {config.time.t_end:g}" + (" (resumed)" if args.resume else ""),
+             f"  method: {plan.scheme} ({plan.representation}): {plan.reason}",
+             f"  integrator: {plan.integrator}, cfl {plan.cfl:g}, rate_factor "
+             f"{config.time.rate_factor:g}" + (f", dt {config.time.dt:g}" if config.time.dt else ""),
+             f"  estimate: {est.describe()}; {verdict} (budget {duration(BUDGET_S)})",
+             f"  ends: {end} at t = {est.end:g}; {est.snapshots} snapshots every "
+             f"{config.output.snapshot_interval:g}",
+             f"  archive: {config.output.path} (about {output_bytes(config, t0) / 1e6:.2g} MB)"
+             + (", appended" if args.resume else ""),
+             f"  checks: {len(est.checks_s)} companion run(s) on {est.cores} core(s)"
+             if est.checks_s else "  checks: none",
+             "dry run: nothing was run or written"]
+    print("\n".join(lines))
+    return 0
 
 
 def _dirac_mass(config: RunConfig, state: runner.Start) -> float:
@@ -136,9 +168,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     spinning_thread_waits()  # before shtns / numba load libgomp (threaded S^2 steps)
     if args.resume:
         config, state = _resume_state(args)
+        if getattr(args, "dry_run", False):  # --dry-run: the plan, nothing started or written
+            return _print_plan(config, args, float(state.after or 0.0))
         companion = _start_companion(config, args)
     else:
         config = _fresh_config(args)
+        if getattr(args, "dry_run", False):
+            return _print_plan(config, args, 0.0)
         companion = _start_companion(config, args)
         state = runner.fresh_start(config)
     try:

@@ -16,4 +16,5 @@
 - :mod:`~solvers.model.perceptron`: the perceptron potential ``v`` and its half gradient (paper eq. 2.7).
 - :mod:`~solvers.model.validate`: validation of a config built in Python, and the rules of a resume.
 - :mod:`~solvers.model.cost`: a run's cost estimated from its config before anything is built.
+  :mod:`~solvers.model.step_count`: the time steps it counts (the step-size rule per method).
 """

@@ -1,67 +1,64 @@
 """The cost of a run, estimated from its config before it starts; runs above a budget are refused
 unless forced (``meanfield run --force``, ``solvers.run(..., force=True)``).
 
-The estimate is ``steps x seconds per step + snapshots x seconds per snapshot + syncs x seconds
-per sync`` (docs/cli.md, "Run cost"):
+The estimate (docs/cli.md, "Run cost") is the wall time of the whole ``meanfield run``:
 
-- **steps**: ``t_end / dt`` (at most ``time.max_steps``), ``dt`` the fixed ``time.dt``, else
-  the step the bound of the scheme that runs allows (:func:`solvers.model.method.plan_method`).
-  Grid schemes (fv, spectral: the default method's S^2 fv grid, its spectral grid with noise):
-  ``dt = K_GRID (cfl / 0.4) h / V``, ``h`` the cell width (S^1 ``2 pi / N``; S^2
-  ``pi / (lmax + 1)``), ``V`` a bound of the speed (attention ``M`` for the shifted kernel,
-  ``M e^beta`` for ``exp``, 1 for softmax; perceptron ``2 sum |omega_j| |a_j| max|sigma|`` on
-  ``|a_j.x + b_j| <= |a_j| + |b_j|``, paper eq. 2.7). Cells and particles (the default method
-  on S^1, ``lagrangian``): ``dt = K_CELLS min(cfl, rate_factor) / L``, ``L`` a bound of the
-  velocity's Lipschitz constant (``M beta``, ``M beta e^beta`` for ``exp``; perceptron ``2 sum
-  |omega_j| (|a_j|^2 max|sigma'| + |a_j| max|sigma|)``). Grid steps are also at most
-  ``K_GRID rate_factor / L``. The default method on S^1 counts as cells (its pseudo-spectral
-  start, until the density concentrates, is short at the usual resolutions).
-  ``K_GRID``, ``K_CELLS`` were measured (paper S^1 and S^2 descent, N = 256, lmax = 63: the
-  real steps are 10-26 and 2.4 times these bounds). The S^2 fv grid with Dirac atoms (the
-  default on S^2 for descent) with its default integrator takes these grid steps only at its
-  start, about ``DIRAC_CFL_STEPS (lmax + 1)`` of them, while the density is spread; once its
-  mass sits in atoms the step is the rate bound ``9 rate_factor beta / (M max|K''|)`` (the SSP
-  coefficient 9 of ``ssprk10_2`` times the attention's relaxation-rate bound, docs/math.md §6),
-  which does not depend on the grid. A run that stops as stationary takes fewer.
-- **seconds per step**: S^1 ``0.5 ms + 3.7 us N``; S^2 ``1 ms + 0.95 us P max(1, (lmax+1)/128)``
-  with ``P = (lmax + 1)(2 lmax + 2)`` grid points (the transforms' ``lmax^3``), measured on the
-  2-core machine of benchmarks/README.md; the verdict's half-resolution run adds a third on a
-  single core (with two or more, ``meanfield run`` runs it beside the main run).
+    START_S + max(main, checks..., (main + sum(checks)) / cores)    (two or more cores)
+    START_S + main + sum(checks)                                    (one core)
+
+``main = steps x seconds per step + writing``; ``checks`` are the verdict's companion runs, the
+resolution check at half the resolution (:func:`check_configs`; at twice it where half is too
+coarse) and, for steps that are not error-controlled, the time check (the same grid with every
+step bound halved: twice its steps). On two or more cores ``meanfield run`` runs them in child
+processes beside the main run (:mod:`solvers.studies.companion`), after it on one.
+
+- **steps**: :func:`solvers.model.step_count.expected_steps`, the steps the step-size rule
+  takes (its docstring gives the model and the measurements behind it).
+- **seconds per step**: the step of the config timed on this machine at first use and cached
+  (:mod:`solvers.studies.step_timing`, keyed by :func:`step_key` in :func:`timing_file`), times
+  :data:`STEP_FACTOR` of its method (a run's mean step over the probe's fastest: the events,
+  hand-overs and diagnostics the probe leaves out); without a timing, :func:`fallback_step_seconds`
+  (constants measured on the 2-core machine of benchmarks/README.md).
 - **writing**: each snapshot ``0.2 ms + 0.2 us`` per grid point; each sync of the archive 5 ms
   (NetCDF) or 0.35 s (zarr: every array's metadata rewritten), a sync per snapshot with
   ``output.sync_interval = 0``.
+- ``START_S``: the command's start (imports, compiled kernels loaded, the initial state, the
+  verdict's report), measured.
 
-The estimate is an order of magnitude (within about 10x either way), enough to stop a run of
-days before it starts.
+On the runs/ configs and the long S^1 fv run of issue 51 the estimate is within 3x of the wall
+time (benchmarks/README.md); its purpose is to stop a run of days before it starts.
 """
 
 from __future__ import annotations
 
+import json
 import math
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from pathlib import Path
 
-import numpy as np
-
-from solvers.model.activations import get_activation
-from solvers.model.kernel import kernel_log_shift, max_kernel_second_derivative
-from solvers.model.method import GRID_SCHEMES, MethodPlan, plan_method
+from solvers.model.method import HANDOVER, plan_method
 from solvers.model.params import RunConfig
+from solvers.model.step_count import expected_steps, stop_time
 from solvers.model.validators import ConfigError
 
 BUDGET_S = 3600.0  # refused above this (one hour on this machine) unless forced
 REPORT_S = 120.0  # the estimate is printed above this
-K_GRID, K_CELLS = 15.0, 2.4  # measured steps / bound steps (module docstring)
+START_S = 1.0  # the command's start and end around the steps (module docstring)
 SYNC_S = {"nc": 5e-3, "zarr": 0.35}
-RECHECK = 4.0 / 3.0  # the verdict's half-resolution companion run
-DIRAC_CFL_STEPS = 4.0  # S^2 fv with Dirac atoms: grid-bound steps per (lmax + 1) (docstring)
-DIRAC_SSP = 9.0  # SSP coefficient of ssprk10_2, the fv grid's default integrator (s - 1)
+TIMING_FILE = "step_timing.json"  # the cache of :mod:`solvers.studies.step_timing`
+# a run's mean step over the probe's fastest step, by method (module docstring)
+STEP_FACTOR = {HANDOVER: 2.0, "lagrangian": 1.0, "fv": 1.3, "spectral": 1.3}
+MAX_CHECK = {"S1": 4096, "S2": 255}  # the verdict's finest check (max_check_resolution)
+MIN_COARSE = {"S1": 64, "S2": 31}  # and coarsest (min_coarse_resolution)
 
 
 @dataclass(frozen=True)
 class CostEstimate:
-    """An estimated run cost: ``steps`` of ``step_s`` seconds, ``snapshots`` written with
-    ``syncs`` syncs of the archive costing ``write_s`` in all."""
+    """An estimated run cost: ``steps`` of ``step_s`` seconds and ``snapshots`` written with
+    ``syncs`` syncs of the archive costing ``write_s`` in all (the main run), ``checks_s``
+    the verdict's companion runs' seconds each, ``cores`` the cores they share, ``end`` the
+    expected final time (``t_end`` or an earlier stationary stop)."""
 
     steps: float
     step_s: float
@@ -69,17 +66,32 @@ class CostEstimate:
     syncs: int
     write_s: float
     what: str
+    checks_s: tuple[float, ...] = ()
+    cores: int = 1
+    end: float = math.inf
+    timed: bool = False
+
+    @property
+    def main_s(self) -> float:
+        return self.steps * self.step_s + self.write_s
 
     @property
     def total_s(self) -> float:
-        return self.steps * self.step_s + self.write_s
+        """The whole command's wall time (module docstring)."""
+        if self.cores >= 2:
+            busy = max(self.main_s, *self.checks_s,
+                       (self.main_s + sum(self.checks_s)) / self.cores)
+        else:
+            busy = self.main_s + sum(self.checks_s)
+        return START_S + busy
 
     def describe(self) -> str:
         """``"about 3.2 h (1.2e+06 steps x 9.4 ms: S1, N = 4096, fv; 500 snapshots, 500 syncs:
-        0.2 s)"``."""
+        0.2 s; checks 1.1 h)"``."""
+        checks = f"; checks {duration(sum(self.checks_s))}" if self.checks_s else ""
         return (f"about {duration(self.total_s)} ({self.steps:.3g} steps x "
                 f"{self.step_s * 1e3:.3g} ms: {self.what}; {self.snapshots} snapshots, "
-                f"{self.syncs} syncs: {duration(self.write_s)})")
+                f"{self.syncs} syncs: {duration(self.write_s)}{checks})")
 
 
 def duration(seconds: float) -> str:
@@ -91,82 +103,74 @@ def duration(seconds: float) -> str:
     return f"{seconds:.2g} s"
 
 
-def _perceptron_bounds(config: RunConfig) -> tuple[float, float]:
-    """``(speed, Lipschitz)`` bounds of the perceptron velocity (paper eq. 2.7)."""
-    p = config.model.perceptron
-    if p.activation == "none" or not p.n_units:
-        return 0.0, 0.0
-    act = get_activation(p.activation)
-    speed = lip = 0.0
-    for a, omega, b in zip(np.asarray(p.a, float), np.asarray(p.omega, float),
-                           np.asarray(p.b, float)):
-        norm = float(np.linalg.norm(a))
-        s = np.linspace(-(norm + abs(b)), norm + abs(b), 201)
-        sigma = np.abs(np.asarray(act.sigma(s), float))
-        slope = np.abs(np.diff(np.asarray(act.sigma(s), float)) / max(s[1] - s[0], 1e-300))
-        speed += 2 * abs(omega) * norm * float(sigma.max())
-        lip += 2 * abs(omega) * (norm**2 * float(slope.max(initial=0.0)) + norm * float(sigma.max()))
-    return speed, lip
-
-
-def _attention_bounds(config: RunConfig) -> tuple[float, float]:
-    """``(speed, Lipschitz)`` bounds of the attention velocity (paper eq. 2.6, 2.9)."""
-    beta, mass = config.model.beta, config.initial.mass
-    if config.model.attention == "softmax":
-        return 1.0, beta
-    grow = math.exp(min(beta, 700.0)) if config.model.kernel == "exp" else 1.0
-    return mass * grow, mass * beta * grow
-
-
 def estimated_steps(config: RunConfig, t0: float = 0.0) -> float:
-    """Time steps from ``t0`` to ``t_end`` (module docstring)."""
-    tp, s1 = config.time, config.domain.manifold == "S1"
-    span = max(tp.t_end - t0, 0.0)
-    if tp.dt is not None:
-        return min(span / tp.dt, tp.max_steps)
-    v_att, l_att = _attention_bounds(config)
-    v_perc, l_perc = _perceptron_bounds(config)
-    speed, lip = max(v_att + v_perc, 1e-300), max(l_att + l_perc, 1e-300)
-    n = config.domain.resolution
-    plan = plan_method(config)
-    grid = plan.scheme in GRID_SCHEMES
-    h = 2 * math.pi / n if s1 else math.pi / (n + 1)
-    grid_dt = K_GRID * min(plan.cfl / 0.4 * h / speed, tp.rate_factor / lip)
-    cells_dt = K_CELLS * min(plan.cfl, tp.rate_factor) / lip
-    dt = grid_dt if grid else cells_dt  # S^1 default: its short pseudo-spectral start aside
-    if grid and _dirac_grid(config, plan):
-        return min(_two_phase_steps(config, span, grid_dt), float(tp.max_steps))
-    return min(span / dt, float(tp.max_steps))
+    """Time steps from ``t0`` to the expected end
+    (:func:`solvers.model.step_count.expected_steps`)."""
+    return expected_steps(config, t0)
 
 
-def _dirac_grid(config: RunConfig, plan: MethodPlan) -> bool:
-    """The S^2 fv grid with Dirac atoms and its default integrator (module docstring)."""
-    return (config.domain.manifold == "S2" and plan.representation == "dirac"
-            and plan.scheme == "fv" and plan.integrator == "ssprk10_2"
-            and config.model.attention == "unnormalized")
-
-
-def _two_phase_steps(config: RunConfig, span: float, grid_dt: float) -> float:
-    """Steps of the S^2 fv Dirac state: at most ``DIRAC_CFL_STEPS (lmax + 1)`` grid steps of
-    ``grid_dt``, the rest of ``span`` at the rate bound (module docstring)."""
-    model, tp = config.model, config.time
-    k2 = max_kernel_second_derivative(model.beta, kernel_log_shift(model))
-    rate_dt = DIRAC_SSP * tp.rate_factor * model.beta / max(config.initial.mass * k2, 1e-300)
-    first = min(span / grid_dt, DIRAC_CFL_STEPS * (config.domain.resolution + 1))
-    return first + max(span - first * grid_dt, 0.0) / max(rate_dt, grid_dt)
-
-
-def _points(config: RunConfig) -> int:
+def points(config: RunConfig) -> int:
+    """Grid points: ``N`` on S^1, ``(lmax + 1)(2 lmax + 2)`` on S^2."""
     n = config.domain.resolution
     return n if config.domain.manifold == "S1" else (n + 1) * (2 * n + 2)
 
 
-def step_seconds(config: RunConfig) -> float:
-    """Seconds per time step on this machine (module docstring)."""
+def step_key(config: RunConfig) -> str:
+    """``"S1/spectral+lagrangian/dirac/dopri5/512"``: what a step's time depends on."""
+    plan = plan_method(config)
+    return "/".join((config.domain.manifold, plan.scheme, plan.representation, plan.integrator,
+                     str(config.domain.resolution)))
+
+
+def timing_file() -> Path:
+    """The step timing cache: ``step_timing.json`` in the numba cache folder of the current
+    kernel sources (``NUMBA_CACHE_DIR``, set when ``solvers`` is imported:
+    :mod:`solvers.core.numba_cache`), else in ``$XDG_CACHE_HOME/meanfield-spectral``."""
+    folder = os.environ.get("NUMBA_CACHE_DIR")
+    if not folder:
+        base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+        folder = str(Path(base) / "meanfield-spectral")
+    return Path(folder) / TIMING_FILE
+
+
+def read_timings(path: Path) -> dict[str, float]:
+    """The cached ``{key: seconds}`` of ``path`` (empty when missing or unreadable)."""
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(data, dict):
+        return {}
+    return {str(k): float(v) for k, v in data.items()
+            if isinstance(v, (int, float)) and math.isfinite(v) and v > 0}
+
+
+def cached_step_seconds(config: RunConfig, path: Path | None = None) -> float | None:
+    """The probe's seconds per step of ``config`` cached at ``path`` (default
+    :func:`timing_file`); None when not timed yet."""
+    return read_timings(timing_file() if path is None else path).get(step_key(config))
+
+
+def fallback_step_seconds(config: RunConfig) -> float:
+    """Seconds per step without a timing (the 2-core machine of benchmarks/README.md): S^1
+    ``0.5 ms + 1 us N``; S^2 grids ``1 ms + 0.95 us P max(1, (lmax + 1) / 128)``, S^2 particles
+    ``0.17 s (P / 8192)^1.2`` (their pair sums, a particle per grid point at the start), ``P``
+    the grid points."""
     n = config.domain.resolution
     if config.domain.manifold == "S1":
-        return 5e-4 + 3.7e-6 * n
-    return 1e-3 + 0.95e-6 * _points(config) * max(1.0, (n + 1) / 128)
+        return 5e-4 + 1e-6 * n
+    if plan_method(config).scheme == "lagrangian":
+        return 0.17 * (points(config) / 8192) ** 1.2
+    return 1e-3 + 0.95e-6 * points(config) * max(1.0, (n + 1) / 128)
+
+
+def step_seconds(config: RunConfig, path: Path | None = None) -> tuple[float, bool]:
+    """``(seconds per step, timed)``: the cached probe times :data:`STEP_FACTOR`, else
+    :func:`fallback_step_seconds` (timed False)."""
+    probe = cached_step_seconds(config, path)
+    if probe is None:
+        return fallback_step_seconds(config), False
+    return probe * STEP_FACTOR[plan_method(config).scheme], True
 
 
 def usable_cores() -> int:
@@ -177,22 +181,73 @@ def usable_cores() -> int:
         return os.cpu_count() or 1
 
 
-def estimate_cost(config: RunConfig, check_resolution: bool = True,
-                  t0: float = 0.0) -> CostEstimate:
-    """The estimated cost of ``config`` from ``t0`` (a resume) to ``t_end`` (module
-    docstring); ``check_resolution``: the verdict's half-resolution run is counted too."""
-    steps, step_s = estimated_steps(config, t0), step_seconds(config)
+def check_configs(config: RunConfig) -> tuple[tuple[RunConfig, float], ...]:
+    """The verdict's companion runs as ``(config, step multiple)``: the resolution check
+    (:func:`solvers.studies.verdict.coarse_config`: half the resolution, twice it where half
+    is below the coarsest check grid) and, for steps that are not error-controlled, the time
+    check on the same grid with every step bound halved (2 x its steps;
+    :func:`solvers.studies.verdict.time_check_config`)."""
+    manifold, n = config.domain.manifold, config.domain.resolution
+    half = n // 2 if manifold == "S1" else (n + 1) // 2 - 1
+    fine = 2 * n if manifold == "S1" else 2 * (n + 1) - 1
+    res = half if half >= MIN_COARSE[manifold] else fine if fine <= MAX_CHECK[manifold] else None
+    checks = []
+    base = config
+    if res is not None:
+        base = replace(config, domain=replace(config.domain, resolution=res))
+        checks.append((base, 1.0))
+    controlled = plan_method(config).integrator in ("bs32", "dopri5", "ssprk3_2") \
+        and config.time.dt is None
+    if not controlled:
+        checks.append((base, 2.0))
+    return tuple(checks)
+
+
+def _writing(config: RunConfig, span: float, compute_s: float) -> tuple[int, int, float]:
+    """``(snapshots, syncs, seconds)`` of the archive over ``span``."""
     out = config.output
-    span = max(config.time.t_end - t0, 0.0)
     snapshots = int(min(span / out.snapshot_interval, 1e12)) + 1
-    compute = steps * step_s
     kind = "zarr" if str(out.path).rstrip("/").endswith(".zarr") else "nc"
-    syncs = snapshots if out.sync_interval == 0 else int(min(snapshots, compute / out.sync_interval + 1))
-    write_s = snapshots * (2e-4 + 2e-7 * _points(config)) + syncs * SYNC_S[kind]
-    factor = RECHECK if check_resolution and usable_cores() < 2 else 1.0
+    syncs = snapshots if out.sync_interval == 0 else int(min(snapshots, compute_s / out.sync_interval + 1))
+    return snapshots, syncs, snapshots * (2e-4 + 2e-7 * points(config)) + syncs * SYNC_S[kind]
+
+
+def estimate_cost(config: RunConfig, check_resolution: bool = True, t0: float = 0.0,
+                  timings: Path | None = None) -> CostEstimate:
+    """The estimated cost of ``config`` from ``t0`` (a resume) to its expected end (module
+    docstring).
+
+    Parameters
+    ----------
+    config : RunConfig
+        A validated config.
+    check_resolution : bool
+        Count the verdict's companion runs (:func:`check_configs`; ``--no-check`` runs none).
+    t0 : float
+        The start time (a resume's last record).
+    timings : Path, optional
+        The step timing cache (default :func:`timing_file`).
+    """
+    steps = expected_steps(config, t0)
+    step_s, timed = step_seconds(config, timings)
+    end = stop_time(config, t0)
+    snapshots, syncs, write_s = _writing(config, max(end - t0, 0.0), steps * step_s)
+    checks: tuple[float, ...] = ()
+    if check_resolution and config.time.t_end > 0:
+        ratio = step_s / fallback_step_seconds(config)  # this machine against the constants
+        checks = tuple(multiple * expected_steps(check, t0) * fallback_step_seconds(check) * ratio
+                       for check, multiple in check_configs(config))
     what = (f"{config.domain.manifold}, {'N' if config.domain.manifold == 'S1' else 'lmax'} = "
             f"{config.domain.resolution}, {plan_method(config).scheme}")
-    return CostEstimate(steps * factor, step_s, snapshots, syncs, write_s, what)
+    return CostEstimate(steps, step_s, snapshots, syncs, write_s, what, checks, usable_cores(),
+                        end, timed)
+
+
+def output_bytes(config: RunConfig, t0: float = 0.0) -> float:
+    """The archive's expected size: ``64 kB + snapshots x (8.8 bytes per grid point + 1.5
+    kB)`` (the density and the diagnostics per record; measured on the runs/ archives)."""
+    snapshots = _writing(config, max(stop_time(config, t0) - t0, 0.0), 0.0)[0]
+    return 64e3 + snapshots * (8.8 * points(config) + 1.5e3)
 
 
 def check_cost(config: RunConfig, force: bool = False, check_resolution: bool = True,

@@ -3,6 +3,8 @@
 - :mod:`~solvers.studies.verdict`: every run's accuracy statement (time error, the atoms at half
   the resolution, exact stationarity, warnings); :mod:`~solvers.studies.companion`: its
   half-resolution run in a second process beside the main run.
+- :mod:`~solvers.studies.step_timing`: a config's step timed on this machine at first use, cached
+  for the cost estimate.
 - :mod:`~solvers.studies.lemma51`, :mod:`~solvers.studies.lemma51_measures`,
   :mod:`~solvers.studies.lemma51_inversion`: the Lemma 5.1 spectral-inversion check.
 - :mod:`~solvers.studies.converge`: refinement ladders in space and time.
