@@ -131,13 +131,15 @@ def _start_method() -> str:
 
 def start_companions(config: RunConfig) -> tuple["Companion", ...]:
     """The verdict's checks of ``config`` started in children: the resolution check
-    (:func:`~solvers.studies.verdict.coarse_config`) and, for steps that are not
-    error-controlled, the time check (:func:`~solvers.studies.verdict.time_check_config`);
-    none on one core."""
-    from solvers.studies.verdict import coarse_config, time_check_config
+    (:func:`~solvers.studies.verdict.coarse_config`), for steps that are not
+    error-controlled the time check (:func:`~solvers.studies.verdict.time_check_config`), and
+    the resolution ladder's third level (:func:`~solvers.studies.verdict.ladder_config`); none
+    on one core."""
+    from solvers.studies.verdict import coarse_config, ladder_config, time_check_config
 
     started = (Companion.start_config(coarse_config(config)),
-               Companion.start_config(time_check_config(config)))
+               Companion.start_config(time_check_config(config)),
+               Companion.start_config(ladder_config(config)))
     return tuple(c for c in started if c is not None)
 
 

@@ -15,7 +15,14 @@ A verdict answers, for the atoms a run reports (their count, masses and position
   below is a warning;
 - **resolution**: the same run at half the resolution (N/2 cells on S^1, lmax/2 on S^2), to the
   same final time: the atom count must agree, and the differences of the masses and positions
-  are the error bar of the atoms (a first-order estimate of the error at the run's resolution).
+  give the error bar of the atoms. A lucky small difference (a convergence that is not
+  monotone in the resolution) is guarded by a third level, the run at a quarter of the
+  resolution (:func:`ladder_config`): the error bar is the larger of the difference ``d1``
+  between the run and its half and half the difference ``d2`` between the half and the
+  quarter. A method of order ``q >= 1`` has ``e(N) <= d1`` once ``d1`` is in its asymptotic
+  range, and ``e(N) <= d2 / 2^q <= d2 / 2`` once ``d2`` is: whichever level is asymptotic, the
+  bar bounds the error. A quarter level with another atom count (pre-asymptotic), or none (too
+  coarse for the kernel), leaves ``d1`` alone, and the verdict says so.
   Where half the resolution is below the manifold's ``min_coarse_resolution`` or no longer
   resolves the kernel, the check runs at twice the resolution instead
   (:meth:`~solvers.core.manifold.Manifold.refine`: 2N on S^1, 2 (lmax + 1) - 1 on S^2, at most
@@ -73,6 +80,10 @@ class Verdict:
     atom_position_error: float | None = None
     max_atom_speed: float | None = None
     warnings: list = field(default_factory=list)
+    ladder_resolution: int | None = None
+    ladder_mass: float | None = None  # the half against the quarter (None: not compared)
+    ladder_position: float | None = None
+    ladder_note: str = ""
     time_position_error: float | None = None
     time_check_resolution: int | None = None
     final_time: float | None = None
@@ -106,10 +117,17 @@ class Verdict:
         for t, method, why in self.method_history[1:]:
             out.append(f"    from t = {t:.6g}: {method} ({why})")
         out.append(f"  time error: {self.time_control}")
-        if self.atom_mass_error is not None:
+        if self.atom_mass_error is not None and self.ladder_mass is not None:
+            out.append(f"  resolution: atoms at {self.resolution} against {self.coarse_resolution} "
+                       f"and {self.ladder_resolution}: masses within {self.atom_mass_error:.2g}, "
+                       f"positions within {self.atom_position_error:.2g} rad (the larger of the "
+                       f"difference with {self.coarse_resolution} and half that of "
+                       f"{self.coarse_resolution} with {self.ladder_resolution})")
+        elif self.atom_mass_error is not None:
             out.append(f"  resolution: atoms at {self.resolution} against {self.coarse_resolution}: "
                        f"masses within {self.atom_mass_error:.2g}, positions within "
-                       f"{self.atom_position_error:.2g} rad")
+                       f"{self.atom_position_error:.2g} rad" +
+                       (f" ({self.ladder_note})" if self.ladder_note else ""))
         elif self.coarse_resolution is None:
             out.append("  resolution: not checked")
         else:
@@ -136,6 +154,11 @@ class Verdict:
             "resolution_check_atom_position": nan if self.atom_position_error is None
             else float(self.atom_position_error),
             "max_atom_speed": nan if self.max_atom_speed is None else float(self.max_atom_speed),
+            "resolution_check_ladder_resolution": -1 if self.ladder_resolution is None
+            else int(self.ladder_resolution),
+            "resolution_check_ladder_mass": nan if self.ladder_mass is None else float(self.ladder_mass),
+            "resolution_check_ladder_position": nan if self.ladder_position is None
+            else float(self.ladder_position),
             "time_error_position": nan if self.time_position_error is None
             else float(self.time_position_error),
             "time_check_resolution": -1 if self.time_check_resolution is None
@@ -200,6 +223,19 @@ def coarse_config(config: RunConfig) -> RunConfig | None:
             continue
         return other
     return None
+
+
+def ladder_config(config: RunConfig) -> RunConfig | None:
+    """The third level of the resolution check (module docstring): the check's own half
+    resolution, where the check is coarser than the run and its half exists
+    (:func:`coarse_config` of the check, when coarser still); else None."""
+    half = coarse_config(config)
+    if half is None or half.domain.resolution >= config.domain.resolution:
+        return None
+    quarter = coarse_config(half)
+    if quarter is None or quarter.domain.resolution >= half.domain.resolution:
+        return None
+    return quarter
 
 
 def controlled_steps(config: RunConfig) -> bool:
@@ -305,14 +341,26 @@ def judge(config: RunConfig, final: Any, reason: str, *, history: list | None = 
         count, dm, dx = compare_atoms(diag, half_final)
         checked = dict(coarse_resolution=half.domain.resolution, coarse_atoms=count,
                        atom_mass_error=dm, atom_position_error=dx)
+        quarter = ladder_config(config) if dm is not None else None
+        if quarter is not None:
+            n2, dm2, dx2 = compare_atoms(half_final, coarse(quarter, float(final.t)).diagnostics)
+            checked["ladder_resolution"] = quarter.domain.resolution
+            if dm2 is None:
+                checked["ladder_note"] = (f"{n2} atoms at {quarter.domain.resolution}: that level "
+                                          "is not used")
+            else:
+                checked.update(ladder_mass=dm2, ladder_position=dx2)
+                dm, dx = max(dm, dm2 / 2), max(dx, dx2 / 2)
+                checked.update(atom_mass_error=dm, atom_position_error=dx)
         if dm is None:
             warnings.append(f"the atom count depends on the resolution ({n_atoms} at "
                             f"{config.domain.resolution}, {count} at {half.domain.resolution}): "
                             "raise domain.resolution before trusting it")
         elif dm > MASS_TOL or dx > POSITION_TOL:
             lo, hi = sorted((half.domain.resolution, config.domain.resolution))
-            warnings.append(f"under-resolved: the atoms move by {dm:.2g} in mass and {dx:.2g} rad "
-                            f"between resolution {lo} and {hi}; raise domain.resolution")
+            warnings.append(f"under-resolved: the atoms' error bar at resolution {hi} (against "
+                            f"{lo}{' and ' + str(quarter.domain.resolution) if 'ladder_mass' in checked else ''}) "
+                            f"is {dm:.2g} in mass and {dx:.2g} rad; raise domain.resolution")
     if time_error is not None:
         control = _time_line(config, time_error)
     else:
