@@ -39,7 +39,7 @@ from pathlib import Path
 
 from solvers.model.method import HANDOVER, plan_method
 from solvers.model.params import RunConfig
-from solvers.model.step_count import expected_steps, stop_time
+from solvers.model.step_count import crowding, expected_steps, stop_time
 from solvers.model.validators import ConfigError
 
 BUDGET_S = 3600.0  # refused above this (one hour on this machine) unless forced
@@ -153,24 +153,25 @@ def cached_step_seconds(config: RunConfig, path: Path | None = None) -> float | 
 
 def fallback_step_seconds(config: RunConfig) -> float:
     """Seconds per step without a timing (the 2-core machine of benchmarks/README.md): S^1
-    ``0.5 ms + 1 us N``; S^2 grids ``1 ms + 0.95 us P max(1, (lmax + 1) / 128)``, S^2 particles
+    ``(0.5 ms + 1 us N)`` times the atoms' crowding; S^2 grids ``1 ms + 0.95 us P max(1, (lmax + 1) / 128)``, S^2 particles
     ``0.17 s (P / 8192)^1.2`` (their pair sums, a particle per grid point at the start), ``P``
     the grid points."""
     n = config.domain.resolution
     if config.domain.manifold == "S1":
-        return 5e-4 + 1e-6 * n
+        return (5e-4 + 1e-6 * n) * crowding(config)
     if plan_method(config).scheme == "lagrangian":
         return 0.17 * (points(config) / 8192) ** 1.2
     return 1e-3 + 0.95e-6 * points(config) * max(1.0, (n + 1) / 128)
 
 
 def step_seconds(config: RunConfig, path: Path | None = None) -> tuple[float, bool]:
-    """``(seconds per step, timed)``: the cached probe times :data:`STEP_FACTOR`, else
-    :func:`fallback_step_seconds` (timed False)."""
+    """``(seconds per step, timed)``: the cached probe times :data:`STEP_FACTOR` and the S^1
+    atoms' :func:`~solvers.model.step_count.crowding` (beta = 50: 2.6 ms a step against 1 ms
+    at beta = 5, N = 512), else :func:`fallback_step_seconds` (timed False)."""
     probe = cached_step_seconds(config, path)
     if probe is None:
         return fallback_step_seconds(config), False
-    return probe * STEP_FACTOR[plan_method(config).scheme], True
+    return probe * STEP_FACTOR[plan_method(config).scheme] * crowding(config), True
 
 
 def usable_cores() -> int:

@@ -17,9 +17,12 @@ bound. Every run also ends a step on each snapshot time, so a snapshot interval 
   the cells rarely binding.
 - **S^1 default** (``spectral+lagrangian``, dopri5): once the cells carry the mass, the CFL
   bound ``cfl / max|du/dx|`` of the cells sets the step; ``max|du/dx|`` is at most
-  ``L + C_v`` and measured at ``(L + C_v) / HANDOVER_FACTOR[direction]`` (the paper's S^1 runs:
-  ``dt (L + C_v)`` = 4-23 under descent, 2.8-3.9 under ascent; the factors are their
-  geometric means, so each run is within 3x).
+  ``L + C_v`` and measured at ``crowding (L + C_v) / HANDOVER_FACTOR[direction]`` (the paper's
+  S^1 runs at beta = 5: ``dt (L + C_v)`` = 3.6-14 under descent, 1.7-2.8 under ascent; the
+  factors are their geometric means, so each run is within 3x). At larger beta more atoms form,
+  closer together (a kernel width ``~ 1 / j*``), and the cells near them take rates near the
+  bound: :func:`crowding` ``= j*(beta) / j*(5)`` (beta = 50: 2.56; the run's mean step 0.77
+  against 0.73 counted).
 - **fv grids** (S^1 fv, the S^2 default for descent): the density starts spread, where the
   CFL bound ``C cfl h / max|u|`` holds for ``GRID_START_STEPS`` per grid point of a row
   (``N`` on S^1, ``lmax + 1`` on S^2); once the mass sits in peaks or atoms the rate bound
@@ -44,6 +47,8 @@ import math
 
 import numpy as np
 
+from spectral import kernel_bandwidth
+
 from solvers.model.activations import get_activation
 from solvers.model.kernel import kernel_log_shift, max_kernel_second_derivative
 from solvers.model.method import HANDOVER, MethodPlan, plan_method
@@ -51,6 +56,7 @@ from solvers.model.params import PerceptronParams, RunConfig
 
 SSP = {"ssprk10_2": 9.0}  # SSP coefficients above 1 (solvers.timestepping.integrators)
 HANDOVER_FACTOR = {"descent": 6.0, "ascent": 2.2}  # S^1 default: dt (L + C_v) (docstring)
+CROWD_BETA = 5.0  # the beta of the paper's S^1 runs that HANDOVER_FACTOR was measured on
 GRID_START_STEPS = 0.3  # fv grids: CFL-bound steps per grid point of a row (docstring)
 GRID_START_STEPS_S2 = 4.0  # the S^2 fv Dirac grid: per lmax + 1 (runs/s2_descent_relu.toml)
 GRID_K = 15.0  # spectral grids: real steps / CFL-bound steps
@@ -101,6 +107,15 @@ def speed_bound(config: RunConfig) -> float:
     return att + float(np.sum(2 * np.abs(np.asarray(p.omega, float)) * norms * sig_max))
 
 
+def crowding(config: RunConfig) -> float:
+    """``max(1, j*(beta) / j*(5))`` on S^1, ``j*`` the kernel's bandwidth (docs/math.md §2): how
+    many more atoms form and crowd within a kernel width than at the paper's beta = 5 (1 on
+    S^2 and at beta <= 5)."""
+    if config.domain.manifold != "S1":
+        return 1.0
+    return max(1.0, kernel_bandwidth(config.model.beta, 2) / kernel_bandwidth(CROWD_BETA, 2))
+
+
 def span_steps(span: float, dt: float, interval: float) -> float:
     """Steps of size at most ``dt`` over ``span``, each snapshot time (every ``interval``)
     ending one: ``ceil(interval / dt)`` per interval."""
@@ -142,7 +157,7 @@ def expected_steps(config: RunConfig, t0: float = 0.0, plan: MethodPlan | None =
         dt = tp.rate_factor / (lip + c_v) if not s1 else rate_dt
         return min(span_steps(span, dt, interval), float(tp.max_steps))
     if plan.scheme == HANDOVER:
-        dt = plan.cfl * HANDOVER_FACTOR[config.model.direction] / (lip + c_v)
+        dt = plan.cfl * HANDOVER_FACTOR[config.model.direction] / ((lip + c_v) * crowding(config))
         return min(span_steps(span, dt, interval), float(tp.max_steps))
     n = config.domain.resolution
     h = 2 * math.pi / n if s1 else math.pi / (n + 1)

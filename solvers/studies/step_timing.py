@@ -11,7 +11,9 @@ config's initial state, takes one step (it loads the compiled kernels, which the
 finds loaded), then times at least :data:`MIN_PROBE_STEPS` and at most
 :data:`MAX_PROBE_STEPS` more, until :data:`PROBE_BUDGET_S` seconds have passed, and returns the
 fastest: a step without the occasional event (an atom born, a hand-over) that the estimate's
-factor per method counts (:data:`solvers.model.cost.STEP_FACTOR`). A config whose step the
+factor per method counts (:data:`solvers.model.cost.STEP_FACTOR`). Each step counts the
+lesser of its wall and its CPU time: other processes on a busy machine lengthen the wall time
+of a step, not its CPU time, and a step on several threads takes more CPU than wall time. A config whose step the
 constants put above :data:`PROBE_MAX_STEP_S` is not timed (the estimate of such a run is far
 above the budget, and its grid is not built before it is refused). Nothing is written but
 the cache, and nothing is shared with a run but what the process loads anyway (compiled
@@ -69,9 +71,9 @@ def time_step(config: RunConfig, budget_s: float = PROBE_BUDGET_S) -> float:
     taken: list[float] = []
     start = time.perf_counter()
     while len(taken) < MAX_PROBE_STEPS and solver.t < probe.time.t_end:
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         solver.step(probe.time.t_end)
-        taken.append(time.perf_counter() - t0)
+        taken.append(min(time.perf_counter() - t0, time.process_time() - c0))
         if len(taken) >= MIN_PROBE_STEPS and time.perf_counter() - start > budget_s:
             break
     if not taken:
