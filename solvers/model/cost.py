@@ -47,8 +47,12 @@ REPORT_S = 120.0  # the estimate is printed above this
 START_S = 1.0  # the command's start and end around the steps (module docstring)
 SYNC_S = {"nc": 5e-3, "zarr": 0.35}
 TIMING_FILE = "step_timing.json"  # the cache of :mod:`solvers.studies.step_timing`
-# a run's mean step over the probe's fastest step, by method (module docstring)
-STEP_FACTOR = {HANDOVER: 2.0, "lagrangian": 1.0, "fv": 1.3, "spectral": 1.3}
+# a run's mean step over the probe's fastest step, by manifold and method (module docstring;
+# S^2 particles: their first steps, compute_seconds)
+STEP_FACTOR = {("S1", HANDOVER): 2.0, ("S1", "lagrangian"): 3.0, ("S1", "fv"): 2.5,
+               ("S1", "spectral"): 1.3, ("S2", "lagrangian"): 1.0, ("S2", "fv"): 2.0,
+               ("S2", "spectral"): 1.3}
+PARTICLE_FULL_STEPS, PARTICLE_MERGED = 150.0, 0.015  # S^2 particles (compute_seconds)
 MAX_CHECK = {"S1": 4096, "S2": 255}  # the verdict's finest check (max_check_resolution)
 MIN_COARSE = {"S1": 64, "S2": 31}  # and coarsest (min_coarse_resolution)
 
@@ -171,7 +175,21 @@ def step_seconds(config: RunConfig, path: Path | None = None) -> tuple[float, bo
     probe = cached_step_seconds(config, path)
     if probe is None:
         return fallback_step_seconds(config), False
-    return probe * STEP_FACTOR[plan_method(config).scheme] * crowding(config), True
+    factor = STEP_FACTOR[(config.domain.manifold, plan_method(config).scheme)]
+    return probe * factor * crowding(config), True
+
+
+def compute_seconds(config: RunConfig, steps: float, step_s: float, t0: float = 0.0) -> float:
+    """Seconds of ``steps`` steps whose first costs ``step_s``: ``steps x step_s``, except S^2
+    particles, which merge into atoms: a new run's first :data:`PARTICLE_FULL_STEPS` steps
+    cost ``step_s`` (a time ``150 rate_factor / (L + C_v)`` of the rate bound), every later
+    one ``PARTICLE_MERGED x step_s`` (measured: paper_s2_ascent_attention 165 steps at the
+    probe's 0.17 s; paper_s2_ascent_relu 576 steps in the time of 142; the particle descent,
+    14200 steps, about 3 ms each after the first 150)."""
+    if config.domain.manifold != "S2" or plan_method(config).scheme != "lagrangian":
+        return steps * step_s
+    full = max(min(steps, PARTICLE_FULL_STEPS - (PARTICLE_FULL_STEPS if t0 > 0 else 0)), 0.0)
+    return (full + PARTICLE_MERGED * (steps - full)) * step_s
 
 
 def usable_cores() -> int:
@@ -230,13 +248,16 @@ def estimate_cost(config: RunConfig, check_resolution: bool = True, t0: float = 
         The step timing cache (default :func:`timing_file`).
     """
     steps = expected_steps(config, t0)
-    step_s, timed = step_seconds(config, timings)
+    first_s, timed = step_seconds(config, timings)
+    compute = compute_seconds(config, steps, first_s, t0)
+    step_s = compute / steps if steps > 0 else first_s  # the mean step
     end = stop_time(config, t0)
-    snapshots, syncs, write_s = _writing(config, max(end - t0, 0.0), steps * step_s)
+    snapshots, syncs, write_s = _writing(config, max(end - t0, 0.0), compute)
     checks: tuple[float, ...] = ()
     if check_resolution and config.time.t_end > 0:
-        ratio = step_s / fallback_step_seconds(config)  # this machine against the constants
-        checks = tuple(multiple * expected_steps(check, t0) * fallback_step_seconds(check) * ratio
+        ratio = first_s / fallback_step_seconds(config)  # this machine against the constants
+        checks = tuple(compute_seconds(check, multiple * expected_steps(check, t0),
+                                       fallback_step_seconds(check) * ratio, t0)
                        for check, multiple in check_configs(config))
     what = (f"{config.domain.manifold}, {'N' if config.domain.manifold == 'S1' else 'lmax'} = "
             f"{config.domain.resolution}, {plan_method(config).scheme}")

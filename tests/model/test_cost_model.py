@@ -84,7 +84,7 @@ def test_the_step_timing_is_written_once_and_reused(tmp_path: Path, monkeypatch)
     monkeypatch.setattr(step_timing, "time_step", no_probe)
     assert step_timing.ensure_step_timing(config, path) == first
     assert path.stat().st_mtime_ns == written
-    assert cost.step_seconds(config, path) == (first * cost.STEP_FACTOR["spectral+lagrangian"],
+    assert cost.step_seconds(config, path) == (first * cost.STEP_FACTOR["S1", "spectral+lagrangian"],
                                                True)
     other = load_config(RUNS / "demo.toml", ["domain.resolution=64"])
     assert cost.step_seconds(other, path) == (cost.fallback_step_seconds(other), False)
