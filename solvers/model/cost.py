@@ -158,13 +158,13 @@ def cached_step_seconds(config: RunConfig, path: Path | None = None) -> float | 
 def fallback_step_seconds(config: RunConfig) -> float:
     """Seconds per step without a timing (the 2-core machine of benchmarks/README.md): S^1
     ``(0.5 ms + 1 us N)`` times the atoms' crowding; S^2 grids ``1 ms + 0.95 us P max(1, (lmax + 1) / 128)``, S^2 particles
-    ``0.17 s (P / 8192)^1.2`` (their pair sums, a particle per grid point at the start), ``P``
+    ``0.17 s (P / 8192)^0.8`` (their pair sums, a particle per grid point at the start), ``P``
     the grid points."""
     n = config.domain.resolution
     if config.domain.manifold == "S1":
         return (5e-4 + 1e-6 * n) * crowding(config)
     if plan_method(config).scheme == "lagrangian":
-        return 0.17 * (points(config) / 8192) ** 1.2
+        return 0.17 * (points(config) / 8192) ** 0.8
     return 1e-3 + 0.95e-6 * points(config) * max(1.0, (n + 1) / 128)
 
 
