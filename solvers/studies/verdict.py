@@ -6,12 +6,12 @@ A verdict answers, for the atoms a run reports (their count, masses and position
   method's hand-over from the spectral grid to the Lagrangian cells);
 - **time**: the integrator's own estimate of the time error (error-controlled steps); for steps
   that are not error-controlled (CFL- and rate-bound steps, a fixed ``time.dt``), a Richardson
-  estimate: the resolution check's run repeated with every step bound halved
-  (:func:`time_check_config`), whose atoms differ from the check's by about ``(1 - 2^-p)`` times
+  estimate: the coarsest run of the resolution check (below) repeated with every step bound
+  halved (:func:`time_check_config`), whose atoms differ from that run's by about ``(1 - 2^-p)`` times
   the time error of a method of order ``p``: the estimate is ``2^p / (2^p - 1)`` times the
-  largest difference of the atoms' masses (and positions). The check's coarser grid takes
-  grid-bound steps twice as long as the run's and the same rate-bound steps, so its time error
-  is at least the run's: the estimate errs on the safe side. A time error above the tolerances
+  largest difference of the atoms' masses (and positions). The coarser grid takes grid-bound
+  steps longer than the run's and the same rate-bound steps, so its time error is at least the
+  run's: the estimate errs on the safe side. A time error above the tolerances
   below is a warning;
 - **resolution**: the same run at half the resolution (N/2 cells on S^1, lmax/2 on S^2), to the
   same final time: the atom count must agree, and the differences of the masses and positions
@@ -246,14 +246,21 @@ def controlled_steps(config: RunConfig) -> bool:
     return plan_method(config).integrator in PAIRS and config.time.dt is None
 
 
+def time_check_base(config: RunConfig) -> RunConfig | None:
+    """The check run the time check repeats with halved steps: the coarsest level of the
+    resolution check (:func:`ladder_config`, else :func:`coarse_config`: the cheapest, and its
+    grid-bound steps are the longest), None where there is neither (the run itself)."""
+    return ladder_config(config) or coarse_config(config)
+
+
 def time_check_config(config: RunConfig) -> RunConfig | None:
     """The Richardson time check of a run whose steps are not error-controlled (module
-    docstring): the resolution check's config (:func:`coarse_config`; the run's own where there
-    is none) with ``time.cfl`` and ``time.rate_factor`` halved (a fixed ``time.dt`` halved),
+    docstring): :func:`time_check_base` (the run's own config where there is none) with
+    ``time.cfl`` and ``time.rate_factor`` halved (a fixed ``time.dt`` halved),
     ``time.max_steps`` doubled; None for error-controlled steps."""
     if controlled_steps(config):
         return None
-    base = coarse_config(config) or replace(config, output=replace(config.output, progress=False))
+    base = time_check_base(config) or replace(config, output=replace(config.output, progress=False))
     tp = base.time
     return replace(base, time=replace(
         tp, cfl=plan_method(base).cfl / 2, rate_factor=tp.rate_factor / 2,
@@ -330,6 +337,16 @@ def judge(config: RunConfig, final: Any, reason: str, *, history: list | None = 
     diag = final.diagnostics
     n_atoms = _atoms_of(diag)[0].size
     checked: dict[str, Any] = {}
+    done: list[tuple[RunConfig, Any]] = []
+
+    def final_of(check: RunConfig) -> Any:
+        """The diagnostics of the check run ``check`` at the run's final time (once each)."""
+        for cfg, found in done:
+            if cfg == check:
+                return found
+        done.append((check, coarse(check, float(final.t)).diagnostics))
+        return done[-1][1]
+
     half = coarse_config(config) if coarse is not None and n_atoms else None
     if n_atoms and half is None:
         why = "--no-check" if coarse is None else \
@@ -337,13 +354,13 @@ def judge(config: RunConfig, final: Any, reason: str, *, history: list | None = 
         warnings.append(f"resolution not checked ({why}): the atoms have no error bar; run "
                         "with the check, at a resolution whose half or double the check accepts")
     if half is not None:
-        half_final = coarse(half, float(final.t)).diagnostics
+        half_final = final_of(half)
         count, dm, dx = compare_atoms(diag, half_final)
         checked = dict(coarse_resolution=half.domain.resolution, coarse_atoms=count,
                        atom_mass_error=dm, atom_position_error=dx)
         quarter = ladder_config(config) if dm is not None else None
         if quarter is not None:
-            n2, dm2, dx2 = compare_atoms(half_final, coarse(quarter, float(final.t)).diagnostics)
+            n2, dm2, dx2 = compare_atoms(half_final, final_of(quarter))
             checked["ladder_resolution"] = quarter.domain.resolution
             if dm2 is None:
                 checked["ladder_note"] = (f"{n2} atoms at {quarter.domain.resolution}: that level "
@@ -358,9 +375,10 @@ def judge(config: RunConfig, final: Any, reason: str, *, history: list | None = 
                             "raise domain.resolution before trusting it")
         elif dm > MASS_TOL or dx > POSITION_TOL:
             lo, hi = sorted((half.domain.resolution, config.domain.resolution))
+            third = f" and {quarter.domain.resolution}" if "ladder_mass" in checked else ""
             warnings.append(f"under-resolved: the atoms' error bar at resolution {hi} (against "
-                            f"{lo}{' and ' + str(quarter.domain.resolution) if 'ladder_mass' in checked else ''}) "
-                            f"is {dm:.2g} in mass and {dx:.2g} rad; raise domain.resolution")
+                            f"{lo}{third}) is {dm:.2g} in mass and {dx:.2g} rad; raise "
+                            "domain.resolution")
     if time_error is not None:
         control = _time_line(config, time_error)
     else:
@@ -373,9 +391,9 @@ def judge(config: RunConfig, final: Any, reason: str, *, history: list | None = 
                 warnings.append(f"the time error is not estimated ({why}): run with the "
                                 "check (without --no-check)")
         else:
-            base = half_final if half is not None else diag  # (no half: the run's own grid)
+            base = time_check_base(config)
             found, control, more = _time_check(
-                config, base, coarse(check, float(final.t)).diagnostics, check)
+                config, diag if base is None else final_of(base), final_of(check), check)
             checked.update(found)
             time_error = found.get("time_error")
             warnings += more

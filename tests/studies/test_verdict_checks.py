@@ -48,11 +48,10 @@ def _runs(config, levels):
     return coarse
 
 
-def test_the_time_check_is_the_half_with_every_step_bound_halved():
+def test_the_time_check_is_the_coarsest_level_with_every_step_bound_halved():
     config = load_config(FV_SMALL)
     check = time_check_config(config)
-    half = coarse_config(config)
-    assert check.domain == half.domain
+    assert check.domain == ladder_config(config).domain  # the quarter: 128
     assert check.time.rate_factor == config.time.rate_factor / 2
     assert check.time.cfl == pytest.approx(config.time.cfl / 2)
     assert richardson_factor(config) == pytest.approx(4 / 3)  # ssprk10_2: order 2
@@ -70,7 +69,7 @@ def test_the_time_check_flags_a_large_time_error_and_passes_a_small_one(shift, f
     assert "Richardson estimate" in verdict.time_control
     assert any("time error" in w for w in verdict.warnings) == flagged
     assert verdict.trusted == (not flagged)
-    assert verdict.attributes()["time_check_resolution"] == 256
+    assert verdict.attributes()["time_check_resolution"] == 128
 
 
 def test_an_atom_count_that_depends_on_the_time_step_is_flagged():
@@ -90,7 +89,7 @@ def test_the_ladder_bar_is_the_larger_of_d1_and_half_of_d2(d1, d2, bar):
     fine = ([0.6, 0.4], [0.5, 3.0])
     half = ([0.6 + d1, 0.4 - d1], [0.5, 3.0])
     quarter = ([0.6 + d1 + d2, 0.4 - d1 - d2], [0.5, 3.0])
-    levels = {"half": half, "quarter": quarter, "time": half}
+    levels = {"half": half, "quarter": quarter, "time": quarter}
     verdict = judge(config, _snap(*fine), "stationary", coarse=_runs(config, levels), atom_speed=0.0)
     assert verdict.ladder_resolution == ladder_config(config).domain.resolution == 128
     assert verdict.atom_mass_error == pytest.approx(bar)
@@ -101,7 +100,7 @@ def test_the_ladder_bar_is_the_larger_of_d1_and_half_of_d2(d1, d2, bar):
 def test_a_quarter_level_with_another_atom_count_is_not_used():
     config = load_config(FV_SMALL)
     atoms = ([0.6, 0.4], [0.5, 3.0])
-    levels = {"half": atoms, "quarter": ([1.0], [0.5]), "time": atoms}
+    levels = {"half": atoms, "quarter": ([1.0], [0.5]), "time": ([1.0], [0.5])}
     verdict = judge(config, _snap(*atoms), "stationary", coarse=_runs(config, levels), atom_speed=0.0)
     assert verdict.trusted and verdict.ladder_mass is None
     assert "1 atoms at 128: that level is not used" in "\n".join(verdict.lines())
