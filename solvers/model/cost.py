@@ -16,7 +16,7 @@ processes beside the main run (:mod:`solvers.studies.companion`), after it on on
   takes (its docstring gives the model and the measurements behind it).
 - **seconds per step**: the step of the config timed on this machine at first use and cached
   (:mod:`solvers.studies.step_timing`, keyed by :func:`step_key` in :func:`timing_file`), times
-  :data:`STEP_FACTOR` of its method (a run's mean step over the probe's fastest: the events,
+  :data:`STEP_FACTOR` of its method (a run's mean step over the probe's median: the events,
   hand-overs and diagnostics the probe leaves out); without a timing, :func:`fallback_step_seconds`
   (constants measured on the 2-core machine of benchmarks/README.md).
 - **writing**: each snapshot ``0.2 ms + 0.2 us`` per grid point; each sync of the archive 5 ms
@@ -47,12 +47,12 @@ REPORT_S = 120.0  # the estimate is printed above this
 START_S = 1.0  # the command's start and end around the steps (module docstring)
 SYNC_S = {"nc": 5e-3, "zarr": 0.35}
 TIMING_FILE = "step_timing.json"  # the cache of :mod:`solvers.studies.step_timing`
-# a run's mean step over the probe's fastest step, by manifold and method (module docstring;
+# a run's mean step over the probe's median step, by manifold and method (module docstring;
 # S^2 particles: their first steps, compute_seconds)
 STEP_FACTOR = {("S1", HANDOVER): 2.0, ("S1", "lagrangian"): 3.0, ("S1", "fv"): 2.5,
-               ("S1", "spectral"): 1.3, ("S2", "lagrangian"): 1.0, ("S2", "fv"): 2.0,
+               ("S1", "spectral"): 1.3, ("S2", "lagrangian"): 1.0, ("S2", "fv"): 4.0,
                ("S2", "spectral"): 1.3}
-PARTICLE_FULL_STEPS, PARTICLE_MERGED = 150.0, 0.015  # S^2 particles (compute_seconds)
+PARTICLE_FULL_STEPS, PARTICLE_MERGED = 55.0, 0.033  # S^2 particles (compute_seconds)
 MAX_CHECK = {"S1": 4096, "S2": 255}  # the verdict's finest check (max_check_resolution)
 MIN_COARSE = {"S1": 64, "S2": 31}  # and coarsest (min_coarse_resolution)
 
@@ -182,13 +182,13 @@ def step_seconds(config: RunConfig, path: Path | None = None) -> tuple[float, bo
 def compute_seconds(config: RunConfig, steps: float, step_s: float, t0: float = 0.0) -> float:
     """Seconds of ``steps`` steps whose first costs ``step_s``: ``steps x step_s``, except S^2
     particles, which merge into atoms: a new run's first :data:`PARTICLE_FULL_STEPS` steps
-    cost ``step_s`` (a time ``150 rate_factor / (L + C_v)`` of the rate bound), every later
-    one ``PARTICLE_MERGED x step_s`` (measured: paper_s2_ascent_attention 165 steps at the
-    probe's 0.17 s; paper_s2_ascent_relu 576 steps in the time of 142; the particle descent,
-    14200 steps, about 3 ms each after the first 150)."""
+    cost ``step_s`` each, every later one ``PARTICLE_MERGED x step_s`` (fitted on
+    paper_s2_ascent_attention, 165 steps in the time of 58 probe steps, and
+    paper_s2_ascent_relu_seed111, 864 steps in that of 81; the particle descent, 14200 steps,
+    took that of 430, counted 520)."""
     if config.domain.manifold != "S2" or plan_method(config).scheme != "lagrangian":
         return steps * step_s
-    full = max(min(steps, PARTICLE_FULL_STEPS - (PARTICLE_FULL_STEPS if t0 > 0 else 0)), 0.0)
+    full = 0.0 if t0 > 0 else min(steps, PARTICLE_FULL_STEPS)  # a resume: merged already
     return (full + PARTICLE_MERGED * (steps - full)) * step_s
 
 

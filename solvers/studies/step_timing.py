@@ -10,13 +10,14 @@ of the current kernel sources, so a change of the kernels times them again).
 config's initial state, takes one step (it loads the compiled kernels, which the run then
 finds loaded), then times at least :data:`MIN_PROBE_STEPS` (one, where a step takes more
 than a third of the budget) and at most :data:`MAX_PROBE_STEPS` more, until
-:data:`PROBE_BUDGET_S` seconds have passed, and returns the fastest: a step without the occasional event (an atom born, a hand-over) that the estimate's
-factor per method counts (:data:`solvers.model.cost.STEP_FACTOR`). Each step counts the
-lesser of its wall and its CPU time: other processes on a busy machine lengthen the wall time
-of a step, not its CPU time, and a step on several threads takes more CPU than wall time. A config whose step the
-constants put above :data:`PROBE_MAX_STEP_S` is not timed (the estimate of such a run is far
-above the budget, and its grid is not built before it is refused). Nothing is written but
-the cache, and nothing is shared with a run but what the process loads anyway (compiled
+:data:`PROBE_BUDGET_S` seconds have passed, and returns their median: a step without the
+occasional event (an atom born, a hand-over; the estimate's factor per method counts those,
+:data:`solvers.model.cost.STEP_FACTOR`), and not one step that a busy moment made short or
+long. Each step counts the lesser of its wall and its CPU time: other processes on a busy
+machine lengthen the wall time of a step, not its CPU time, and a step on several threads
+takes more CPU than wall time. A config whose step the constants put above
+:data:`PROBE_MAX_STEP_S` is not timed (its grid is not built for a probe). Nothing is written
+but the cache, and nothing is shared with a run but what the process loads anyway (compiled
 kernels, the transforms' plans): the run's answer does not depend on it. The probe runs in
 the calling process: a later companion run then starts by ``spawn`` where a thread pool or
 SHTns is loaded (:mod:`solvers.studies.companion`).
@@ -27,6 +28,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import statistics
 import tempfile
 import time
 from dataclasses import replace
@@ -56,7 +58,7 @@ def time_step(config: RunConfig, budget_s: float = PROBE_BUDGET_S) -> float:
     Returns
     -------
     float
-        The fastest of the timed steps.
+        The median of the timed steps.
     """
     from solvers.io.state import initial_state
     from solvers.timestepping.simulation import Solver
@@ -79,7 +81,7 @@ def time_step(config: RunConfig, budget_s: float = PROBE_BUDGET_S) -> float:
             break
     if not taken:
         raise ValueError("the probe reached t_end in one step")
-    return min(taken)
+    return float(statistics.median(taken))
 
 
 def write_timing(path: Path, key: str, seconds: float) -> None:
