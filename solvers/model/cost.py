@@ -120,10 +120,12 @@ def points(config: RunConfig) -> int:
 
 
 def step_key(config: RunConfig) -> str:
-    """``"S1/spectral+lagrangian/dirac/dopri5/512"``: what a step's time depends on."""
+    """``"S1/spectral+lagrangian/dirac/dopri5/512/uniform/unnormalized"``: what a step's time
+    depends on (the initial kind sets how many particles or atoms the first steps carry; softmax
+    attention costs more per step)."""
     plan = plan_method(config)
     return "/".join((config.domain.manifold, plan.scheme, plan.representation, plan.integrator,
-                     str(config.domain.resolution)))
+                     str(config.domain.resolution), config.initial.kind, config.model.attention))
 
 
 def timing_file() -> Path:

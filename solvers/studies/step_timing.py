@@ -2,9 +2,9 @@
 
 :func:`solvers.model.cost.step_seconds` reads the cache (it lives below the solver and cannot
 time a step itself); :func:`ensure_step_timing` fills it, once per key
-(:func:`solvers.model.cost.step_key`: manifold, scheme, representation, integrator and
-resolution), in the folder of :func:`solvers.model.cost.timing_file` (the numba cache folder
-of the current kernel sources, so a change of the kernels times them again).
+(:func:`solvers.model.cost.step_key`: manifold, scheme, representation, integrator,
+resolution, initial kind and attention), in :func:`solvers.model.cost.timing_file` (the numba
+cache folder of the current kernel sources, so a change of the kernels times them again).
 
 :func:`time_step` builds a :class:`~solvers.timestepping.simulation.Solver` of its own from the
 config's initial state, takes one step (it loads the compiled kernels, which the run then
