@@ -55,6 +55,7 @@ STEP_FACTOR = {("S1", HANDOVER): 2.0, ("S1", "lagrangian"): 3.0, ("S1", "fv"): 2
 PARTICLE_FULL_STEPS, PARTICLE_MERGED = 55.0, 0.033  # S^2 particles (compute_seconds)
 MAX_CHECK = {"S1": 4096, "S2": 255}  # the verdict's finest check (max_check_resolution)
 MIN_COARSE = {"S1": 64, "S2": 31}  # and coarsest (min_coarse_resolution)
+PAIR_NAMES = ("bs32", "dopri5", "ssprk3_2")  # solvers.timestepping.integrators.PAIRS
 
 
 @dataclass(frozen=True)
@@ -62,7 +63,8 @@ class CostEstimate:
     """An estimated run cost: ``steps`` of ``step_s`` seconds and ``snapshots`` written with
     ``syncs`` syncs of the archive costing ``write_s`` in all (the main run), ``checks_s``
     the verdict's companion runs' seconds each, ``cores`` the cores they share, ``end`` the
-    expected final time (``t_end`` or an earlier stationary stop)."""
+    expected final time (``t_end`` or an earlier stationary stop), ``timed`` whether the
+    seconds per step come from a step timed on this machine (else the constants)."""
 
     steps: float
     step_s: float
@@ -99,6 +101,7 @@ class CostEstimate:
 
 
 def duration(seconds: float) -> str:
+    """``"3.2 h"``, ``"12 s"``: ``seconds`` in the largest unit that fits."""
     if not math.isfinite(seconds) or seconds > 3.15e9:
         return "more than 100 years"
     for unit, size in (("days", 86400.0), ("h", 3600.0), ("min", 60.0)):
@@ -217,8 +220,7 @@ def check_configs(config: RunConfig) -> tuple[tuple[RunConfig, float], ...]:
     if res is not None:
         base = replace(config, domain=replace(config.domain, resolution=res))
         checks.append((base, 1.0))
-    controlled = plan_method(config).integrator in ("bs32", "dopri5", "ssprk3_2") \
-        and config.time.dt is None
+    controlled = plan_method(config).integrator in PAIR_NAMES and config.time.dt is None
     if not controlled:
         checks.append((base, 2.0))
     return tuple(checks)

@@ -98,6 +98,12 @@ def test_a_huge_grid_is_not_timed(tmp_path: Path) -> None:
     assert not path.exists()
 
 
+def test_the_cost_model_names_the_solvers_error_controlled_pairs() -> None:
+    from solvers.timestepping.integrators import PAIRS
+
+    assert set(cost.PAIR_NAMES) == set(PAIRS)
+
+
 def test_the_companions_count_against_the_cores(monkeypatch) -> None:
     """Two checks for steps that are not error-controlled (S^2 fv: resolution and time), one
     for error-controlled steps (S^1 default); beside the main run on two cores, after it on
