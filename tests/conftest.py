@@ -111,6 +111,26 @@ dt = 0.001
 snapshot_interval = 0.002
 progress = false
 """
+# pure-attention ascent on S^1 (beta = 5, N = 256): two atoms by t = 60 (the verdict tests)
+DEMO_SMALL = """
+[domain]
+resolution = 256
+[model]
+beta = 5.0
+direction = "ascent"
+kernel = "exp_shifted"
+[initial]
+kind = "uniform"
+modes = [[1, 1e-2], [3, 5e-3]]
+[time]
+t_end = 60.0
+stop_when_stationary = true
+stationary_tol = 1e-5
+[output]
+snapshot_interval = 5.0
+"""
+
+
 PURE_NOISE_TOML = ('[domain]\nmanifold = "S1"\nresolution = 64\n[model]\nbeta = 2.0\n'
                    'direction = "ascent"\nnoise = 1.0\n')
 

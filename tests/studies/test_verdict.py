@@ -6,27 +6,12 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
+from conftest import DEMO_SMALL
+
 from solvers.cli.main import main
 from solvers.model.config import load_config
 from solvers.studies.verdict import compare_atoms, coarse_config, judge
 
-DEMO_SMALL = """
-[domain]
-resolution = 256
-[model]
-beta = 5.0
-direction = "ascent"
-kernel = "exp_shifted"
-[initial]
-kind = "uniform"
-modes = [[1, 1e-2], [3, 5e-3]]
-[time]
-t_end = 60.0
-stop_when_stationary = true
-stationary_tol = 1e-5
-[output]
-snapshot_interval = 5.0
-"""
 
 
 def _snap(masses, positions, t=10.0, diffuse=0.0):

@@ -5,29 +5,17 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from conftest import DEMO_SMALL
 
 from solvers.model.config import load_config
 from solvers.studies.verdict import (MASS_TOL, coarse_config, judge, ladder_config,
                                      richardson_factor, time_check_config)
 
-FV_SMALL = """
-[domain]
-resolution = 512
-[model]
-beta = 5.0
-direction = "ascent"
-kernel = "exp_shifted"
-[initial]
-kind = "uniform"
-modes = [[1, 1e-2], [3, 5e-3]]
-[time]
-scheme = "fv"
-t_end = 60.0
-stop_when_stationary = true
-stationary_tol = 1e-5
-[output]
-snapshot_interval = 5.0
-"""
+FV_SMALL = ['time.scheme="fv"', "domain.resolution=512"]  # DEMO_SMALL on the fv grid
+
+
+def fv_config():
+    return load_config(DEMO_SMALL, FV_SMALL)
 
 
 def _snap(masses, positions, t=40.0):
@@ -49,19 +37,19 @@ def _runs(config, levels):
 
 
 def test_the_time_check_is_the_coarsest_level_with_every_step_bound_halved():
-    config = load_config(FV_SMALL)
+    config = fv_config()
     check = time_check_config(config)
     assert check.domain == ladder_config(config).domain  # the quarter: 128
     assert check.time.rate_factor == config.time.rate_factor / 2
     assert check.time.cfl == pytest.approx(config.time.cfl / 2)
     assert richardson_factor(config) == pytest.approx(4 / 3)  # ssprk10_2: order 2
     # error-controlled steps estimate their own error: no time check
-    assert time_check_config(load_config(FV_SMALL.replace('scheme = "fv"', ""))) is None
+    assert time_check_config(load_config(DEMO_SMALL, ["domain.resolution=512"])) is None
 
 
 @pytest.mark.parametrize("shift,flagged", [(1e-5, False), (2e-3, True)])
 def test_the_time_check_flags_a_large_time_error_and_passes_a_small_one(shift, flagged):
-    config = load_config(FV_SMALL)
+    config = fv_config()
     atoms = ([0.6, 0.4], [0.5, 3.0])
     levels = {"half": atoms, "quarter": atoms, "time": ([0.6 + shift, 0.4 - shift], [0.5, 3.0])}
     verdict = judge(config, _snap(*atoms), "stationary", coarse=_runs(config, levels), atom_speed=0.0)
@@ -73,7 +61,7 @@ def test_the_time_check_flags_a_large_time_error_and_passes_a_small_one(shift, f
 
 
 def test_an_atom_count_that_depends_on_the_time_step_is_flagged():
-    config = load_config(FV_SMALL)
+    config = fv_config()
     atoms = ([0.6, 0.4], [0.5, 3.0])
     levels = {"half": atoms, "quarter": atoms, "time": ([1.0], [0.5])}
     verdict = judge(config, _snap(*atoms), "stationary", coarse=_runs(config, levels), atom_speed=0.0)
@@ -85,7 +73,7 @@ def test_an_atom_count_that_depends_on_the_time_step_is_flagged():
     (2e-4, 3e-3, 1.5e-3),  # a lucky small d1 after a large d2: half of d2 is the bar (flagged)
 ])
 def test_the_ladder_bar_is_the_larger_of_d1_and_half_of_d2(d1, d2, bar):
-    config = load_config(FV_SMALL)
+    config = fv_config()
     fine = ([0.6, 0.4], [0.5, 3.0])
     half = ([0.6 + d1, 0.4 - d1], [0.5, 3.0])
     quarter = ([0.6 + d1 + d2, 0.4 - d1 - d2], [0.5, 3.0])
@@ -98,7 +86,7 @@ def test_the_ladder_bar_is_the_larger_of_d1_and_half_of_d2(d1, d2, bar):
 
 
 def test_a_quarter_level_with_another_atom_count_is_not_used():
-    config = load_config(FV_SMALL)
+    config = fv_config()
     atoms = ([0.6, 0.4], [0.5, 3.0])
     levels = {"half": atoms, "quarter": ([1.0], [0.5]), "time": ([1.0], [0.5])}
     verdict = judge(config, _snap(*atoms), "stationary", coarse=_runs(config, levels), atom_speed=0.0)
