@@ -18,7 +18,7 @@ processes beside the main run (:mod:`solvers.studies.companion`), after it on on
   (:mod:`solvers.studies.step_timing`, keyed by :func:`step_key` in :func:`timing_file`), times
   :data:`STEP_FACTOR` of its method (a run's mean step over the probe's median: the events,
   hand-overs and diagnostics the probe leaves out); without a timing, :func:`fallback_step_seconds`
-  (constants measured on the 2-core machine of benchmarks/README.md).
+  (constants measured on the 2-core machine of the table in docs/cli.md, "Run cost").
 - **writing**: each snapshot ``0.2 ms + 0.2 us`` per grid point; each sync of the archive 5 ms
   (NetCDF) or 0.35 s (zarr: every array's metadata rewritten), a sync per snapshot with
   ``output.sync_interval = 0``.
@@ -26,7 +26,8 @@ processes beside the main run (:mod:`solvers.studies.companion`), after it on on
   verdict's report), measured.
 
 On the runs/ configs and the long S^1 fv run of issue 51 the estimate is within 3x of the wall
-time (benchmarks/README.md); its purpose is to stop a run of days before it starts.
+time (docs/cli.md, "Run cost": 0.86-1.79 for the runs over 5 s); its purpose is to stop a run
+of days before it starts, and to refuse none that ends within minutes.
 """
 
 from __future__ import annotations
@@ -48,9 +49,12 @@ START_S = 1.0  # the command's start and end around the steps (module docstring)
 SYNC_S = {"nc": 5e-3, "zarr": 0.35}
 TIMING_FILE = "step_timing.json"  # the cache of :mod:`solvers.studies.step_timing`
 # a run's mean step over the probe's median step, by manifold and method (module docstring;
-# S^2 particles: their first steps, compute_seconds)
+# S^2 particles: over their first steps, compute_seconds). A probe on an idle machine runs
+# faster than the run's steps beside its companions (on the 2-core machine of the table in
+# docs/cli.md, S^2 particles at lmax 63: 0.063 s a step alone, 0.2 s, wall and CPU time
+# alike, beside another busy process)
 STEP_FACTOR = {("S1", HANDOVER): 2.0, ("S1", "lagrangian"): 3.0, ("S1", "fv"): 2.5,
-               ("S1", "spectral"): 1.3, ("S2", "lagrangian"): 1.0, ("S2", "fv"): 4.0,
+               ("S1", "spectral"): 1.3, ("S2", "lagrangian"): 2.5, ("S2", "fv"): 4.0,
                ("S2", "spectral"): 1.3}
 PARTICLE_FULL_STEPS, PARTICLE_MERGED = 55.0, 0.033  # S^2 particles (compute_seconds)
 MAX_CHECK = {"S1": 4096, "S2": 255}  # the verdict's finest check (max_check_resolution)
@@ -161,7 +165,7 @@ def cached_step_seconds(config: RunConfig, path: Path | None = None) -> float | 
 
 
 def fallback_step_seconds(config: RunConfig) -> float:
-    """Seconds per step without a timing (the 2-core machine of benchmarks/README.md): S^1
+    """Seconds per step without a timing (the 2-core machine of docs/cli.md, "Run cost"): S^1
     ``(0.5 ms + 1 us N)`` times the atoms' crowding; S^2 grids ``1 ms + 0.95 us P max(1, (lmax + 1) / 128)``, S^2 particles
     ``0.17 s (P / 8192)^0.8`` (their pair sums, a particle per grid point at the start), ``P``
     the grid points."""
@@ -187,10 +191,10 @@ def step_seconds(config: RunConfig, path: Path | None = None) -> tuple[float, bo
 def compute_seconds(config: RunConfig, steps: float, step_s: float, t0: float = 0.0) -> float:
     """Seconds of ``steps`` steps whose first costs ``step_s``: ``steps x step_s``, except S^2
     particles, which merge into atoms: a new run's first :data:`PARTICLE_FULL_STEPS` steps
-    cost ``step_s`` each, every later one ``PARTICLE_MERGED x step_s`` (fitted on
-    paper_s2_ascent_attention, 165 steps in the time of 58 probe steps, and
-    paper_s2_ascent_relu_seed111, 864 steps in that of 81; the particle descent, 14200 steps,
-    took that of 430, counted 520)."""
+    cost ``step_s`` each, every later one ``PARTICLE_MERGED x step_s`` (fitted at 0.2 s a step,
+    lmax 63, beside the companions: paper_s2_ascent_attention took 165 steps in the time of
+    58 such steps, paper_s2_ascent_relu_seed111 864 in that of 81, the particle descent 14200
+    in that of 430, counted 520)."""
     if config.domain.manifold != "S2" or plan_method(config).scheme != "lagrangian":
         return steps * step_s
     full = 0.0 if t0 > 0 else min(steps, PARTICLE_FULL_STEPS)  # a resume: merged already
