@@ -6,11 +6,12 @@ The estimate (docs/cli.md, "Run cost") is the wall time of the whole ``meanfield
     START_S + max(main, checks..., (main + sum(checks)) / cores)    (two or more cores)
     START_S + main + sum(checks)                                    (one core)
 
-``main = steps x seconds per step + writing``; ``checks`` are the verdict's companion runs, the
-resolution check at half the resolution (:func:`check_configs`; at twice it where half is too
-coarse) and, for steps that are not error-controlled, the time check (the same grid with every
-step bound halved: twice its steps). On two or more cores ``meanfield run`` runs them in child
-processes beside the main run (:mod:`solvers.studies.companion`), after it on one.
+``main = steps x seconds per step + writing``; ``checks`` are the verdict's companion runs
+(:func:`check_configs`): the resolution check at half the resolution (at twice it where half
+is too coarse), the ladder's third level at a quarter and, for steps that are not
+error-controlled, the time check (the coarsest of these grids with every step bound halved:
+twice its steps). On two or more cores ``meanfield run`` runs them in child processes beside
+the main run (:mod:`solvers.studies.companion`), after it on one.
 
 - **steps**: :func:`solvers.model.step_count.expected_steps`, the steps the step-size rule
   takes (its docstring gives the model and the measurements behind it).
@@ -209,23 +210,37 @@ def usable_cores() -> int:
         return os.cpu_count() or 1
 
 
-def check_configs(config: RunConfig) -> tuple[tuple[RunConfig, float], ...]:
-    """The verdict's companion runs as ``(config, step multiple)``: the resolution check
-    (:func:`solvers.studies.verdict.coarse_config`: half the resolution, twice it where half
-    is below the coarsest check grid) and, for steps that are not error-controlled, the time
-    check on the same grid with every step bound halved (2 x its steps;
-    :func:`solvers.studies.verdict.time_check_config`)."""
-    manifold, n = config.domain.manifold, config.domain.resolution
+def _coarse(manifold: str, n: int) -> int | None:
+    """The verdict's check resolution of ``n``: half, else twice where half is below the
+    coarsest check grid (:func:`solvers.studies.verdict.coarse_config`), None if neither."""
     half = n // 2 if manifold == "S1" else (n + 1) // 2 - 1
     fine = 2 * n if manifold == "S1" else 2 * (n + 1) - 1
-    res = half if half >= MIN_COARSE[manifold] else fine if fine <= MAX_CHECK[manifold] else None
-    checks = []
-    base = config
-    if res is not None:
-        base = replace(config, domain=replace(config.domain, resolution=res))
+    return half if half >= MIN_COARSE[manifold] else fine if fine <= MAX_CHECK[manifold] else None
+
+
+def check_configs(config: RunConfig) -> tuple[tuple[RunConfig, float], ...]:
+    """The verdict's companion runs as ``(config, step multiple)``
+    (:func:`solvers.studies.companion.start_companions`): the resolution check
+    (:func:`~solvers.studies.verdict.coarse_config`: half the resolution, twice it where half
+    is below the coarsest check grid), the ladder's third level at a quarter
+    (:func:`~solvers.studies.verdict.ladder_config`, where the half has a half), and, for
+    steps that are not error-controlled, the time check: the coarsest of these with every
+    step bound halved (2 x its steps, :func:`~solvers.studies.verdict.time_check_config`)."""
+    manifold, n = config.domain.manifold, config.domain.resolution
+
+    def at(res: int) -> RunConfig:
+        return replace(config, domain=replace(config.domain, resolution=res))
+
+    checks, base = [], config
+    half = _coarse(manifold, n)
+    if half is not None:
+        base = at(half)
         checks.append((base, 1.0))
-    controlled = plan_method(config).integrator in PAIR_NAMES and config.time.dt is None
-    if not controlled:
+        quarter = _coarse(manifold, half) if half < n else None
+        if quarter is not None and quarter < half:
+            base = at(quarter)
+            checks.append((base, 1.0))
+    if not (plan_method(config).integrator in PAIR_NAMES and config.time.dt is None):
         checks.append((base, 2.0))
     return tuple(checks)
 

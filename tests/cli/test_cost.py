@@ -101,9 +101,9 @@ def test_a_small_run_is_neither_refused_nor_told_its_cost(tmp_path: Path, capsys
 
 
 def test_the_verdicts_run_counts_on_one_core_only(monkeypatch) -> None:
-    """On one core the half-resolution run follows the main run; on two it runs beside it
-    (solvers.studies.companion) and adds no wall time while it is the shorter
-    (tests/model/test_cost.py counts the time check too)."""
+    """On one core the checks follow the main run; on two they run beside it
+    (solvers.studies.companion) and add little wall time while the shorter
+    (tests/model/test_cost_model.py counts them exactly)."""
     import solvers.model.cost as cost
 
     config = load_config(DEMO)
@@ -112,7 +112,10 @@ def test_the_verdicts_run_counts_on_one_core_only(monkeypatch) -> None:
         monkeypatch.setattr(cost, "usable_cores", lambda cores=cores: cores)
         est = estimate_cost(config)
         added = est.total_s - alone.total_s
-        assert added == pytest.approx(sum(est.checks_s) if cores == 1 else 0.0, abs=1e-12)
+        if cores == 1:
+            assert added == pytest.approx(sum(est.checks_s), abs=1e-12)
+        else:  # beside the main run: at most their share of the second core
+            assert 0 <= added < sum(est.checks_s) / 2
     assert usable_cores() >= 1
 
 

@@ -105,18 +105,28 @@ def test_the_cost_model_names_the_solvers_error_controlled_pairs() -> None:
 
 
 def test_the_companions_count_against_the_cores(monkeypatch) -> None:
-    """Two checks for steps that are not error-controlled (S^2 fv: resolution and time), one
-    for error-controlled steps (S^1 default); beside the main run on two cores, after it on
-    one."""
+    """The checks of solvers.studies.companion.start_companions: the resolution check, the
+    ladder's quarter and, for steps that are not error-controlled (S^2 fv), the time check on
+    the coarsest; beside the main run on two cores, after it on one."""
+    from solvers.studies.verdict import coarse_config, ladder_config, time_check_config
+
     fv = load_config(RUNS / "s2_descent_relu.toml")
-    assert [(c.domain.resolution, k) for c, k in cost.check_configs(fv)] == [(63, 1.0), (63, 2.0)]
+    assert [(c.domain.resolution, k) for c, k in cost.check_configs(fv)] == [
+        (63, 1.0), (31, 1.0), (31, 2.0)]
     demo = load_config(RUNS / "demo.toml")
-    assert [(c.domain.resolution, k) for c, k in cost.check_configs(demo)] == [(256, 1.0)]
+    assert [(c.domain.resolution, k) for c, k in cost.check_configs(demo)] == [(256, 1.0),
+                                                                              (128, 1.0)]
+    for config in (fv, demo, load_config(RUNS / "paper_s2_ascent_relu.toml")):
+        real = [c for c in (coarse_config(config), ladder_config(config),
+                            time_check_config(config)) if c is not None]
+        assert [c.domain.resolution for c, _ in cost.check_configs(config)] == \
+            [c.domain.resolution for c in real]
+    fv = load_config(RUNS / "s2_descent_relu.toml")
     for cores in (1, 2):
         monkeypatch.setattr(cost, "usable_cores", lambda cores=cores: cores)
         est = cost.estimate_cost(fv)
         alone = cost.estimate_cost(fv, check_resolution=False)
-        assert len(est.checks_s) == 2 and alone.checks_s == ()
+        assert len(est.checks_s) == 3 and alone.checks_s == ()
         busy = est.main_s + sum(est.checks_s) if cores == 1 else \
             max(est.main_s, *est.checks_s, (est.main_s + sum(est.checks_s)) / 2)
         assert est.total_s == pytest.approx(cost.START_S + busy)
