@@ -1,8 +1,10 @@
 """Studies built on runs: checks, ladders, sweeps and comparisons.
 
-- :mod:`~solvers.studies.verdict`: every run's accuracy statement (time error, the atoms at half
-  the resolution, exact stationarity, warnings); :mod:`~solvers.studies.companion`: its
-  half-resolution run in a second process beside the main run.
+- :mod:`~solvers.studies.verdict`: every run's accuracy statement (time error, the atoms' error
+  bar from runs at half and a quarter of the resolution, exact stationarity, warnings) and its
+  state at the final time; :mod:`~solvers.studies.verdict_runs`: its check runs (resolution
+  ladder, Richardson time check) and the comparison of their atoms;
+  :mod:`~solvers.studies.companion`: the check runs in processes beside the main run.
 - :mod:`~solvers.studies.step_timing`: a config's step timed on this machine at first use, cached
   for the cost estimate.
 - :mod:`~solvers.studies.lemma51`, :mod:`~solvers.studies.lemma51_measures`,
