@@ -45,7 +45,7 @@ def _check_same_physics(config: RunConfig, archived: RunConfig) -> None:
                                    "there); a resumed run keeps the archive's physics")
 
 
-def _resume_state(args: argparse.Namespace) -> tuple[RunConfig, runner.Start]:
+def _resume_state(args: argparse.Namespace) -> tuple[RunConfig, runner.Start, Any]:
     path = _existing(args.resume, "archive")
     if args.output:
         raise CliError("--resume appends to its archive: drop -o/--output")
@@ -68,35 +68,37 @@ def _resume_state(args: argparse.Namespace) -> tuple[RunConfig, runner.Start]:
     if t >= config.time.t_end:
         raise ConfigError("time.t_end", f"the archive already reached t = {t:g} >= t_end = "
                           f"{config.time.t_end:g}; extend it with --set time.t_end=...")
-    _check_cost(config, t, args)
+    estimate = _check_cost(config, t, args)
     why = runner.grid_mismatch(config, start.rho, path)
     if why is not None:
         raise CliError(why)
-    return config, start
+    return config, start, estimate
 
 
-def _fresh_config(args: argparse.Namespace) -> RunConfig:
+def _fresh_config(args: argparse.Namespace) -> tuple[RunConfig, Any]:
     overrides = list(args.set)
     if args.output:
         overrides.append(f"output.path={toml_value(args.output)}")
     config = load_config(Path(args.config), overrides)
     check_run(config)
-    _check_cost(config, 0.0, args)
-    return config
+    return config, _check_cost(config, 0.0, args)
 
 
-def _start_companion(config: RunConfig, args: argparse.Namespace) -> tuple:
+def _start_companion(config: RunConfig, args: argparse.Namespace, estimate: Any) -> tuple:
     """The verdict's check runs, started in child processes beside this run (none: no check
-    asked, one core; :mod:`solvers.studies.companion`). Started before any numerics, so a
-    forked child inherits no thread pool."""
-    if getattr(args, "no_check", False) or config.time.t_end <= 0:
+    asked, one core, or checks estimated too short to pay for a child's start, which then run
+    after the main run: :attr:`~solvers.model.cost.CostEstimate.parallel_checks`;
+    :mod:`solvers.studies.companion`). Started before any numerics, so a forked child
+    inherits no thread pool."""
+    if getattr(args, "no_check", False) or config.time.t_end <= 0 or estimate is None \
+            or not estimate.parallel_checks:
         return ()
     from solvers.studies.companion import start_companions
 
     return start_companions(config)
 
 
-def _check_cost(config: RunConfig, t0: float, args: argparse.Namespace) -> None:
+def _check_cost(config: RunConfig, t0: float, args: argparse.Namespace) -> Any:
     """Refuse a run estimated above the budget (unless --force or --dry-run), before anything
     is built; print a large estimate. A step of the config is timed first where this machine
     has no timing of it (:mod:`solvers.studies.step_timing`)."""
@@ -105,11 +107,12 @@ def _check_cost(config: RunConfig, t0: float, args: argparse.Namespace) -> None:
 
     ensure_step_timing(config)
     if getattr(args, "dry_run", False):
-        return
+        return None
     estimate = runner.check_cost(config, t0, force=getattr(args, "force", False),
                                  check=not getattr(args, "no_check", False))
     if estimate.total_s > REPORT_S:
         log.info("estimated cost: %s", estimate.describe())
+    return estimate
 
 
 def _print_plan(config: RunConfig, args: argparse.Namespace, t0: float) -> int:
@@ -132,8 +135,9 @@ def _print_plan(config: RunConfig, args: argparse.Namespace, t0: float) -> int:
              f"{config.output.snapshot_interval:g}",
              f"  archive: {config.output.path} (about {output_bytes(config, t0) / 1e6:.2g} MB)"
              + (", appended" if args.resume else ""),
-             f"  checks: {len(est.checks_s)} companion run(s) on {est.cores} core(s)"
-             if est.checks_s else "  checks: none",
+             f"  checks: {len(est.checks_s)} check run(s) of the verdict, "
+             + ("beside the run" if est.parallel_checks else "after the run")
+             + f" ({est.cores} core(s))" if est.checks_s else "  checks: none",
              "dry run: nothing was run or written"]
     print("\n".join(lines))
     return 0
@@ -167,15 +171,15 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     spinning_thread_waits()  # before shtns / numba load libgomp (threaded S^2 steps)
     if args.resume:
-        config, state = _resume_state(args)
+        config, state, estimate = _resume_state(args)
         if getattr(args, "dry_run", False):  # --dry-run: the plan, nothing started or written
             return _print_plan(config, args, float(state.after or 0.0))
-        companion = _start_companion(config, args)
+        companion = _start_companion(config, args, estimate)
     else:
-        config = _fresh_config(args)
+        config, estimate = _fresh_config(args)
         if getattr(args, "dry_run", False):
             return _print_plan(config, args, 0.0)
-        companion = _start_companion(config, args)
+        companion = _start_companion(config, args, estimate)
         state = runner.fresh_start(config)
     try:
         return _run(config, state, args, companion)

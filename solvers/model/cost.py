@@ -47,6 +47,10 @@ from solvers.model.validators import ConfigError
 BUDGET_S = 3600.0  # refused above this (one hour on this machine) unless forced
 REPORT_S = 120.0  # the estimate is printed above this
 START_S = 1.0  # the command's start and end around the steps (module docstring)
+# check runs estimated under this in all run after the main run, in its process: a child
+# process's start (an interpreter and the solver's imports) costs about a second
+CHILD_MIN_S = 2.0
+PROBE_MAX_RATIO = 10.0  # a step timing this many times the constants' is not used
 SYNC_S = {"nc": 5e-3, "zarr": 0.35}
 TIMING_FILE = "step_timing.json"  # the cache of :mod:`solvers.studies.step_timing`
 # a run's mean step over the probe's median step, by manifold and method (module docstring;
@@ -87,9 +91,15 @@ class CostEstimate:
         return self.steps * self.step_s + self.write_s
 
     @property
+    def parallel_checks(self) -> bool:
+        """Whether the check runs go to child processes beside the main run (two or more
+        cores, and checks of :data:`CHILD_MIN_S` or more in all), else after it."""
+        return self.cores >= 2 and sum(self.checks_s) >= CHILD_MIN_S
+
+    @property
     def total_s(self) -> float:
         """The whole command's wall time (module docstring)."""
-        if self.cores >= 2:
+        if self.parallel_checks:
             busy = max(self.main_s, *self.checks_s,
                        (self.main_s + sum(self.checks_s)) / self.cores)
         else:
@@ -161,8 +171,13 @@ def read_timings(path: Path) -> dict[str, float]:
 
 def cached_step_seconds(config: RunConfig, path: Path | None = None) -> float | None:
     """The probe's seconds per step of ``config`` cached at ``path`` (default
-    :func:`timing_file`); None when not timed yet."""
-    return read_timings(timing_file() if path is None else path).get(step_key(config))
+    :func:`timing_file`); None when not timed yet, or when the timing is more than
+    :data:`PROBE_MAX_RATIO` times the constants' (a probe that met a compilation or a machine
+    busy with other work: it is timed again)."""
+    found = read_timings(timing_file() if path is None else path).get(step_key(config))
+    if found is not None and found > PROBE_MAX_RATIO * fallback_step_seconds(config):
+        return None
+    return found
 
 
 def fallback_step_seconds(config: RunConfig) -> float:

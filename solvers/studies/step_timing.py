@@ -8,15 +8,18 @@ cache folder of the current kernel sources, so a change of the kernels times the
 
 :func:`time_step` builds a :class:`~solvers.timestepping.simulation.Solver` of its own from the
 config's initial state, takes one step (it loads the compiled kernels, which the run then
-finds loaded), then times at least :data:`MIN_PROBE_STEPS` (one, where a step takes more
-than a third of the budget) and at most :data:`MAX_PROBE_STEPS` more, until
+finds loaded), then times at least :data:`MIN_PROBE_STEPS` (two, where a step takes more
+than a third of the budget: the lesser of the two is kept, since a step that meets a kernel
+not yet compiled pays the compilation once) and at most :data:`MAX_PROBE_STEPS` more, until
 :data:`PROBE_BUDGET_S` seconds have passed, and returns their median: a step without the
 occasional event (an atom born, a hand-over; the estimate's factor per method counts those,
 :data:`solvers.model.cost.STEP_FACTOR`), and not one step that a busy moment made short or
 long. Each step counts the lesser of its wall and its CPU time: other processes on a busy
 machine lengthen the wall time of a step, not its CPU time, and a step on several threads
 takes more CPU than wall time. A config whose step the constants put above
-:data:`PROBE_MAX_STEP_S` is not timed (its grid is not built for a probe). Nothing is written
+:data:`PROBE_MAX_STEP_S` is not timed (its grid is not built for a probe), and a timing more
+than :data:`~solvers.model.cost.PROBE_MAX_RATIO` times the constants' is not kept (a probe that met a compilation
+or a machine busy with other work: the estimate then uses the constants). Nothing is written
 but the cache, and nothing is shared with a run but what the process loads anyway (compiled
 kernels, the transforms' plans): the run's answer does not depend on it. The probe runs in
 the calling process: a later companion run then starts by ``spawn`` where a thread pool or
@@ -34,8 +37,8 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from solvers.model.cost import (cached_step_seconds, fallback_step_seconds, read_timings,
-                                step_key, timing_file)
+from solvers.model.cost import (PROBE_MAX_RATIO, cached_step_seconds, fallback_step_seconds,
+                                read_timings, step_key, timing_file)
 from solvers.model.params import RunConfig
 
 log = logging.getLogger(__name__)
@@ -76,12 +79,12 @@ def time_step(config: RunConfig, budget_s: float = PROBE_BUDGET_S) -> float:
         t0, c0 = time.perf_counter(), time.process_time()
         solver.step(probe.time.t_end)
         taken.append(min(time.perf_counter() - t0, time.process_time() - c0))
-        slow = taken[-1] > budget_s / MIN_PROBE_STEPS  # one such step is enough
+        slow = len(taken) >= 2 and min(taken) > budget_s / MIN_PROBE_STEPS  # two such are enough
         if (len(taken) >= MIN_PROBE_STEPS or slow) and time.perf_counter() - start > budget_s:
             break
     if not taken:
         raise ValueError("the probe reached t_end in one step")
-    return float(statistics.median(taken))
+    return float(statistics.median(taken) if len(taken) >= MIN_PROBE_STEPS else min(taken))
 
 
 def write_timing(path: Path, key: str, seconds: float) -> None:
@@ -121,6 +124,10 @@ def ensure_step_timing(config: RunConfig, path: Path | None = None) -> float | N
         seconds = time_step(config)
     except Exception as err:  # the probe is advisory: any failure leaves the constants
         log.debug("step timing of %s failed: %s", step_key(config), err)
+        return None
+    if seconds > PROBE_MAX_RATIO * fallback_step_seconds(config):
+        log.debug("step timing of %s not kept: %.3g s, the constants %.3g s", step_key(config),
+                  seconds, fallback_step_seconds(config))
         return None
     try:
         write_timing(path, step_key(config), seconds)

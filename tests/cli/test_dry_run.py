@@ -27,7 +27,7 @@ def test_a_dry_run_prints_the_plan_and_writes_nothing(tmp_path: Path, capsys) ->
     text = capsys.readouterr().out
     for part in ("plan: S1, N = 512, t = 0 .. 5000", "method: spectral+lagrangian (dirac)",
                  "integrator: dopri5", "estimate: about", "snapshots every 10",
-                 f"archive: {out} (about", "companion run(s) on", "nothing was run or written"):
+                 f"archive: {out} (about", "check run(s) of the verdict", "nothing was run or written"):
         assert part in text, text
     assert list(tmp_path.iterdir()) == []  # no archive, no folder, no lock file
     assert mp.active_children() == []  # no companion started

@@ -131,3 +131,25 @@ def test_the_companions_count_against_the_cores(monkeypatch) -> None:
             max(est.main_s, *est.checks_s, (est.main_s + sum(est.checks_s)) / 2)
         assert est.total_s == pytest.approx(cost.START_S + busy)
         assert alone.total_s == pytest.approx(cost.START_S + alone.main_s)
+
+
+def test_a_timing_far_above_the_constants_is_not_kept(tmp_path: Path, monkeypatch) -> None:
+    """A probe that met a compilation (seconds for a millisecond step) leaves the constants."""
+    config = load_config(RUNS / "demo.toml", ["domain.resolution=128", "time.t_end=50"])
+    path = tmp_path / "step_timing.json"
+    slow = (cost.PROBE_MAX_RATIO + 1) * cost.fallback_step_seconds(config)
+    monkeypatch.setattr(step_timing, "time_step", lambda *args, **kwargs: slow)
+    assert step_timing.ensure_step_timing(config, path) is None
+    assert not path.exists()
+    assert cost.step_seconds(config, path) == (cost.fallback_step_seconds(config), False)
+
+
+def test_a_cached_timing_far_above_the_constants_is_not_used(tmp_path: Path) -> None:
+    """A cache written by a probe that met a compilation is timed again, not believed."""
+    config = load_config(RUNS / "demo.toml", ["domain.resolution=128", "time.t_end=50"])
+    path = tmp_path / "step_timing.json"
+    step_timing.write_timing(path, cost.step_key(config),
+                             (cost.PROBE_MAX_RATIO + 1) * cost.fallback_step_seconds(config))
+    assert cost.cached_step_seconds(config, path) is None
+    fresh = step_timing.ensure_step_timing(config, path)
+    assert fresh is not None and cost.cached_step_seconds(config, path) == fresh
