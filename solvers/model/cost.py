@@ -240,7 +240,8 @@ def check_configs(config: RunConfig) -> tuple[tuple[RunConfig, float], ...]:
     is below the coarsest check grid), the ladder's third level at a quarter
     (:func:`~solvers.studies.verdict.ladder_config`, where the half has a half), and, for
     steps that are not error-controlled, the time check: the coarsest of these with every
-    step bound halved (2 x its steps, :func:`~solvers.studies.verdict.time_check_config`)."""
+    step bound halved (2 x its steps, :func:`~solvers.studies.verdict.time_check_config`; on
+    the run's own grid where the resolution check is finer)."""
     manifold, n = config.domain.manifold, config.domain.resolution
 
     def at(res: int) -> RunConfig:
@@ -249,8 +250,8 @@ def check_configs(config: RunConfig) -> tuple[tuple[RunConfig, float], ...]:
     checks, base = [], config
     half = _coarse(manifold, n)
     if half is not None:
-        base = at(half)
-        checks.append((base, 1.0))
+        checks.append((at(half), 1.0))
+        base = at(half) if half < n else config  # a finer check: the time check on the run's grid
         quarter = _coarse(manifold, half) if half < n else None
         if quarter is not None and quarter < half:
             base = at(quarter)

@@ -96,9 +96,13 @@ def controlled_steps(config: RunConfig) -> bool:
 
 def time_check_base(config: RunConfig) -> RunConfig | None:
     """The check run the time check repeats with halved steps: the coarsest level of the
-    resolution check (:func:`ladder_config`, else :func:`coarse_config`: the cheapest, and its
-    grid-bound steps are the longest), None where there is neither (the run itself)."""
-    return ladder_config(config) or coarse_config(config)
+    resolution check below the run's resolution (:func:`ladder_config`, else
+    :func:`coarse_config`: the cheapest, and its grid-bound steps are the longest); None where
+    the check is finer than the run or there is none (the run itself is repeated)."""
+    half = coarse_config(config)
+    if half is None or half.domain.resolution >= config.domain.resolution:
+        return None
+    return ladder_config(config) or half
 
 
 def time_check_config(config: RunConfig) -> RunConfig | None:

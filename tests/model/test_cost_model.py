@@ -116,7 +116,8 @@ def test_the_companions_count_against_the_cores(monkeypatch) -> None:
     demo = load_config(RUNS / "demo.toml")
     assert [(c.domain.resolution, k) for c, k in cost.check_configs(demo)] == [(256, 1.0),
                                                                               (128, 1.0)]
-    for config in (fv, demo, load_config(RUNS / "paper_s2_ascent_relu.toml")):
+    for config in (fv, demo, load_config(RUNS / "paper_s2_ascent_relu.toml"),
+                   load_config(RUNS / "paper_s1_descent_lagrangian.toml")):  # a finer check
         real = [c for c in (coarse_config(config), ladder_config(config),
                             time_check_config(config)) if c is not None]
         assert [c.domain.resolution for c, _ in cost.check_configs(config)] == \
