@@ -225,12 +225,25 @@ def usable_cores() -> int:
         return os.cpu_count() or 1
 
 
-def _coarse(manifold: str, n: int) -> int | None:
+def _coarse(config: RunConfig, n: int) -> int | None:
     """The verdict's check resolution of ``n``: half, else twice where half is below the
-    coarsest check grid (:func:`solvers.studies.verdict.coarse_config`), None if neither."""
+    coarsest check grid or does not resolve the kernel
+    (:func:`solvers.studies.verdict.coarse_config`), None if neither."""
+    from solvers.model.config import check_resolution
+
+    manifold = config.domain.manifold
     half = n // 2 if manifold == "S1" else (n + 1) // 2 - 1
     fine = 2 * n if manifold == "S1" else 2 * (n + 1) - 1
-    return half if half >= MIN_COARSE[manifold] else fine if fine <= MAX_CHECK[manifold] else None
+    for res in (half if half >= MIN_COARSE[manifold] else None,
+                fine if fine <= MAX_CHECK[manifold] else None):
+        if res is None:
+            continue
+        try:
+            check_resolution(replace(config, domain=replace(config.domain, resolution=res)))
+        except ConfigError:
+            continue
+        return res
+    return None
 
 
 def check_configs(config: RunConfig) -> tuple[tuple[RunConfig, float], ...]:
@@ -242,17 +255,17 @@ def check_configs(config: RunConfig) -> tuple[tuple[RunConfig, float], ...]:
     steps that are not error-controlled, the time check: the coarsest of these with every
     step bound halved (2 x its steps, :func:`~solvers.studies.verdict.time_check_config`; on
     the run's own grid where the resolution check is finer)."""
-    manifold, n = config.domain.manifold, config.domain.resolution
+    n = config.domain.resolution
 
     def at(res: int) -> RunConfig:
         return replace(config, domain=replace(config.domain, resolution=res))
 
     checks, base = [], config
-    half = _coarse(manifold, n)
+    half = _coarse(config, n)
     if half is not None:
         checks.append((at(half), 1.0))
         base = at(half) if half < n else config  # a finer check: the time check on the run's grid
-        quarter = _coarse(manifold, half) if half < n else None
+        quarter = _coarse(config, half) if half < n else None
         if quarter is not None and quarter < half:
             base = at(quarter)
             checks.append((base, 1.0))
