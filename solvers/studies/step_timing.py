@@ -30,9 +30,7 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import statistics
-import tempfile
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -88,19 +86,15 @@ def time_step(config: RunConfig, budget_s: float = PROBE_BUDGET_S) -> float:
 
 
 def write_timing(path: Path, key: str, seconds: float) -> None:
-    """Add ``key: seconds`` to the cache at ``path`` (written whole to a temporary file, then
-    renamed over it: a reader never sees half a file)."""
+    """Add ``key: seconds`` to the cache at ``path``, through the project's writer
+    (:func:`solvers.io.safe_paths.write_text`: built aside and renamed over it, so that a
+    reader never sees half a file; a link or anything but a plain file there is refused)."""
+    from solvers.io.safe_paths import write_text
+
     data = read_timings(path)
     data[key] = float(seconds)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".step_timing.", suffix=".json", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w") as handle:
-            json.dump(data, handle, indent=1, sort_keys=True)
-        os.replace(tmp, path)
-    except OSError:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_text(path, json.dumps(data, indent=1, sort_keys=True))
 
 
 def ensure_step_timing(config: RunConfig, path: Path | None = None) -> float | None:
@@ -131,6 +125,6 @@ def ensure_step_timing(config: RunConfig, path: Path | None = None) -> float | N
         return None
     try:
         write_timing(path, step_key(config), seconds)
-    except OSError as err:  # a read-only cache: the timing is used once, not kept
+    except (OSError, ValueError) as err:  # a read-only cache, a link: used once, not kept
         log.debug("step timing not cached at %s: %s", path, err)
     return seconds

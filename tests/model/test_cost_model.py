@@ -154,3 +154,14 @@ def test_a_cached_timing_far_above_the_constants_is_not_used(tmp_path: Path) -> 
     assert cost.cached_step_seconds(config, path) is None
     fresh = step_timing.ensure_step_timing(config, path)
     assert fresh is not None and cost.cached_step_seconds(config, path) == fresh
+
+
+def test_the_timing_cache_follows_no_link(tmp_path: Path) -> None:
+    """A link at the cache's path is not written through: the timing is used, not kept."""
+    config = load_config(RUNS / "demo.toml", ["domain.resolution=128", "time.t_end=50"])
+    victim = tmp_path / "victim.txt"
+    victim.write_text("a user's file\n")
+    path = tmp_path / "step_timing.json"
+    path.symlink_to(victim)
+    assert step_timing.ensure_step_timing(config, path) is not None
+    assert victim.read_text() == "a user's file\n" and path.is_symlink()
