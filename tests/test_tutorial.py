@@ -41,7 +41,8 @@ CLAIMS = [
     ("meanfield info output/demo_fv.nc", r"t = 190\s+atom 3\s+loss\s+-0\.0314"),  # 0.031
     ("meanfield info output/demo_fv.nc", r"t = 660\s+atom 4\s+birth"),
     ("--set time.t_end=20 -o output/s2.nc", r"NOT TRUSTED"),
-    ("--set time.t_end=20 -o output/s2.nc", r"by 0\.0091 in mass"),
+    ("--set time.t_end=20 -o output/s2.nc", r"is 0\.0091 in mass"),
+    ("--set time.t_end=20 -o output/s2.nc", r"state: not yet stationary at t = 20 "),
     ("particles.toml -o output/s2_particles.nc", r"masses within 0\.0018, positions within 0\.013 rad"),
     ("meanfield polish output/s2_particles.nc", r"max \|grad U\| at the atoms 1\.39e-14"),
     ("meanfield polish output/s2_particles.nc", r"descent: stable stationary point"),
