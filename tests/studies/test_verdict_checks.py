@@ -117,3 +117,21 @@ def test_the_richardson_estimate_bounds_the_time_error_of_a_finer_run(tmp_path):
     actual = float(np.max(np.abs(m[keep] - m_fine[keep])))
     assert keep.sum() >= 4
     assert actual <= estimate <= 30 * actual
+
+
+def test_a_run_stopped_before_stationarity_is_trusted_and_says_its_state(tmp_path):
+    """The demo stopped at t = 1000, before its stationary stop (t = 2140): its atoms at that
+    time agree across N = 512, 256 and 128, so the accuracy is trusted, and the state says
+    they are not yet stationary (printed, and archived apart)."""
+    from pathlib import Path
+
+    import solvers
+
+    demo = Path(__file__).resolve().parents[2] / "runs" / "demo.toml"
+    ds = solvers.run(demo, path=tmp_path / "early.nc", time__t_end=1000.0)
+    assert ds.attrs["verdict_trusted"] == 1 and ds.attrs["verdict_warnings"] == ""
+    assert ds.attrs["verdict_stationary"] == 0
+    assert ds.attrs["verdict_state"].startswith("state: not yet stationary at t = 1000 (the run "
+                                                "ended at t_end)")
+    assert ds.attrs["verdict"].startswith("accuracy: trusted")
+    assert ds.attrs["verdict"].endswith(ds.attrs["verdict_state"])
