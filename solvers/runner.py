@@ -174,12 +174,13 @@ def grid_mismatch(config: RunConfig, rho: np.ndarray, where: Any) -> str | None:
 
 def check_cost(config: RunConfig, t0: float = 0.0, *, force: bool = False,
                check: bool = True) -> CostEstimate:
-    """The run's cost estimate from ``t0`` (``check``: with the verdict's half-resolution run);
+    """The run's cost estimate from ``t0`` (``check``: with the verdict's check runs);
     :class:`~solvers.model.config.ConfigError` when it exceeds the budget and ``force`` is not
     given (:func:`solvers.model.cost.check_cost`)."""
     from solvers.model.cost import check_cost as _check_cost
+    from solvers.studies.verdict_runs import check_runs
 
-    return _check_cost(config, force=force, check_resolution=check, t0=t0)
+    return _check_cost(config, force=force, checks=check_runs(config) if check else (), t0=t0)
 
 
 class Runner:

@@ -121,7 +121,10 @@ def _print_plan(config: RunConfig, args: argparse.Namespace, t0: float) -> int:
     from solvers.model.cost import BUDGET_S, duration, estimate_cost, output_bytes
     from solvers.model.method import plan_method
 
-    plan, est = plan_method(config), estimate_cost(config, not args.no_check, t0)
+    from solvers.studies.verdict_runs import check_runs
+
+    checks = () if args.no_check else check_runs(config)
+    plan, est = plan_method(config), estimate_cost(config, checks, t0)
     axis = "N" if config.domain.manifold == "S1" else "lmax"
     end = "t_end" if est.end >= config.time.t_end else "stationary, expected"
     verdict = "refused without --force" if est.total_s > BUDGET_S and not args.force else "runs"

@@ -6,12 +6,14 @@ The estimate (docs/cli.md, "Run cost") is the wall time of the whole ``meanfield
     START_S + max(main, checks..., (main + sum(checks)) / cores)    (two or more cores)
     START_S + main + sum(checks)                                    (one core)
 
-``main = steps x seconds per step + writing``; ``checks`` are the verdict's companion runs
-(:func:`check_configs`): the resolution check at half the resolution (at twice it where half
-is too coarse), the ladder's third level at a quarter and, for steps that are not
-error-controlled, the time check (the coarsest of these grids with every step bound halved:
-twice its steps). On two or more cores ``meanfield run`` runs them in child processes beside
-the main run (:mod:`solvers.studies.companion`), after it on one.
+``main = steps x seconds per step + writing``; ``checks`` are the verdict's check runs, each
+counted as a run of its own config (the caller passes them:
+:func:`solvers.studies.verdict_runs.check_runs`, the resolution check at half the resolution
+(at twice it where half is too coarse), the ladder's third level at a quarter and, for steps
+that are not error-controlled, the time check, whose halved step bounds double its steps).
+On two or more cores ``meanfield run`` runs them in child processes beside the main run
+(:mod:`solvers.studies.companion`) when they cost :data:`CHILD_MIN_S` or more in all, else
+after it.
 
 - **steps**: :func:`solvers.model.step_count.expected_steps`, the steps the step-size rule
   takes (its docstring gives the model and the measurements behind it).
@@ -26,7 +28,7 @@ the main run (:mod:`solvers.studies.companion`), after it on one.
 - ``START_S``: the command's start (imports, compiled kernels loaded, the initial state, the
   verdict's report), measured.
 
-On the runs/ configs and the long S^1 fv run of issue 51 the estimate is within 3x of the wall
+On the runs/ configs and a long S^1 fv run (N = 2048 to t = 20000) the estimate is within 3x of the wall
 time (docs/cli.md, "Run cost": 0.86-1.79 for the runs over 5 s); its purpose is to stop a run
 of days before it starts, and to refuse none that ends within minutes.
 """
@@ -35,8 +37,9 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 import os
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 from solvers.model.method import HANDOVER, plan_method
@@ -62,9 +65,6 @@ STEP_FACTOR = {("S1", HANDOVER): 2.0, ("S1", "lagrangian"): 3.0, ("S1", "fv"): 2
                ("S1", "spectral"): 1.3, ("S2", "lagrangian"): 2.5, ("S2", "fv"): 4.0,
                ("S2", "spectral"): 1.3}
 PARTICLE_FULL_STEPS, PARTICLE_MERGED = 55.0, 0.033  # S^2 particles (compute_seconds)
-MAX_CHECK = {"S1": 4096, "S2": 255}  # the verdict's finest check (max_check_resolution)
-MIN_COARSE = {"S1": 64, "S2": 31}  # and coarsest (min_coarse_resolution)
-PAIR_NAMES = ("bs32", "dopri5", "ssprk3_2")  # solvers.timestepping.integrators.PAIRS
 
 
 @dataclass(frozen=True)
@@ -225,55 +225,6 @@ def usable_cores() -> int:
         return os.cpu_count() or 1
 
 
-def _coarse(config: RunConfig, n: int) -> int | None:
-    """The verdict's check resolution of ``n``: half, else twice where half is below the
-    coarsest check grid or does not resolve the kernel
-    (:func:`solvers.studies.verdict.coarse_config`), None if neither."""
-    from solvers.model.config import check_resolution
-
-    manifold = config.domain.manifold
-    half = n // 2 if manifold == "S1" else (n + 1) // 2 - 1
-    fine = 2 * n if manifold == "S1" else 2 * (n + 1) - 1
-    for res in (half if half >= MIN_COARSE[manifold] else None,
-                fine if fine <= MAX_CHECK[manifold] else None):
-        if res is None:
-            continue
-        try:
-            check_resolution(replace(config, domain=replace(config.domain, resolution=res)))
-        except ConfigError:
-            continue
-        return res
-    return None
-
-
-def check_configs(config: RunConfig) -> tuple[tuple[RunConfig, float], ...]:
-    """The verdict's companion runs as ``(config, step multiple)``
-    (:func:`solvers.studies.companion.start_companions`): the resolution check
-    (:func:`~solvers.studies.verdict.coarse_config`: half the resolution, twice it where half
-    is below the coarsest check grid), the ladder's third level at a quarter
-    (:func:`~solvers.studies.verdict.ladder_config`, where the half has a half), and, for
-    steps that are not error-controlled, the time check: the coarsest of these with every
-    step bound halved (2 x its steps, :func:`~solvers.studies.verdict.time_check_config`; on
-    the run's own grid where the resolution check is finer)."""
-    n = config.domain.resolution
-
-    def at(res: int) -> RunConfig:
-        return replace(config, domain=replace(config.domain, resolution=res))
-
-    checks, base = [], config
-    half = _coarse(config, n)
-    if half is not None:
-        checks.append((at(half), 1.0))
-        base = at(half) if half < n else config  # a finer check: the time check on the run's grid
-        quarter = _coarse(config, half) if half < n else None
-        if quarter is not None and quarter < half:
-            base = at(quarter)
-            checks.append((base, 1.0))
-    if not (plan_method(config).integrator in PAIR_NAMES and config.time.dt is None):
-        checks.append((base, 2.0))
-    return tuple(checks)
-
-
 def _writing(config: RunConfig, span: float, compute_s: float) -> tuple[int, int, float]:
     """``(snapshots, syncs, seconds)`` of the archive over ``span``."""
     out = config.output
@@ -283,7 +234,7 @@ def _writing(config: RunConfig, span: float, compute_s: float) -> tuple[int, int
     return snapshots, syncs, snapshots * (2e-4 + 2e-7 * points(config)) + syncs * SYNC_S[kind]
 
 
-def estimate_cost(config: RunConfig, check_resolution: bool = True, t0: float = 0.0,
+def estimate_cost(config: RunConfig, checks: Sequence[RunConfig] = (), t0: float = 0.0,
                   timings: Path | None = None) -> CostEstimate:
     """The estimated cost of ``config`` from ``t0`` (a resume) to its expected end (module
     docstring).
@@ -292,8 +243,9 @@ def estimate_cost(config: RunConfig, check_resolution: bool = True, t0: float = 
     ----------
     config : RunConfig
         A validated config.
-    check_resolution : bool
-        Count the verdict's companion runs (:func:`check_configs`; ``--no-check`` runs none).
+    checks : sequence of RunConfig
+        The verdict's check runs (:func:`solvers.studies.verdict_runs.check_runs`; none with
+        ``--no-check``), each counted as a run of its own config.
     t0 : float
         The start time (a resume's last record).
     timings : Path, optional
@@ -305,15 +257,15 @@ def estimate_cost(config: RunConfig, check_resolution: bool = True, t0: float = 
     step_s = compute / steps if steps > 0 else first_s  # the mean step
     end = stop_time(config, t0)
     snapshots, syncs, write_s = _writing(config, max(end - t0, 0.0), compute)
-    checks: tuple[float, ...] = ()
-    if check_resolution and config.time.t_end > 0:
+    check_s: tuple[float, ...] = ()
+    if config.time.t_end > 0:
         ratio = first_s / fallback_step_seconds(config)  # this machine against the constants
-        checks = tuple(compute_seconds(check, multiple * expected_steps(check, t0),
-                                       fallback_step_seconds(check) * ratio, t0)
-                       for check, multiple in check_configs(config))
+        check_s = tuple(compute_seconds(check, expected_steps(check, t0),
+                                        fallback_step_seconds(check) * ratio, t0)
+                        for check in checks)
     what = (f"{config.domain.manifold}, {'N' if config.domain.manifold == 'S1' else 'lmax'} = "
             f"{config.domain.resolution}, {plan_method(config).scheme}")
-    return CostEstimate(steps, step_s, snapshots, syncs, write_s, what, checks, usable_cores(),
+    return CostEstimate(steps, step_s, snapshots, syncs, write_s, what, check_s, usable_cores(),
                         end, timed)
 
 
@@ -324,11 +276,11 @@ def output_bytes(config: RunConfig, t0: float = 0.0) -> float:
     return 64e3 + snapshots * (8.8 * points(config) + 1.5e3)
 
 
-def check_cost(config: RunConfig, force: bool = False, check_resolution: bool = True,
+def check_cost(config: RunConfig, force: bool = False, checks: Sequence[RunConfig] = (),
                t0: float = 0.0, budget_s: float = BUDGET_S) -> CostEstimate:
     """The estimate of ``config`` (from ``t0``); :class:`ConfigError` when it exceeds
     ``budget_s`` and the run is not forced."""
-    estimate = estimate_cost(config, check_resolution, t0)
+    estimate = estimate_cost(config, checks, t0)
     if estimate.total_s > budget_s and not force:
         raise ConfigError("estimated cost", f"{estimate.describe()} exceeds the budget of "
                           f"{duration(budget_s)} on this machine: lower time.t_end, "

@@ -135,11 +135,9 @@ def start_companions(config: RunConfig) -> tuple["Companion", ...]:
     error-controlled the time check (:func:`~solvers.studies.verdict.time_check_config`), and
     the resolution ladder's third level (:func:`~solvers.studies.verdict.ladder_config`); none
     on one core."""
-    from solvers.studies.verdict import coarse_config, ladder_config, time_check_config
+    from solvers.studies.verdict_runs import check_runs
 
-    started = (Companion.start_config(coarse_config(config)),
-               Companion.start_config(time_check_config(config)),
-               Companion.start_config(ladder_config(config)))
+    started = tuple(Companion.start_config(check) for check in check_runs(config))
     return tuple(c for c in started if c is not None)
 
 

@@ -5,6 +5,7 @@
 - :func:`time_check_config`: the Richardson time check of steps that are not error-controlled,
   the coarsest level (:func:`time_check_base`) with every step bound halved, and
   :func:`richardson_factor` ``2^p / (2^p - 1)``;
+- :func:`check_runs`: all of them, as the companions start them and the cost model counts them;
 - :func:`compare_atoms`: two runs' atoms matched nearest to nearest (count, largest mass and
   position differences).
 """
@@ -117,6 +118,15 @@ def time_check_config(config: RunConfig) -> RunConfig | None:
     return replace(base, time=replace(
         tp, cfl=plan_method(base).cfl / 2, rate_factor=tp.rate_factor / 2,
         dt=None if tp.dt is None else tp.dt / 2, max_steps=2 * tp.max_steps))
+
+
+def check_runs(config: RunConfig) -> tuple[RunConfig, ...]:
+    """The verdict's check runs of ``config``: the resolution check (:func:`coarse_config`),
+    the time check for steps that are not error-controlled (:func:`time_check_config`) and
+    the ladder's third level (:func:`ladder_config`), those that exist (what
+    :func:`solvers.studies.companion.start_companions` starts and the cost model counts)."""
+    found = (coarse_config(config), time_check_config(config), ladder_config(config))
+    return tuple(c for c in found if c is not None)
 
 
 def richardson_factor(config: RunConfig) -> float:

@@ -12,6 +12,7 @@ import solvers
 from solvers.cli.main import main
 from solvers.model.config import load_config
 from solvers.model.cost import BUDGET_S, check_cost, estimate_cost, estimated_steps, usable_cores
+from solvers.studies.verdict_runs import check_runs
 
 ROOT = Path(__file__).resolve().parents[2]
 DEMO = ROOT / "runs" / "demo.toml"
@@ -62,7 +63,8 @@ def test_every_config_of_runs_stays_below_the_budget() -> None:
     configs = sorted((ROOT / "runs").glob("*.toml"))
     assert len(configs) >= 20
     for path in configs:
-        estimate = estimate_cost(load_config(path))
+        config = load_config(path)
+        estimate = estimate_cost(config, check_runs(config))
         assert 0 < estimate.total_s < BUDGET_S, f"{path.name}: {estimate.describe()}"
 
 
@@ -107,10 +109,10 @@ def test_the_verdicts_run_counts_on_one_core_only(monkeypatch) -> None:
     import solvers.model.cost as cost
 
     config = load_config(DEMO)
-    alone = estimate_cost(config, check_resolution=False)
+    alone = estimate_cost(config)
     for cores in (1, 2):
         monkeypatch.setattr(cost, "usable_cores", lambda cores=cores: cores)
-        est = estimate_cost(config)
+        est = estimate_cost(config, check_runs(config))
         added = est.total_s - alone.total_s
         if cores == 1:
             assert added == pytest.approx(sum(est.checks_s), abs=1e-12)

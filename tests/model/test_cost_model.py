@@ -98,35 +98,27 @@ def test_a_huge_grid_is_not_timed(tmp_path: Path) -> None:
     assert not path.exists()
 
 
-def test_the_cost_model_names_the_solvers_error_controlled_pairs() -> None:
-    from solvers.timestepping.integrators import PAIRS
-
-    assert set(cost.PAIR_NAMES) == set(PAIRS)
-
-
 def test_the_companions_count_against_the_cores(monkeypatch) -> None:
-    """The checks of solvers.studies.companion.start_companions: the resolution check, the
-    ladder's quarter and, for steps that are not error-controlled (S^2 fv), the time check on
-    the coarsest; beside the main run on two cores, after it on one."""
-    from solvers.studies.verdict import coarse_config, ladder_config, time_check_config
+    """The verdict's check runs (solvers.studies.verdict_runs.check_runs, as the companions
+    start them): the resolution check, the time check (S^2 fv: the quarter with halved step
+    bounds) and the ladder's quarter; beside the main run on two cores, after
+    it on one."""
+    from solvers.model.step_count import expected_steps
+    from solvers.studies.verdict_runs import check_runs
 
     fv = load_config(RUNS / "s2_descent_relu.toml")
-    assert [(c.domain.resolution, k) for c, k in cost.check_configs(fv)] == [
-        (63, 1.0), (31, 1.0), (31, 2.0)]
-    demo = load_config(RUNS / "demo.toml")
-    assert [(c.domain.resolution, k) for c, k in cost.check_configs(demo)] == [(256, 1.0),
-                                                                              (128, 1.0)]
-    for config in (fv, demo, load_config(RUNS / "paper_s2_ascent_relu.toml"),
-                   load_config(RUNS / "paper_s1_descent_lagrangian.toml")):  # a finer check
-        real = [c for c in (coarse_config(config), ladder_config(config),
-                            time_check_config(config)) if c is not None]
-        assert [c.domain.resolution for c, _ in cost.check_configs(config)] == \
-            [c.domain.resolution for c in real]
+    checks = check_runs(fv)
+    assert [c.domain.resolution for c in checks] == [63, 31, 31]
+    timed, quarter = checks[1], checks[2]
+    assert timed.time.rate_factor == quarter.time.rate_factor / 2
+    # halved bounds: more steps, at most twice (steps also end on each snapshot time)
+    assert 1.3 * expected_steps(quarter) < expected_steps(timed) <= 2 * expected_steps(quarter)
+    assert [c.domain.resolution for c in check_runs(load_config(RUNS / "demo.toml"))] == [256, 128]
     fv = load_config(RUNS / "s2_descent_relu.toml")
     for cores in (1, 2):
         monkeypatch.setattr(cost, "usable_cores", lambda cores=cores: cores)
-        est = cost.estimate_cost(fv)
-        alone = cost.estimate_cost(fv, check_resolution=False)
+        est = cost.estimate_cost(fv, checks)
+        alone = cost.estimate_cost(fv)
         assert len(est.checks_s) == 3 and alone.checks_s == ()
         busy = est.main_s + sum(est.checks_s) if cores == 1 else \
             max(est.main_s, *est.checks_s, (est.main_s + sum(est.checks_s)) / 2)
