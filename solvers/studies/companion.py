@@ -1,11 +1,14 @@
-"""The verdict's companion runs (the resolution and time checks), in processes beside the main run.
+"""The verdict's check runs (resolution ladder, time check), in processes beside the main run.
 
-The verdict (:mod:`solvers.studies.verdict`) compares the run's atoms with the same run's at
-half the resolution, at the main run's final time ``T``. Run after the main run, that
-companion adds its whole cost to the wall time (about a third of an S^2 run). On a machine
-with two or more cores, ``meanfield run`` starts it at once in a child process instead:
+The verdict (:mod:`solvers.studies.verdict`) compares the run's atoms at its final time ``T``
+with those of its check runs (:func:`solvers.studies.verdict_runs.check_runs`: the run at half
+and a quarter of the resolution, and, for steps that are not error-controlled, the coarsest of
+these with every step bound halved). Run after the main run, they add their whole cost to the
+wall time. On a machine with two or more cores, where the cost model puts them at
+:data:`~solvers.model.cost.CHILD_MIN_S` or more in all, ``meanfield run`` starts each at once in
+a child process instead (:func:`start_companions`):
 
-- The child runs the half-resolution config from its initial state to ``time.t_end`` with the
+- A child runs its check config from its initial state to ``time.t_end`` with the
   stationary stop off, no trackers but one that queues ``(t, atom masses, atom positions)``
   of each snapshot, and never writes a file. Its result does not depend on the main run or on
   timing: the main run's ``T`` is one of its snapshot times (a stationary stop is judged at
@@ -14,7 +17,7 @@ with two or more cores, ``meanfield run`` starts it at once in a child process i
 - The parent asks :meth:`Companion.atoms_at` for ``T`` when its run ends; it waits for the
   child's snapshot there, then stops the child. Where the child failed, or ``T`` is not one of
   its snapshot times (a run ended by ``time.max_steps``), the answer is None and the verdict
-  runs the companion in the parent as before.
+  runs that check in the parent.
 - The child ignores Ctrl-C (the parent's handler stops the run and then the child), and
   never outlives its parent (``kill -9`` of the parent, :func:`die_with_parent`): on Linux the
   kernel kills it when the parent dies (``prctl(PR_SET_PDEATHSIG, SIGKILL)``), and everywhere a
@@ -22,8 +25,8 @@ with two or more cores, ``meanfield run`` starts it at once in a child process i
   once (``os._exit``: a feeder thread blocked on a full pipe no reader empties cannot hold
   it).
 
-Only the command line uses the child (a process that does nothing else); the Python API runs
-the companion after the main run.
+Only the command line uses the children (a process that does nothing else); the Python API
+runs the checks after the main run.
 """
 
 from __future__ import annotations
@@ -142,7 +145,7 @@ def start_companions(config: RunConfig) -> tuple["Companion", ...]:
 
 
 class Companion:
-    """The half-resolution companion run in a child process (module docstring).
+    """One check run of the verdict in a child process (module docstring).
 
     Use as a context manager around the main run; :meth:`atoms_at` answers once, after it.
     """
