@@ -65,7 +65,7 @@ class CompanionAtoms:
 
 
 def companion_config(half: RunConfig) -> RunConfig:
-    """The child's config: the half-resolution run to ``t_end``, no stationary stop, no output."""
+    """The child's config: the check run to ``t_end``, no stationary stop, no output."""
     return replace(half, time=replace(half.time, stop_when_stationary=False),
                    output=replace(half.output, progress=False))
 
