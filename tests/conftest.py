@@ -95,22 +95,17 @@ def short_s1_toml(t_end: float, snapshot_interval: float) -> str:
             f'progress = false\n')
 
 
+def fixed_step_s1_toml(t_end: float, snapshot_interval: float, scheme: str = "spectral") -> str:
+    """A small S^1 run with fixed steps as TOML: N = 64, beta = 2, the shifted kernel, pure
+    attention, ``time.dt = 0.001`` on ``scheme``; the writer, kill and Ctrl-C tests start from it."""
+    return (f'\n[domain]\nresolution = 64\n[model]\nbeta = 2.0\nkernel = "exp_shifted"\n[time]\n'
+            f'scheme = "{scheme}"\nt_end = {t_end!r}\ndt = 0.001\n[output]\n'
+            f'snapshot_interval = {snapshot_interval!r}\nprogress = false\n')
+
+
 # four fixed spectral steps of a small S^1 run, and a pure-attention config with noise: what the
 # writer tests hand to every writing command
-WRITER_CONFIG_TOML = """
-[domain]
-resolution = 64
-[model]
-beta = 2.0
-kernel = "exp_shifted"
-[time]
-scheme = "spectral"
-t_end = 0.004
-dt = 0.001
-[output]
-snapshot_interval = 0.002
-progress = false
-"""
+WRITER_CONFIG_TOML = fixed_step_s1_toml(0.004, 0.002)
 # pure-attention ascent on S^1 (beta = 5, N = 256): two atoms by t = 60 (the verdict tests)
 DEMO_SMALL = """
 [domain]

@@ -13,22 +13,10 @@ from pathlib import Path
 
 import psutil
 import pytest
+from conftest import fixed_step_s1_toml
 
 ROOT = Path(__file__).resolve().parents[2]
-LONG = """
-[domain]
-resolution = 64
-[model]
-beta = 2.0
-kernel = "exp_shifted"
-[time]
-scheme = "spectral"
-t_end = 500.0
-dt = 0.001
-[output]
-snapshot_interval = 50.0
-progress = false
-"""
+LONG = fixed_step_s1_toml(500.0, 50.0)
 
 
 def _start(*argv: str) -> subprocess.Popen:

@@ -17,6 +17,7 @@ import netCDF4
 import numpy as np
 import pytest
 import xarray as xr
+from conftest import fixed_step_s1_toml
 
 from solvers.io.reading import open_run
 from solvers.io.lock import lock_path
@@ -24,20 +25,9 @@ from solvers.io.lock import lock_path
 ROOT = Path(__file__).resolve().parents[2]
 
 # a snapshot every step: the worst case for Ctrl-C inside the NetCDF library
-EVERY_STEP = """
-[domain]
-resolution = 64
-[model]
-beta = 2.0
-kernel = "exp_shifted"
-[time]
-scheme = "fv"  # the archive's machinery, at the grid's cheap steps
-t_end = {t_end}
-dt = 0.001
-[output]
-snapshot_interval = 0.001
-progress = false
-"""
+# (on the fv grid: the archive's machinery, at the grid's cheap steps)
+def every_step(t_end: float) -> str:
+    return fixed_step_s1_toml(t_end, 0.001, scheme="fv")
 
 
 def start(*args: str, cwd: Path, fsize: int | None = None) -> subprocess.Popen:
@@ -73,7 +63,7 @@ def wait_for_records(path: Path, proc: subprocess.Popen, n: int = 3, timeout: fl
 @pytest.fixture()
 def config(tmp_path: Path) -> Path:
     cfg = tmp_path / "run.toml"
-    cfg.write_text(EVERY_STEP.format(t_end=60.0))
+    cfg.write_text(every_step(60.0))
     return cfg
 
 
