@@ -130,6 +130,21 @@ PURE_NOISE_TOML = ('[domain]\nmanifold = "S1"\nresolution = 64\n[model]\nbeta = 
                    'direction = "ascent"\nnoise = 1.0\n')
 
 
+def writer_inputs(base: Path, betas: tuple = (1.0, 2.0)) -> Path:
+    """The inputs of the writer tests in ``base``: ``c.toml`` (:data:`WRITER_CONFIG_TOML`),
+    ``pure.toml`` (:data:`PURE_NOISE_TOML`), a finished run archive ``run.nc`` and a finished
+    sweep folder ``sw`` over ``model.beta = betas`` (as given: ``(1, 2)`` is the sweep the
+    command line's ``--param model.beta=1,2`` resumes)."""
+    from solvers.cli.main import main
+    from solvers.studies.sweep_data import sweep
+
+    (base / "c.toml").write_text(WRITER_CONFIG_TOML)
+    (base / "pure.toml").write_text(PURE_NOISE_TOML)
+    assert main(["-q", "run", str(base / "c.toml"), "-o", str(base / "run.nc"), "--no-check"]) == 0
+    sweep(str(base / "c.toml"), path=base / "sw", model__beta=list(betas))
+    return base
+
+
 def ladder_s1_toml(activation: str = "gelu") -> str:
     """The S^1 refinement-ladder config of the converge tests: the paper's perceptron with
     ``activation``, beta = 5, shifted kernel, a two-mode start, N = 128, t_end = 2, fv with

@@ -13,7 +13,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import PURE_NOISE_TOML, WRITER_CONFIG_TOML
+from conftest import PURE_NOISE_TOML, WRITER_CONFIG_TOML, writer_inputs
 
 from solvers.cli.main import main
 
@@ -48,14 +48,7 @@ FIRST = [(cmd, names[0]) for cmd, (_, names, _) in COMMANDS.items()]
 @pytest.fixture(scope="module")
 def inputs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The configs, a finished run archive and a finished sweep folder."""
-    from solvers.studies.sweep_data import sweep
-
-    base = tmp_path_factory.mktemp("inputs")
-    (base / "c.toml").write_text(CONFIG)
-    (base / "pure.toml").write_text(PURE)
-    assert main(["-q", "run", str(base / "c.toml"), "-o", str(base / "run.nc"), "--no-check"]) == 0
-    sweep(str(base / "c.toml"), path=base / "sw", model__beta=[1.0, 2.0])
-    return base
+    return writer_inputs(tmp_path_factory.mktemp("inputs"))
 
 
 def _argv(cmd: str, inputs: Path, out: Path, overwrite: bool = False) -> list[str]:

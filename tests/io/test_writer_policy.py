@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import PURE_NOISE_TOML, WRITER_CONFIG_TOML
+from conftest import PURE_NOISE_TOML, WRITER_CONFIG_TOML, writer_inputs
 
 from solvers.cli.main import main
 from solvers.io.safe_paths import UnsafePathError
@@ -23,11 +23,7 @@ def made(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A config, a run archive, a finished sweep (beta = 1, 2) and one without a beta axis."""
     from solvers.studies.sweep_data import sweep
 
-    base = tmp_path_factory.mktemp("made")
-    (base / "c.toml").write_text(CONFIG)
-    (base / "pure.toml").write_text(PURE)
-    assert main(["-q", "run", str(base / "c.toml"), "-o", str(base / "run.nc"), "--no-check"]) == 0
-    sweep(str(base / "c.toml"), path=base / "sw", model__beta=[1, 2])
+    base = writer_inputs(tmp_path_factory.mktemp("made"), betas=(1, 2))
     sweep(str(base / "c.toml"), path=base / "t_end", time__t_end=[0.002, 0.004])
     return base
 
