@@ -306,6 +306,10 @@ def _atom_rows(masses: np.ndarray, positions: np.ndarray) -> list[str]:
     [0, 360) degrees (the archive's order on S^1); on S^2 by mass, largest first."""
     positions = np.asarray(positions, dtype=float)
     masses = np.asarray(masses, dtype=float)
+    if positions.ndim == 2 and positions.shape[1] == 2:  # Sd, d = 2: the angle
+        positions = np.mod(np.arctan2(positions[:, 1], positions[:, 0]), 2 * np.pi)
+    elif positions.ndim == 2 and positions.shape[1] != 3:
+        return _point_atom_rows(masses, positions)
     if positions.ndim == 2:
         from solvers.io.layout import sphere_atom_columns
 
@@ -316,6 +320,20 @@ def _atom_rows(masses: np.ndarray, positions: np.ndarray) -> list[str]:
     for m, p in zip(masses[order], positions[order]):
         if np.isfinite(m):
             rows.append(f"  {m:10.6f}  {np.degrees(p) % 360.0:14.3f}")
+    return rows
+
+
+def _point_atom_rows(masses: np.ndarray, positions: np.ndarray) -> list[str]:
+    """Table rows of atoms of ``S^{d-1}``, ``d >= 4``: mass and the first components of the unit
+    vector, largest mass first."""
+    if not len(masses):
+        return []
+    show = min(4, positions.shape[1])
+    rows = [f"  {'mass':>10}  unit vector ({show} of {positions.shape[1]} components)"]
+    for i in np.argsort(-np.nan_to_num(masses, nan=-np.inf), kind="stable"):
+        if np.isfinite(masses[i]):
+            rows.append(f"  {masses[i]:10.6f}  " + " ".join(f"{c:+.4f}" for c in positions[i, :show])
+                        + (" ..." if show < positions.shape[1] else ""))
     return rows
 
 

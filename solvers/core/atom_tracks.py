@@ -34,7 +34,7 @@ def link_radius(value: float | None) -> float:
 
 
 def unit_vectors(position: np.ndarray) -> np.ndarray:
-    """Positions as unit vectors: S^1 angles (n,) -> (n, 2); S^2 vectors (n, 3) normalised."""
+    """Positions as unit vectors: S^1 angles (n,) -> (n, 2); S^2 and Sd vectors (n, d) normalised."""
     pos = np.asarray(position, dtype=float)
     if pos.ndim == 1:
         return np.stack([np.cos(pos), np.sin(pos)], axis=-1)
@@ -237,7 +237,7 @@ class AtomTracks:
         NaN for ended identities; ``position`` (k,) or (k, 3)) and the per-identity records."""
         mass = np.asarray(mass, dtype=float)
         pos = np.asarray(position, dtype=float)
-        dim = 2 if pos.ndim == 1 else 3
+        dim = 2 if pos.ndim == 1 else pos.shape[1]
         unit = np.full((mass.size, dim), np.nan)
         live = np.isfinite(mass)
         unit[live] = unit_vectors(pos[live])

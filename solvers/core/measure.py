@@ -39,8 +39,8 @@ class DiracAtoms:
 
     @staticmethod
     def empty(dim: int) -> "DiracAtoms":
-        """No atoms; ``dim`` = 1 (angles) or 3 (unit vectors)."""
-        return DiracAtoms(np.zeros(0), np.zeros((0,) if dim == 1 else (0, 3)), np.zeros(0, dtype=int))
+        """No atoms; ``dim`` = 1 (angles) or d >= 3 (unit vectors of R^d)."""
+        return DiracAtoms(np.zeros(0), np.zeros((0,) if dim == 1 else (0, dim)), np.zeros(0, dtype=int))
 
 
 @dataclass(frozen=True)
@@ -48,7 +48,7 @@ class MeasureLayout:
     """How a flat state vector splits: ``grid_shape`` of rho, ``dim`` coordinates per position."""
 
     grid_shape: tuple[int, ...]
-    dim: int  # 1 on S^1 (an angle), 3 on S^2 (a unit vector)
+    dim: int  # 1 on S^1 (an angle), 3 on S^2 (a unit vector), d on Sd (a unit vector of R^d)
     grid_size: int = field(init=False, repr=False, compare=False)  # prod(grid_shape), read on every right-hand side
 
     def __post_init__(self) -> None:
@@ -72,7 +72,7 @@ class MeasureLayout:
         n, g = self.count(state), self.grid_size
         pos = state[g : g + n * self.dim].copy()
         rest = state[g + n * self.dim :]
-        return DiracAtoms(rest[:n].copy(), pos if self.dim == 1 else pos.reshape(n, 3),
+        return DiracAtoms(rest[:n].copy(), pos if self.dim == 1 else pos.reshape(n, self.dim),
                           np.rint(rest[n:]).astype(int))
 
 

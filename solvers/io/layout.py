@@ -84,6 +84,16 @@ SPHERE_ATOM_VARIABLES = _ATOM_MASSES | {
     "atom_longitude": ("radian", "atom longitude atan2(y, x) in [0, 2 pi)"),
 } | _ATOM_BUDGET
 
+POINT_ATOM_VARIABLES = _ATOM_MASSES | {
+    "atom_position": ("1", "atom position: unit vector of R^d (normalised centre of mass of the "
+                      "cluster)"),
+} | _ATOM_BUDGET
+POINT_DIRAC_VARIABLES = {
+    "dirac_mass": ("1", "mass of the Dirac atom (a point mass at dirac_position; exact)"),
+    "dirac_position": ("1", "position of the Dirac atom: unit vector of R^d (exact)"),
+}
+COMPONENT = "component"  # Sd: the axis of a unit vector of R^d
+
 # Dirac atoms of a measure-valued run ([atoms] representation = "dirac"), all (time, dirac):
 # column = the Dirac atom's identity (birth order), NaN where it is not alive
 RAGGED_DIMS = ("atom", "dirac")  # unlimited, one column per identity, NaN padded
@@ -177,12 +187,14 @@ def sphere_atom_columns(mass: np.ndarray, position: np.ndarray) -> dict[str, np.
 
 @dataclass(frozen=True)
 class _Grid:
-    """The archive's grid: S^1 (``phi`` None) or S^2 (with its :class:`SphereBasis`)."""
+    """The archive's grid: S^1 (``phi`` None), S^2 (with its :class:`SphereBasis`) or the one
+    cell of Sd (``components`` = d: positions are unit vectors of ``R^d``)."""
 
     theta: np.ndarray
     cell_weight: np.ndarray
     phi: np.ndarray | None = None
     basis: Any = None
+    components: int = 0
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -190,12 +202,19 @@ class _Grid:
 
     @property
     def density_units(self) -> str:
-        return "radian-1" if self.phi is None else "sr-1"
+        return "1" if self.components else "radian-1" if self.phi is None else "sr-1"
+
+    @property
+    def position_dims(self) -> tuple[str, ...]:
+        """The trailing dimensions of an atom's position variable: ``(component,)`` on Sd."""
+        return (COMPONENT,) if self.components else ()
 
 
 def _make_grid(config: RunConfig, theta: np.ndarray, cell_weight: np.ndarray,
                phi: np.ndarray | None) -> _Grid:
     theta, weight = np.asarray(theta, dtype=float), np.asarray(cell_weight, dtype=float)
+    if config.domain.manifold == "Sd":
+        return _Grid(theta, weight, components=config.domain.d)
     if phi is None:
         if theta.ndim != 1 or weight.shape != theta.shape:
             raise ValueError("theta and cell_weight must be 1-D arrays of the same length")
@@ -285,6 +304,8 @@ def dimension_sizes(grid: _Grid, spectral: bool, dirac: bool = False) -> dict[st
                                    "nv": 2}
     if dirac:
         dims["dirac"] = None
+    if grid.components:
+        dims[COMPONENT] = grid.components
     if grid.phi is not None:
         dims["phi"] = grid.phi.size
     if spectral:
@@ -295,6 +316,13 @@ def dimension_sizes(grid: _Grid, spectral: bool, dirac: bool = False) -> dict[st
 
 def axis_specs(grid: _Grid, spectral: bool) -> list[VarSpec]:
     """Coordinates, cell bounds and cell measures of the grid (fixed variables)."""
+    if grid.components:
+        return [_spec("theta", "f8", ("theta",), "1", "the one cell of Sd: the whole sphere "
+                      "S^(d-1) (weighted points have no grid)", data=grid.theta),
+                _spec("cell_weight", "f8", ("theta",), "1", "|S^(d-1)|, the measure of the one "
+                      "cell", data=grid.cell_weight),
+                _spec(COMPONENT, "i4", (COMPONENT,), "1", "component of a unit vector of R^d "
+                      "(1 .. d)", data=np.arange(1, grid.components + 1))]
     if grid.phi is None:
         n, h = grid.theta.size, 2.0 * np.pi / grid.theta.size
         # angles in radians, not geographic longitudes: no axis attribute (CF 4.2 asks an X
@@ -384,13 +412,14 @@ def record_specs(grid: _Grid, spectral: bool, dirac: bool = False) -> list[VarSp
     out += [_spec(name, dtype, t, units if unit == _DENSITY else unit,
                   DIRAC_MASS_LONG_NAME if dirac and name == "mass" else long_name)
             for name, (dtype, unit, long_name) in DIAGNOSTIC_VARIABLES.items()]
-    out += [_spec(name, "f8", (*t, "atom"), unit, f"{long_name} (NaN padded)")
-            for name, (unit, long_name) in (SPHERE_ATOM_VARIABLES if s2
-                                            else CIRCLE_ATOM_VARIABLES).items()]
+    atom_table, dirac_table = atom_variables(grid)
+    trail = {"atom_position": grid.position_dims, "dirac_position": grid.position_dims}
+    out += [_spec(name, "f8", (*t, "atom", *trail.get(name, ())), unit, f"{long_name} (NaN padded)")
+            for name, (unit, long_name) in atom_table.items()]
     if dirac:
-        out += [_spec(name, "f8", (*t, "dirac"), unit, f"{long_name} (NaN padded)")
-                for name, (unit, long_name) in (SPHERE_DIRAC_VARIABLES if s2
-                                                else CIRCLE_DIRAC_VARIABLES).items()]
+        out += [_spec(name, "f8", (*t, "dirac", *trail.get(name, ())), unit,
+                      f"{long_name} (NaN padded)")
+                for name, (unit, long_name) in dirac_table.items()]
     out.append(_spec(ATOM_CELL, "i4", ("theta", "phi") if s2 else ("theta",), "1",
                      "identity of the atom each cell belonged to at the last complete record "
                      "(-1: diffuse)", attrs=rho_attrs,
@@ -400,6 +429,15 @@ def record_specs(grid: _Grid, spectral: bool, dirac: bool = False) -> list[VarSp
                      "(valid when its after_time equals the last record's time)", attrs=rho_attrs,
                      data=np.full(grid.shape, np.nan)))
     return out + track_specs()
+
+
+def atom_variables(grid: _Grid) -> tuple[dict[str, tuple[str, str]], dict[str, tuple[str, str]]]:
+    """The atom and Dirac-atom variable tables of ``grid``'s manifold."""
+    if grid.components:
+        return POINT_ATOM_VARIABLES, POINT_DIRAC_VARIABLES
+    if grid.phi is not None:
+        return SPHERE_ATOM_VARIABLES, SPHERE_DIRAC_VARIABLES
+    return CIRCLE_ATOM_VARIABLES, CIRCLE_DIRAC_VARIABLES
 
 
 def track_specs(dim: str = RECORD_DIM) -> list[VarSpec]:
@@ -442,3 +480,9 @@ def chunk_shape(spec: VarSpec, sizes: dict[str, int | None], records: int) -> tu
     ``atom``, whole along the grid dimensions."""
     return tuple(records if d in RECORD_DIMS else _ATOM_CHUNK if d in RAGGED_DIMS else int(sizes[d])
                  for d in spec.dims)
+
+
+def is_ragged(dims: tuple[str, ...]) -> bool:
+    """Whether a record variable on ``dims`` has a ragged second axis (``atom`` or ``dirac``,
+    then at most the ``component`` of a position)."""
+    return len(dims) >= 2 and dims[1] in RAGGED_DIMS and dims[2:] in ((), (COMPONENT,))

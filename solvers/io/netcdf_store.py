@@ -34,6 +34,7 @@ from solvers.io.layout import (
     TIME,
     VarSpec,
     _Grid,
+    is_ragged,
     on_records,
     record_dim,
     axis_specs,
@@ -294,7 +295,7 @@ class NetCDFStore:
         """Whether ``var`` is on ``(t, atom)`` or ``(t, dirac)`` (cached per name)."""
         ragged = self._is_ragged.get(name)
         if ragged is None:
-            ragged = self._is_ragged[name] = var.dimensions[1:] in (("atom",), ("dirac",))
+            ragged = self._is_ragged[name] = is_ragged(var.dimensions)
         return ragged
 
     def close(self) -> None:

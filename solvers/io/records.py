@@ -22,11 +22,10 @@ from solvers.core.backend import resolve_backend
 from solvers.core.snapshot import Snapshot
 from solvers.io.layout import (
     ATOM_CELL,
-    CIRCLE_ATOM_VARIABLES,
     DIAGNOSTIC_VARIABLES,
-    SPHERE_ATOM_VARIABLES,
     STATIONARITY_VARIABLES,
     _Grid,
+    atom_variables,
     rho_hat,
     spectrum_prefix,
     sphere_atom_columns,
@@ -69,8 +68,7 @@ class RecordBuffer:
         self.grid, self.spectral, self.tracks = grid, spectral, tracks
         self._cells = cells
         self._last_t = -np.inf  # time of the last record made
-        self.atom_names = tuple((CIRCLE_ATOM_VARIABLES if grid.phi is None
-                                 else SPHERE_ATOM_VARIABLES))
+        self.atom_names = tuple(atom_variables(grid)[0])
         self._rows: list[dict[str, Any]] = []
         self._weight = np.ascontiguousarray(grid.cell_weight, dtype=float).reshape(-1)
         self._record_atoms = None  # the atoms of a record in one compiled call (with numba)
@@ -105,18 +103,19 @@ class RecordBuffer:
             row.update(zip(_STATIONARY_NAMES, map(int, _STATIONARITY(st))))
         row["atoms"] = self._atoms(snapshot, rho)
         if getattr(d, "dirac_id", None) is not None:
-            row["dirac"] = _dirac_columns(d)
+            row["dirac"] = _dirac_columns(d, self.grid.components)
         self._rows.append(row)
 
     def _atoms(self, snapshot: Snapshot, rho: np.ndarray) -> dict[str, np.ndarray]:
         """Link the snapshot's atoms to identities: one column per identity so far, NaN where
         an identity is not alive (S^1: mass, core mass, position; S^2: x, y, z, angles)."""
-        d, s1 = snapshot.diagnostics, self.grid.phi is None
+        d, s1 = snapshot.diagnostics, self.grid.phi is None and not self.grid.components
         mass = np.asarray(d.atom_mass, float).reshape(-1)
         position = np.asarray(d.atom_position, float)
-        if position.size != mass.size * (1 if s1 else 3):
+        width = 1 if s1 else self.grid.components or 3
+        if position.size != mass.size * width:
             raise ValueError(f"atom_position has shape {position.shape}, expected "
-                             f"({mass.size},{'' if s1 else ' 3'})")
+                             f"({mass.size},{'' if s1 else f' {width}'})")
         self._last_t = t = float(snapshot.t)
         ids = self.tracks.link(t, mass, position)
         core = np.asarray(d.atom_core_mass, float).reshape(-1)
@@ -127,11 +126,11 @@ class RecordBuffer:
                 return self._atoms_compiled(ids, mass, position, core, labels, rho, s1)
         k = self.tracks.size
         out_m, out_c = np.full(k, np.nan), np.full(k, np.nan)
-        out_p = np.full(k, np.nan) if s1 else np.full((k, 3), np.nan)
+        out_p = np.full(k, np.nan) if s1 else np.full((k, width), np.nan)
         out_m[ids] = mass
-        out_p[ids] = position.reshape(-1) if s1 else position.reshape(-1, 3)
+        out_p[ids] = position.reshape(-1) if s1 else position.reshape(-1, width)
         out_c[ids] = core if core.size == mass.size else np.nan
-        cols = {"atom_mass": out_m, "atom_position": out_p} if s1 else \
+        cols = {"atom_mass": out_m, "atom_position": out_p} if s1 or self.grid.components else \
             sphere_atom_columns(out_m, out_p)
         cols["atom_core_mass"] = out_c
         cols["atom_mass_gained"], cols["atom_mass_lost"] = self._budget(d, ids, rho, k)
@@ -216,12 +215,18 @@ def _sphere_positions(ids: np.ndarray, position: np.ndarray, k: int) -> np.ndarr
     return out
 
 
-def _dirac_columns(d: Any) -> dict[str, np.ndarray]:
+def _dirac_columns(d: Any, components: int = 0) -> dict[str, np.ndarray]:
     """A measure-valued snapshot's Dirac atoms in the columns of their identities (NaN padded):
-    ``dirac_mass`` and ``dirac_position`` (S^1 angles) or ``dirac_x, dirac_y, dirac_z`` (S^2
-    unit vectors, positions of shape (n, 3)) with ``dirac_colatitude, dirac_longitude``."""
+    ``dirac_mass`` and ``dirac_position`` (S^1 angles; Sd, ``components`` = d: unit vectors,
+    rows of d values) or ``dirac_x, dirac_y, dirac_z`` (S^2 unit vectors, positions of shape
+    (n, 3)) with ``dirac_colatitude, dirac_longitude``."""
     ids = np.asarray(d.dirac_id, int)
     position = np.asarray(d.dirac_position, float)
+    if components:
+        width = int(ids.max()) + 1 if ids.size else 0
+        mass, pos = np.full(width, np.nan), np.full((width, components), np.nan)
+        mass[ids], pos[ids] = np.asarray(d.dirac_mass, float), position.reshape(-1, components)
+        return {"dirac_mass": mass, "dirac_position": pos}
     if not ids.size and not position.size and not np.size(d.dirac_mass):  # a grid state's
         return dict(_NO_DIRAC[position.ndim == 2])
     width = int(ids.max()) + 1 if ids.size else 0
@@ -242,12 +247,18 @@ def _dirac_columns(d: Any) -> dict[str, np.ndarray]:
 
 def _ragged(rows: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
     """Rows of unequal widths as NaN-padded tables ``(records, width)``."""
-    width = max(r[next(iter(r))].size for r in rows)
+    width = max(len(r[next(iter(r))]) for r in rows)
     return {name: _padded([r[name] for r in rows], width) for name in rows[0]}
 
 
 def _padded(values: list[np.ndarray], width: int) -> np.ndarray:
-    """1-d rows of at most ``width`` values as a NaN-padded table ``(rows, width)``."""
+    """Rows of at most ``width`` values (1-d, or ``(n, d)``: positions of Sd) as a NaN-padded
+    table ``(rows, width)`` (or ``(rows, width, d)``)."""
+    if values and np.ndim(values[0]) == 2:
+        table = np.full((len(values), width, values[0].shape[1]), np.nan)
+        for i, v in enumerate(values):
+            table[i, :len(v)] = v
+        return table
     table = np.full((len(values), width), np.nan)
     sizes = [v.size for v in values]
     if not sizes or not max(sizes):

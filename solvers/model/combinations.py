@@ -12,6 +12,7 @@ from solvers.model.validators import ConfigError
 
 def check_combinations(config: RunConfig) -> None:
     """All the checks below, in order."""
+    check_points(config)
     check_representation(config)
     check_auto_cfl(config)
     check_lagrangian(config)
@@ -19,6 +20,25 @@ def check_combinations(config: RunConfig) -> None:
     check_kink_faces(config)
     check_limiter(config)
     check_noise(config)
+
+
+def check_points(config: RunConfig) -> None:
+    """``domain.manifold = "Sd"`` moves weighted points (``time.scheme`` ``"auto"`` or
+    ``"lagrangian"``, Dirac atoms): no noise, and a start from a uniform sample (``kind =
+    "uniform"``, its ``modes`` zonal) or from atoms."""
+    if config.domain.manifold != "Sd":
+        return
+    if config.time.scheme not in ("auto", "lagrangian"):
+        raise ConfigError("time.scheme", f"\"{config.time.scheme}\" needs a grid; on Sd the "
+                          "measure is weighted points: remove it (or \"lagrangian\")")
+    if config.model.noise > 0:
+        raise ConfigError("model.noise", "weighted points carry no diffusion: set it to 0 on Sd")
+    if config.initial.kind not in ("uniform", "atoms"):
+        raise ConfigError("initial.kind", f"\"{config.initial.kind}\" is not available on Sd: "
+                          "use \"uniform\" (a seeded sample; modes are zonal Gegenbauer "
+                          "perturbations [j, amplitude]) or \"atoms\"")
+    if config.atoms.method != "basin":
+        raise ConfigError("atoms.method", "on Sd the atoms are the merged points: remove it")
 
 
 def check_noise(config: RunConfig) -> None:

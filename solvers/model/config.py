@@ -30,7 +30,11 @@ from solvers.model.limits import (  # noqa: F401  (public names re-exported)
     DT_MIN_FRACTION,
     KAPPA_MAX,
     MASS_RANGE,
+    MAX_DIM,
+    MAX_DRAWN_UNITS,
+    MAX_POINTS,
     MAX_RESOLUTION,
+    MIN_POINTS,
     MAX_SNAPSHOTS,
     MAX_STEPS_LIMIT,
     MIN_RESOLUTION,
@@ -45,6 +49,7 @@ from solvers.model.limits import (  # noqa: F401  (public names re-exported)
     estimated_memory,
 )
 from solvers.model.method import resolve
+from solvers.model.perceptron import draw_units
 from solvers.model.params import (
     ATOM_METHODS,
     ATTENTIONS,
@@ -104,9 +109,15 @@ SECTIONS: dict[str, type] = {"domain": DomainParams, "model": ModelParams, "perc
                              "atoms": AtomParams, "output": OutputParams}
 
 
+# keys read into another field: domain.points is Sd's domain.resolution (its number of points);
+# perceptron.units/seed/scale draw perceptron.a and perceptron.omega (:func:`_drawn_units`)
+ALIAS_KEYS = {"domain": ("points",), "perceptron": ("units", "seed", "scale")}
+
+
 def section_keys(section: str) -> list[str]:
-    """Valid keys of a config section (the dataclass field names)."""
-    return [f.name for f in fields(SECTIONS[section]) if f.name != "perceptron"]
+    """Valid keys of a config section (the dataclass field names, and :data:`ALIAS_KEYS`)."""
+    return [f.name for f in fields(SECTIONS[section]) if f.name != "perceptron"] + \
+        list(ALIAS_KEYS.get(section, ()))
 
 
 def _unknown(section: str, key: str | None = None) -> ConfigError:
@@ -167,7 +178,7 @@ def apply_overrides(doc: dict[str, Any], overrides: Iterable[str]) -> dict[str, 
         if section not in SECTIONS or key not in section_keys(section):
             raise _unknown(section, key if section in SECTIONS else None)
         table = doc.setdefault(section, {})  # a table: check_keys ran before
-        default = next(f for f in fields(SECTIONS[section]) if f.name == key).default
+        default = next((f.default for f in fields(SECTIONS[section]) if f.name == key), 0)
         if value == "none" and default is None:
             table.pop(key, None)
         else:
@@ -180,6 +191,14 @@ def _scalars(section: str, table: dict[str, Any], rules: dict[str, Callable]) ->
 
 
 def _domain(t: dict[str, Any]) -> DomainParams:
+    manifold = choice("domain.manifold", t.get("manifold", "S1"), MANIFOLDS)
+    if manifold == "Sd":
+        return _points_domain(t)
+    for key in ("points", "dim"):
+        if key in t:
+            raise ConfigError(f"domain.{key}", f"is a key of domain.manifold = \"Sd\" (S^(d-1) "
+                              f"by weighted points); on {manifold} remove it ({manifold}: "
+                              f"domain.resolution sets the grid)")
     domain = DomainParams(**_scalars("domain", t, {
         "manifold": lambda k, v: choice(k, v, MANIFOLDS),
         "resolution": lambda k, v: integer(k, v, MIN_RESOLUTION, max(MAX_RESOLUTION.values()))}))
@@ -193,24 +212,58 @@ def _domain(t: dict[str, Any]) -> DomainParams:
     return domain
 
 
+def _points_domain(t: dict[str, Any]) -> DomainParams:
+    """``[domain]`` of ``manifold = "Sd"``: ``dim`` (d) and ``points`` (N), both required."""
+    if "resolution" in t:
+        raise ConfigError("domain.resolution", "on Sd the measure is a set of weighted points: "
+                          "give their number as domain.points (e.g. points = 10000)")
+    for key, example in (("dim", "dim = 5 for S^4"), ("points", "points = 10000")):
+        if key not in t:
+            raise ConfigError(f"domain.{key}", f"required with manifold = \"Sd\" ({example})")
+    return DomainParams(manifold="Sd", dim=integer("domain.dim", t["dim"], 2, MAX_DIM),
+                        resolution=integer("domain.points", t["points"], MIN_POINTS, MAX_POINTS))
+
+
 def _perceptron(t: dict[str, Any], domain: DomainParams) -> PerceptronParams:
     act = choice("perceptron.activation", t.get("activation", "none"), ACTIVATIONS)
-    given = [k for k in ("a", "omega", "b") if k in t]
+    given = [k for k in ("a", "omega", "b", "units", "seed", "scale") if k in t]
     if act == "none":
         if given:
             raise ConfigError(f"perceptron.{given[0]}", "weights are given but activation is "
                               "\"none\": remove them or set perceptron.activation, e.g. \"relu\"")
         return PerceptronParams()
+    if "seed" in t:
+        return _drawn_units(t, act, domain)
+    for k in ("units", "scale"):
+        if k in t:
+            raise ConfigError(f"perceptron.{k}", "draws the units from perceptron.seed: add "
+                              "seed = <integer>, or give perceptron.a and perceptron.omega")
     for k in ("a", "omega"):
         if k not in t or t[k] == []:
             raise ConfigError(f"perceptron.{k}", f"required (at least one unit) with activation "
-                              f"{json.dumps(act)}, or set perceptron.activation = \"none\"")
-    a = matrix("perceptron.a", t["a"], 2 if domain.manifold == "S1" else 3, domain.manifold,
-               hi=WEIGHT_MAX)
+                              f"{json.dumps(act)}, or set perceptron.activation = \"none\" "
+                              "(or draw the units: perceptron.seed)")
+    a = matrix("perceptron.a", t["a"], domain.d, domain.manifold, hi=WEIGHT_MAX)
     n = (a.shape[0], "one entry per row of perceptron.a")
     omega = number_list("perceptron.omega", t["omega"], length=n, hi=WEIGHT_MAX)
     b = number_list("perceptron.b", t.get("b", [0.0] * n[0]), length=n, hi=WEIGHT_MAX)
     return PerceptronParams(activation=act, a=a, omega=omega, b=b)
+
+
+def _drawn_units(t: dict[str, Any], act: str, domain: DomainParams) -> PerceptronParams:
+    """Units drawn from ``perceptron.seed`` in d = ``domain.dim`` dimensions, as the paper's
+    particle code draws them: ``a_j`` uniform on ``S^{d-1}`` (a normalised standard normal),
+    ``omega_j`` normal with standard deviation ``perceptron.scale`` (default 1), ``b_j = 0``;
+    ``perceptron.units`` of them (default d)."""
+    for k in ("a", "omega", "b"):
+        if k in t:
+            raise ConfigError(f"perceptron.{k}", "is drawn from perceptron.seed: remove one of "
+                              "the two (seed draws a, omega; b = 0)")
+    seed = integer("perceptron.seed", t["seed"], 0, 2**63 - 1)
+    units = integer("perceptron.units", t.get("units", domain.d), 1, MAX_DRAWN_UNITS)
+    scale = number("perceptron.scale", t.get("scale", 1.0), lo=0.0, hi=WEIGHT_MAX, lo_open=False)
+    a, omega = draw_units(seed, units, domain.d, scale)
+    return PerceptronParams(activation=act, a=a, omega=omega, b=np.zeros(units))
 
 
 def _model(t: dict[str, Any], perceptron: PerceptronParams) -> ModelParams:
@@ -247,17 +300,18 @@ def _modes(value: Any, domain: DomainParams) -> tuple:
 
 
 def _centers(value: Any, domain: DomainParams) -> tuple:
-    """S^1: angles (radians); S^2: 3-vectors, normalised to unit length."""
+    """S^1: angles (radians); S^2 and Sd: d-vectors, normalised to unit length."""
     if domain.manifold == "S1":
         angles = number_list("initial.centers", value)
         for i in np.flatnonzero(np.abs(angles) > ANGLE_MAX)[:1]:  # 1e300: every cos(x - c) equal
             raise ConfigError(f"initial.centers[{i}]", f"{angles[i]:g} is not a representable "
                               f"angle (|angle| <= {ANGLE_MAX:g} radians); give it in [0, 2 pi)")
         return tuple(angles.tolist())
-    centers = matrix("initial.centers", value, 3, domain.manifold)
+    centers = matrix("initial.centers", value, domain.d, domain.manifold)
     norms = np.linalg.norm(centers, axis=1)
     if not np.all(norms > 0):
-        raise ConfigError(f"initial.centers[{np.argmin(norms)}]", "must be a nonzero 3-vector")
+        raise ConfigError(f"initial.centers[{np.argmin(norms)}]",
+                          f"must be a nonzero {domain.d}-vector")
     return tuple(map(tuple, (centers / norms[:, None]).tolist()))
 
 

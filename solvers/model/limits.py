@@ -25,7 +25,10 @@ ATOL_RANGE = (1e-15, 1.0)
 DT_MIN_FRACTION = 1e-9  # a step below DT_MIN_FRACTION * t_end is an underflow (>= 1e9 steps)
 MAX_SNAPSHOTS = 100_000  # t_end / output.snapshot_interval
 MAX_STEPS_LIMIT = 10**12
-MAX_RESOLUTION = {"S1": 1 << 20, "S2": 2048}
+MAX_RESOLUTION = {"S1": 1 << 20, "S2": 2048, "Sd": 1 << 20}
+MAX_DIM = 128  # Sd: domain.dim (the paper goes to d = 50)
+MIN_POINTS, MAX_POINTS = 2, 1 << 20  # Sd: domain.points (pair sums cost N^2 d per evaluation)
+MAX_DRAWN_UNITS = 4096  # perceptron.units drawn from perceptron.seed
 MEMORY_ARRAYS = 64  # grid-sized float64 arrays a run holds at once (estimate, generous)
 
 
@@ -36,7 +39,11 @@ def check_limits(config: RunConfig) -> None:
     number("model.beta", config.model.beta, *BETA_RANGE, lo_open=False)
     number("model.noise", config.model.noise, lo=0.0, hi=NOISE_MAX, lo_open=False)
     number("initial.mass", config.initial.mass, *MASS_RANGE, lo_open=False)
-    integer("domain.resolution", dom.resolution, MIN_RESOLUTION, MAX_RESOLUTION.get(dom.manifold))
+    if dom.manifold == "Sd":
+        integer("domain.points", dom.resolution, MIN_POINTS, MAX_POINTS)
+        integer("domain.dim", dom.dim, 2, MAX_DIM)
+    else:
+        integer("domain.resolution", dom.resolution, MIN_RESOLUTION, MAX_RESOLUTION.get(dom.manifold))
     number("time.t_end", tp.t_end, lo=0.0, hi=T_END_MAX)
     number("time.rate_factor", tp.rate_factor, *RATE_FACTOR_RANGE, lo_open=False)
     number("time.rtol", tp.rtol, *RTOL_RANGE, lo_open=False, why="(relative tolerance of the time error)")
@@ -55,6 +62,8 @@ def check_limits(config: RunConfig) -> None:
 def estimated_memory(config: RunConfig) -> int:
     """Bytes a run needs, estimated as ``MEMORY_ARRAYS`` grid-sized float64 arrays."""
     n = config.domain.resolution
+    if config.domain.manifold == "Sd":  # the points, and one block of pair sums (lagrangian.BLOCK)
+        return MEMORY_ARRAYS * 8 * n * config.domain.d + 8 * (1 << 22)
     points = n if config.domain.manifold == "S1" else (n + 1) * (2 * n + 2)
     return MEMORY_ARRAYS * 8 * points
 
@@ -85,6 +94,8 @@ def check_resolution(config: RunConfig) -> int:
     (``j* = kernel_bandwidth(beta, 3)``)."""
     from spectral import kernel_bandwidth
 
+    if config.domain.manifold == "Sd":  # weighted points: the kernel is summed exactly
+        return 0
     s1, beta, n = config.domain.manifold == "S1", config.model.beta, config.domain.resolution
     jstar = int(kernel_bandwidth(beta, 2 if s1 else 3))
     if jstar > (n // 3 if s1 else n):

@@ -54,6 +54,8 @@ GRID_SCHEMES = ("fv", "spectral")  # the schemes whose state lives on a fixed gr
 # solvers.timestepping.registry run these; tests/model check it)
 DEFAULT_INTEGRATORS = {"fv": "ssprk10_2", "spectral": "rk4", "lagrangian": "rk4",
                        HANDOVER: "dopri5"}
+# Sd: the points' steps are error-controlled (the Lipschitz bound of d units is pessimistic)
+POINTS_INTEGRATOR = "dopri5"
 AUTO_CFL = 1.0  # time.cfl of the default method's cells and particles (module docstring)
 GRID_CFL = 0.4  # time.cfl of every other method
 # time.cfl_floor of a Dirac state (module docstring): on S^2 (runs/s2_descent_relu.toml) 540
@@ -128,6 +130,9 @@ def _scheme(config: RunConfig) -> tuple[str, str]:
                             "heat semigroup (the noise keeps the density smooth and positive: no "
                             "atoms; exponential accuracy while the peaks, about sqrt(nu/|U''|) "
                             "wide, are resolved)")
+    if manifold == "Sd":
+        return "lagrangian", ("the method on Sd: weighted points moved by the exact velocity, "
+                              "merged into Dirac atoms (exact mass)")
     if manifold == "S1":
         return HANDOVER, ("default on S1: pseudo-spectral while the density is smooth and "
                           "resolved, then Lagrangian cells with Dirac atoms (exact mass, "
@@ -171,7 +176,9 @@ def plan_method(config: RunConfig) -> MethodPlan:
         mode = "interpolate" if free else "land"
     return MethodPlan(manifold=config.domain.manifold, scheme=scheme,
                       representation=representation,
-                      integrator=tp.integrator or DEFAULT_INTEGRATORS[scheme], cfl=cfl,
+                      integrator=tp.integrator or (POINTS_INTEGRATOR if config.domain.manifold
+                                                   == "Sd" else DEFAULT_INTEGRATORS[scheme]),
+                      cfl=cfl,
                       cfl_floor=cfl_floor, snapshot_mode=mode, reason=reason, automatic=automatic)
 
 

@@ -17,7 +17,7 @@ from solvers.model.validators import ConfigError
 DIRECTIONS = ("ascent", "descent")
 ATTENTIONS = ("unnormalized", "softmax")
 KERNELS = ("exp", "exp_shifted")
-MANIFOLDS = ("S1", "S2")
+MANIFOLDS = ("S1", "S2", "Sd")  # Sd: S^{d-1} by weighted points, d = domain.dim
 # Names the implementations register under (checked against their tables by the tests):
 # solvers.timestepping.integrators.INTEGRATORS and solvers.core.limiters.LIMITERS.
 # The embedded pairs (PAIRS there: bs32, dopri5, ssprk3_2) control the time error (rtol, atol).
@@ -80,8 +80,22 @@ class ModelParams:
 
 @dataclass(frozen=True)
 class DomainParams:
+    """Where the measure lives.
+
+    ``manifold``: ``"S1"`` (a grid of ``resolution`` cells), ``"S2"`` (``resolution`` = lmax) or
+    ``"Sd"`` (``S^{d-1}``, ``d = dim``, the measure as ``resolution`` weighted points; the TOML
+    key is ``domain.points``). ``dim``: d, the dimension of the ambient space (S1: 2, S2: 3,
+    Sd: 2 to :data:`solvers.model.limits.MAX_DIM`).
+    """
+
     manifold: str = "S1"
-    resolution: int = 512  # S^1: number of cells N; S^2: lmax
+    resolution: int = 512  # S^1: number of cells N; S^2: lmax; Sd: number of points N
+    dim: int = 0  # d; 0: the manifold's own (2 on S1, 3 on S2)
+
+    @property
+    def d(self) -> int:
+        """The ambient dimension d (the manifold is ``S^{d-1}``)."""
+        return self.dim or (2 if self.manifold == "S1" else 3)
 
 
 @dataclass(frozen=True)

@@ -53,6 +53,27 @@ def half_gradient(p: PerceptronParams, x: np.ndarray) -> np.ndarray:
     return euclid - np.sum(euclid * x, axis=1, keepdims=True) * x
 
 
+def lipschitz(p: PerceptronParams) -> float:
+    """``sum_j |omega_j| (Lip(sigma) |a_j|^2 + max|sigma(a_j.x + b_j)| |a_j|)`` (docs/math.md §5's C)."""
+    if p.n_units == 0:
+        return 0.0
+    act = get_activation(p.activation)
+    norms = np.linalg.norm(p.a, axis=1)
+    s = np.linspace(-1.0, 1.0, 201)[None, :] * norms[:, None] + p.b[:, None]
+    sig_max = np.max(np.abs(act.sigma(s)), axis=1)
+    return float(np.sum(np.abs(p.omega) * (act.lipschitz * norms**2 + sig_max * norms)))
+
+
+def draw_units(seed: int, units: int, d: int, scale: float) -> tuple[np.ndarray, np.ndarray]:
+    """``(a (units, d), omega (units,))`` drawn from ``seed`` as the paper's particle code draws a
+    gradient perceptron: ``a_j`` a standard normal vector normalised to unit length (uniform on
+    ``S^{d-1}``), then ``omega_j`` normal with standard deviation ``scale``."""
+    rng = np.random.default_rng(seed)
+    a = rng.normal(size=(units, d))
+    a /= np.linalg.norm(a, axis=1, keepdims=True)
+    return a, rng.normal(scale=scale, size=units)
+
+
 def circle_points(theta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Points ``x = (cos t, sin t)`` and tangents ``tau = (-sin t, cos t)``, each (m, 2)."""
     c, s = np.cos(theta), np.sin(theta)

@@ -12,7 +12,7 @@ bound. Every run also ends a step on each snapshot time, so a snapshot interval 
 
 - **S^2 particles** (``lagrangian``: no CFL rate): ``dt = rate_factor / (L + C_v)`` exactly,
   ``C_v = sum_j |omega_j| (Lip(sigma) |a_j|^2 + max|sigma| |a_j|)`` the perceptron's bound
-  (docs/math.md §5, :func:`perceptron_lipschitz`).
+  (docs/math.md §5, :func:`solvers.model.perceptron.lipschitz`).
 - **S^1 Lagrangian cells** (``lagrangian``, rk4): ``dt = rate_factor / L``, the CFL bound of
   the cells rarely binding.
 - **S^1 default** (``spectral+lagrangian``, dopri5): once the cells carry the mass, the CFL
@@ -52,7 +52,8 @@ from spectral import kernel_bandwidth
 from solvers.model.activations import get_activation
 from solvers.model.kernel import kernel_log_shift, max_kernel_second_derivative
 from solvers.model.method import HANDOVER, MethodPlan, plan_method
-from solvers.model.params import PerceptronParams, RunConfig
+from solvers.model import perceptron
+from solvers.model.params import RunConfig
 
 SSP = {"ssprk10_2": 9.0}  # SSP coefficients above 1 (solvers.timestepping.integrators)
 HANDOVER_FACTOR = {"descent": 6.0, "ascent": 2.2}  # S^1 default: dt (L + C_v) (docstring)
@@ -63,19 +64,6 @@ GRID_K = 15.0  # spectral grids: real steps / CFL-bound steps
 # S^2: stop time x relaxation-rate bound L of the runs that stop as stationary (docstring)
 STATIONARY_SPAN = {("fv", "descent"): 1500.0, ("lagrangian", "descent"): 7000.0,
                    ("lagrangian", "ascent"): 140.0, ("fv", "ascent"): 140.0}
-
-
-def perceptron_lipschitz(p: PerceptronParams) -> float:
-    """``C_v = sum_j |omega_j| (Lip(sigma) |a_j|^2 + max|sigma(a_j.x + b_j)| |a_j|)`` over
-    ``|x| = 1`` (docs/math.md §5; :func:`solvers.sphere.problem.perceptron_lipschitz`)."""
-    if p.activation == "none" or not p.n_units:
-        return 0.0
-    act = get_activation(p.activation)
-    norms = np.linalg.norm(np.asarray(p.a, float), axis=1)
-    s = np.linspace(-1.0, 1.0, 201)[None, :] * norms[:, None] + np.asarray(p.b, float)[:, None]
-    sig_max = np.max(np.abs(np.asarray(act.sigma(s), float)), axis=1)
-    return float(np.sum(np.abs(np.asarray(p.omega, float)) * (act.lipschitz * norms**2
-                                                              + sig_max * norms)))
 
 
 def relaxation_bound(config: RunConfig) -> float:
@@ -150,7 +138,7 @@ def expected_steps(config: RunConfig, t0: float = 0.0, plan: MethodPlan | None =
         return min(span_steps(span, tp.dt, interval), float(tp.max_steps))
     c = SSP.get(plan.integrator, 1.0)
     lip = relaxation_bound(config)
-    c_v = perceptron_lipschitz(config.model.perceptron)
+    c_v = perceptron.lipschitz(config.model.perceptron)
     rate_dt = c * tp.rate_factor / lip
     s1 = config.domain.manifold == "S1"
     if plan.scheme == "lagrangian":

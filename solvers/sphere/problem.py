@@ -23,7 +23,6 @@ from solvers.core.backend import compute_threads, resolve_backend
 from solvers.core.noise import free_energy
 from solvers.model.kernel import kernel_log_shift, max_kernel_second_derivative
 from solvers.model import perceptron
-from solvers.model.activations import get_activation
 from solvers.model.params import ModelParams, PerceptronParams
 from solvers.sphere.cells import SphereGrid
 from solvers.sphere.point_spectra import PointSpectra
@@ -48,17 +47,6 @@ def perceptron_components(p: PerceptronParams, grid: SphereGrid, theta: np.ndarr
     e_t, e_p = tangent_frame(theta, phi)
     v = perceptron.potential(p, flat).reshape(x.shape[:2])
     return np.sum(g * e_t, axis=-1), np.sum(g * e_p, axis=-1), v
-
-
-def perceptron_lipschitz(p: PerceptronParams) -> float:
-    """``sum_j |omega_j| (Lip(sigma) |a_j|^2 + max|sigma(a_j.x + b_j)| |a_j|)`` (docs/math.md §5's C)."""
-    if p.n_units == 0:
-        return 0.0
-    act = get_activation(p.activation)
-    norms = np.linalg.norm(p.a, axis=1)
-    s = np.linspace(-1.0, 1.0, 201)[None, :] * norms[:, None] + p.b[:, None]
-    sig_max = np.max(np.abs(act.sigma(s)), axis=1)
-    return float(np.sum(np.abs(p.omega) * (act.lipschitz * norms**2 + sig_max * norms)))
 
 
 @dataclass(frozen=True)

@@ -26,11 +26,11 @@ def _atoms_of(diag: Any) -> tuple[np.ndarray, np.ndarray]:
     mass = np.asarray(diag.atom_mass, float).ravel()
     pos = np.asarray(diag.atom_position, float)
     keep = np.isfinite(mass) & (mass > 0)
-    return mass[keep], pos[keep] if pos.ndim == 1 else pos.reshape(-1, 3)[keep]
+    return mass[keep], pos[keep] if pos.ndim == 1 else pos.reshape(mass.size, -1)[keep]
 
 
 def _distance(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Geodesic distances (n, m) between angles (S^1) or unit vectors (S^2)."""
+    """Geodesic distances (n, m) between angles (S^1) or unit vectors (S^2, Sd)."""
     if a.ndim == 1:
         d = np.abs(np.mod(a[:, None] - b[None, :] + np.pi, 2 * np.pi) - np.pi)
         return d

@@ -40,7 +40,7 @@ from solvers.sphere.measure import lagrangian as lg
 from solvers.sphere.measure.dirac import normalise
 from solvers.sphere.measure.dirac_discretization import DiracSphereDiscretization
 from solvers.sphere.measure.lagrangian_refine import refined_particles
-from solvers.sphere.problem import perceptron_lipschitz
+from solvers.model.perceptron import lipschitz as perceptron_lipschitz
 
 
 class LagrangianSphereDiscretization(MeasureDiscretization):
