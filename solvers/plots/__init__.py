@@ -2,6 +2,8 @@
 
 - :mod:`~solvers.plots.run`: ``plot_run`` and ``animate_run`` of a run archive.
 - :mod:`~solvers.plots.circle`, :mod:`~solvers.plots.sphere`: the S^1 and S^2 panels and frames.
+- :mod:`~solvers.plots.points`: the Sd panels and frames (atom masses and distances over time,
+  a 2-D projection of the atoms).
 - :mod:`~solvers.plots.common`: titles, the energy panel, constants, movie writers.
 - :mod:`~solvers.plots.lemma51`: the Lemma 5.1 figure.
 - :mod:`~solvers.plots.sweeps`: sweep figures (atom counts, masses against sqrt(beta), sensitivity).

@@ -1,4 +1,4 @@
-"""What the S^1 and S^2 figures share: titles, the energy panel, constants, movie writers."""
+"""What the S^1, S^2 and Sd figures share: titles, the energy panel, constants, movie writers."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from matplotlib.axes import Axes
 
-from solvers.io.layout import param_attr_name
+from solvers.io.layout import COMPONENT, param_attr_name
 
 if TYPE_CHECKING:
     import xarray as xr
@@ -36,10 +36,11 @@ def _fmt(value: Any) -> str:
 
 def run_title(ds: xr.Dataset) -> str:
     """One-line description: manifold, beta, direction, noise (when > 0), attention, activation,
-    kernel, scheme, grid (S^1: ``N`` cells; S^2: ``lmax``)."""
+    kernel, scheme, grid (S^1: ``N`` cells; S^2: ``lmax``; Sd: ``d`` and ``N`` points)."""
     kernel = str(ds.attrs.get("kernel", _param(ds, "model.kernel"))).split(":")[0]
     grid = f"lmax = {_param(ds, 'domain.resolution')}" if "phi" in ds.dims else \
-        f"N = {ds.sizes['theta']}"
+        f"d = {ds.sizes[COMPONENT]}   N = {_param(ds, 'domain.resolution')} points" \
+        if COMPONENT in ds.dims else f"N = {ds.sizes['theta']}"
     noise = float(_param(ds, "model.noise", 0.0))
     return (
         f"{_param(ds, 'domain.manifold', ds.attrs.get('manifold', '?'))}   "

@@ -1,9 +1,9 @@
-"""``plot_run`` and ``animate_run``: the figure and the animation of one run archive, S^1 or S^2.
+"""``plot_run`` and ``animate_run``: the figure and the animation of one run archive.
 
 The figures of a manifold are chosen by its object (:data:`FIGURES`, keyed on
 :class:`~solvers.core.manifold.Manifold`): S^1 archives are drawn by :mod:`solvers.plots.circle`,
-S^2 archives by :mod:`solvers.plots.sphere` (imported when drawn). A new manifold adds its
-entry here.
+S^2 archives by :mod:`solvers.plots.sphere`, Sd archives (``S^{d-1}`` by weighted points, any d)
+by :mod:`solvers.plots.points` (imported when drawn). A new manifold adds its entry here.
 """
 
 from __future__ import annotations
@@ -17,12 +17,13 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 
 from solvers.circle.manifold import CIRCLE
 from solvers.core.manifold import Manifold
+from solvers.hypersphere.manifold import HYPERSPHERE
 from solvers.io.reading import open_run
 from solvers.plots.common import VIEWS, movie_writer
 from solvers.plots.save import check_figure_target, save_figure
 from solvers.plots.style import style_context
 from solvers.sphere.manifold import SPHERE
-from solvers.timestepping.manifolds import MANIFOLDS
+from solvers.timestepping.manifolds import MANIFOLDS, manifold_of
 
 
 def _circle_figures() -> tuple[Callable, Callable]:
@@ -37,14 +38,23 @@ def _sphere_figures() -> tuple[Callable, Callable]:
     return sphere_run_figure, sphere_animation
 
 
+def _points_figures() -> tuple[Callable, Callable]:
+    from solvers.plots.points import points_animation, points_run_figure
+
+    return points_run_figure, points_animation
+
+
 # manifold -> a loader of (run_figure(ds, style) -> (fig, axes), animation(ds, view) -> (fig, update))
 FIGURES: dict[Manifold, Callable[[], tuple[Callable, Callable]]] = {
-    CIRCLE: _circle_figures, SPHERE: _sphere_figures}
+    CIRCLE: _circle_figures, SPHERE: _sphere_figures, HYPERSPHERE: _points_figures}
 
 
 def manifold_of_run(ds: Any) -> Manifold:
-    """The manifold of a run's Dataset: the one whose grid axes (``Manifold.grid_dims``) are the
-    dimensions of ``rho`` besides ``time``."""
+    """The manifold of a run's Dataset: the one its ``manifold`` attribute names (Sd: the
+    family's object, ``HYPERSPHERE``), else the one whose grid axes (``Manifold.grid_dims``) are
+    the dimensions of ``rho`` besides ``time``."""
+    if ds.attrs.get("manifold"):
+        return manifold_of(str(ds.attrs["manifold"]))
     dims = {d for d in ds["rho"].dims if d != "time"}
     for known in MANIFOLDS:
         if set(known.grid_dims) == dims:
@@ -107,7 +117,7 @@ def animate_run(path: str | os.PathLike, out: str | os.PathLike | None = None, f
     Parameters
     ----------
     path : str or PathLike
-        Run archive (``RUN.nc``), S^1 or S^2.
+        Run archive (``RUN.nc``), S^1, S^2 or Sd.
     out : str or PathLike, optional
         ``.gif`` (default ``RUN.gif``) or ``.mp4`` (needs ffmpeg).
     fps : int
