@@ -1,6 +1,6 @@
-"""The Sd point method (``domain.manifold = "Sd"``): the kernels of :mod:`solvers.hypersphere.points`,
-the starting sample of :mod:`solvers.hypersphere.initial`, the merge of the discretisation and the
-config keys.
+"""The Sd point method (``domain.manifold = "Sd"``): the kernels of
+:mod:`solvers.hypersphere.points`, the starting sample of :mod:`solvers.hypersphere.initial`,
+the merge of the discretisation and the config keys.
 
 References: a plain double loop over pairs for the velocity (docs/math.md §1, written from the
 formulas, not from the code), a central finite difference of the energy along the flow for the
@@ -24,7 +24,7 @@ from solvers.hypersphere.initial import initial_points, uniform_points, zonal
 from solvers.model.config import ConfigError, config_from_text
 from solvers.model.kernel import kernel_log_shift
 from solvers.model.params import InitialParams, ModelParams, PerceptronParams
-from solvers.model.perceptron import draw_units
+from solvers.model.perceptron import draw_units, half_gradient
 
 
 def sd_config_text(dim: int, points: int, *, model: str = "", perceptron: str = "",
@@ -186,8 +186,8 @@ def test_energy_rate_is_sign_times_dissipation(attention, kernel, activation, di
     phi_sum = 0.0
     for u in range(p.a.shape[0]):  # v(x) = sum_u omega_u phi(a_u.x + b_u), phi' = 2 sigma
         s = x @ p.a[u] + p.b[u]
-        phi = 2 * np.log(np.cosh(s)) if activation == "tanh" else \
-            s * s * special.ndtr(s) + s * np.exp(-s * s / 2) / math.sqrt(2 * math.pi) - special.ndtr(s)
+        cdf, pdf = special.ndtr(s), np.exp(-s * s / 2) / math.sqrt(2 * math.pi)
+        phi = 2 * np.log(np.cosh(s)) if activation == "tanh" else s * s * cdf + s * pdf - cdf
         phi_sum = phi_sum + p.omega[u] * phi
     assert e == pytest.approx(w @ k @ w / (2 * model.beta) + 0.5 * w @ phi_sum, rel=1e-13)
     unsigned = np.linalg.norm(v, axis=1)
@@ -220,7 +220,6 @@ def test_lipschitz_bound_bounds_the_field():
 
     def field(z: np.ndarray) -> np.ndarray:
         _, F = pts.attention_sums(z, pos, w, model.beta, 0.0)
-        from solvers.model.perceptron import half_gradient
         return F - np.sum(F * z, axis=1, keepdims=True) * z + half_gradient(model.perceptron, z)
 
     x = random_unit(rng, 2000, d)
