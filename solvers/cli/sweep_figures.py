@@ -14,7 +14,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     """Add ``meanfield sweep-figures`` to the CLI's subparsers (sets ``func=run_command``)."""
     p = subparsers.add_parser("sweep-figures", help="summary figures of one or more sweeps",
                               description="Atoms against beta, atom masses against sqrt(beta) "
-                              "(Theorem 3.5), sensitivity to the initial state (initial.seed).")
+                              "(Theorem 3.5); for a sweep over domain.dim (Sd) atoms and the "
+                              "largest atom mass against d; sensitivity to the initial state "
+                              "(initial.seed).")
     p.add_argument("sweeps", nargs="+", metavar="DIR", help="sweep folders (or summary.nc files)")
     p.add_argument("--label", action="append", metavar="LABEL",
                    help="legend label per sweep, in order (default: the folder names)")

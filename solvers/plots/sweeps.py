@@ -4,6 +4,9 @@
   overlaid and labelled (paper Fig. 4.7: ascent with and without ReLU, descent ReLU, GeLU).
 - :func:`figure_atom_masses`: every atom mass against sqrt(beta), with the Theorem 3.5
   constant ``16/(16 + 3 e^{11/8}) = 0.5742`` as a horizontal line (paper Fig. 2).
+- :func:`figure_dimension_masses`: the largest atom mass against the dimension ``d`` of an Sd
+  sweep (``domain.dim``, one curve per beta), with the Theorem 3.5 constant (paper Fig. 4.10);
+  :func:`figure_atom_counts` draws the atom (cluster) count against ``d`` (Fig. 4.9).
 - :func:`figure_sensitivity`: final atoms of perturbed initial densities (a sweep over
   ``initial.seed``), overlaid per setup (paper Fig. 4.8): S^1 one stem per atom at its
   position with its mass as height, S^2 atoms on a longitude/colatitude map sized by mass.
@@ -17,7 +20,9 @@ curve (or panel) per value of those, labelled ``label, key=value``. The function
     meanfield sweep-figures DIR [DIR ...] [--label LABEL ...] [-o OUTDIR]
 
 writes ``sweep_atom_counts.png`` and ``sweep_atom_masses.png`` when a summary has a ``beta``
-dimension and ``sweep_sensitivity.png`` when one has a ``seed`` dimension.
+dimension, ``sweep_dim_counts.png`` and ``sweep_dim_masses.png`` when one has a ``dim``
+dimension (a sweep over ``domain.dim``), and ``sweep_sensitivity.png`` when one has a ``seed``
+dimension.
 """
 
 from __future__ import annotations
@@ -46,7 +51,9 @@ RUN_DIMS = ("atom", "xyz")
 UNRESOLVED_COLOR = COLORS["vermillion"]
 UNRESOLVED_LABEL = "x: resolution check not passed (N and 2N disagree)"
 FIGURES = {"beta": ("sweep_atom_counts.png", "sweep_atom_masses.png"),
+           "dim": ("sweep_dim_counts.png", "sweep_dim_masses.png"),
            "seed": ("sweep_sensitivity.png",)}
+AXIS_LABELS = {"beta": r"$\beta$", "dim": r"dimension $d$ (measures on $S^{d-1}$)"}
 
 
 def load_summaries(sources: Sequence[str | Path | Any],
@@ -121,6 +128,17 @@ def figure_atom_counts(summaries: Mapping[str, Any], dim: str = "beta", style: s
         unchecked |= _mark_unresolved(ax, sub, dim, sub["n_atoms"].values)
     _note_unsettled(ax, hollow)
     _note_unresolved(ax, unchecked)
+    _swept_axis(ax, summaries, dim)
+    ax.set_ylabel("number of atoms")
+    integer_ticks(ax)
+    ax.grid(alpha=0.3)
+    _legend(fig, ax)
+    ax.set_title(f"Atoms {_when(summaries)}")
+    return fig
+
+
+def _swept_axis(ax: Any, summaries: Mapping[str, Any], dim: str) -> None:
+    """A log x axis over the swept values of ``dim``, labelled by them when at most 12."""
     ax.set_xscale("log")
     values = sorted({float(v) for _, sub in _curves(summaries, dim) for v in sub[dim].values})
     if len(values) <= 12:  # label the swept values themselves (no crowded 3x10^1 4x10^1)
@@ -128,13 +146,16 @@ def figure_atom_counts(summaries: Mapping[str, Any], dim: str = "beta", style: s
 
         ax.set_xticks(values, [f"{v:g}" for v in values])
         ax.xaxis.set_minor_locator(NullLocator())
-    ax.set_xlabel(rf"$\{dim}$" if dim == "beta" else dim)
-    ax.set_ylabel("number of atoms")
-    integer_ticks(ax)
-    ax.grid(alpha=0.3)
-    _legend(fig, ax)
-    ax.set_title(f"Atoms {_when(summaries)}")
-    return fig
+    ax.set_xlabel(AXIS_LABELS.get(dim, dim))
+
+
+def _theorem_line(ax: Any, summaries: Mapping[str, Any]) -> None:
+    """Theorem 3.5's constant 0.5742 as a dashed line; its label says when it is not a bound
+    (a shifted-kernel sweep: docs/math.md §5)."""
+    kernels = {_kernel(ds) for ds in summaries.values()}
+    ax.axhline(THEOREM_3_5, color="k", ls="--", lw=1, gid="theorem-3-5",
+               label=("Thm 3.5 term 0.5742" + (
+                   " (not a bound: shifted kernel)" if "exp_shifted" in kernels else "")))
 
 
 def figure_atom_masses(summaries: Mapping[str, Any], dim: str = "beta", style: str = "paper") -> Figure:
@@ -153,16 +174,38 @@ def figure_atom_masses(summaries: Mapping[str, Any], dim: str = "beta", style: s
         unchecked |= _mark_unresolved(ax, sub, dim, sub["max_atom_mass"].values, x)
     _note_unsettled(ax, hollow)
     _note_unresolved(ax, unchecked)
-    kernels = {_kernel(ds) for ds in summaries.values()}
-    ax.axhline(THEOREM_3_5, color="k", ls="--", lw=1,
-               label=("Thm 3.5 term 0.5742" + (
-                   " (not a bound: shifted kernel)" if "exp_shifted" in kernels else "")))
+    _theorem_line(ax, summaries)
     ax.set_xlabel(rf"$\sqrt{{\{dim}}}$" if dim == "beta" else f"sqrt({dim})")
     ax.set_ylabel("atom mass")
     ax.set_ylim(0.0, 1.02)
     ax.grid(alpha=0.3)
     _legend(fig, ax)
     ax.set_title(f"Atom masses {_when(summaries)}")
+    return fig
+
+
+def figure_dimension_masses(summaries: Mapping[str, Any], dim: str = "dim",
+                            style: str = "paper") -> Figure:
+    """The largest atom mass at the end of each run against ``dim`` (log axis), one curve per
+    setup and value of the other swept keys (``gid`` ``max-mass-<i>``), with the Theorem 3.5
+    constant (``gid`` ``theorem-3-5``)."""
+    fig = Figure(figsize=figsize(style, 0.9, _width(style)), layout="constrained")
+    ax = fig.add_subplot()
+    markers, hollow, unchecked = itertools.cycle("osD^v<>p*"), False, False
+    for i, (label, sub) in enumerate(_curves(summaries, dim)):
+        y = sub["max_atom_mass"].values
+        line, = ax.plot(sub[dim].values, y, marker=next(markers), label=label, gid=f"max-mass-{i}")
+        hollow |= _mark_unsettled(ax, sub, dim, y, line)
+        unchecked |= _mark_unresolved(ax, sub, dim, y)
+    _note_unsettled(ax, hollow)
+    _note_unresolved(ax, unchecked)
+    _theorem_line(ax, summaries)
+    _swept_axis(ax, summaries, dim)
+    ax.set_ylabel("largest atom mass")
+    ax.set_ylim(0.0, 1.02)
+    ax.grid(alpha=0.3)
+    _legend(fig, ax)
+    ax.set_title(f"Largest atom mass {_when(summaries)}")
     return fig
 
 
@@ -251,6 +294,10 @@ def _draw_atoms(ax: Any, mass: np.ndarray, pos: np.ndarray, color: str, label: s
     ax.scatter(lon, colat, s=400.0 * mass, color=color, alpha=0.5, label=label)
 
 
+MAKERS = {"beta": (figure_atom_counts, figure_atom_masses),
+          "dim": (figure_atom_counts, figure_dimension_masses), "seed": (figure_sensitivity,)}
+
+
 def write_figures(sources: Sequence[str | Path], labels: Sequence[str] | None = None,
                   outdir: str | Path | None = None, style: str = "paper") -> list[Path]:
     """Write every figure the summaries allow (module doc) into ``outdir``; return the paths.
@@ -273,12 +320,11 @@ def _write_figures(sources: Sequence[str | Path], labels: Sequence[str] | None,
         chosen = {k: ds for k, ds in summaries.items() if dim in ds.dims}
         if not chosen:
             continue
-        makers = (figure_atom_counts, figure_atom_masses) if dim == "beta" else \
-            (figure_sensitivity,)
-        for name, make in zip(names, makers):
+        for name, make in zip(names, MAKERS[dim]):
             fig = make(chosen, dim, style)
             save_figure(out / name, lambda tmp, fig=fig: fig.savefig(tmp, dpi=dpi))
             written.append(out / name)
     if not written:
-        raise ValueError("no summary has a 'beta' or 'seed' dimension: nothing to draw")
+        *first, last = map(repr, FIGURES)
+        raise ValueError(f"no summary has a {', '.join(first)} or {last} dimension: nothing to draw")
     return written
