@@ -186,7 +186,7 @@ class ArchiveWriter(Tracker):
     def _load_tracks(self, config: RunConfig) -> AtomTracks:
         """Atom identities: new, or continued from the last record of an appended archive."""
         link = link_radius(config.atoms.link_radius)
-        dim = 2 if self.phi is None else 3
+        dim = self.grid.components or (2 if self.phi is None else 3)
         store, n, width = self._store, self._store.n, self._store.atom_width
         if self._saved is not None:  # the identities then (a killed block may have widened these)
             width = min(width, len(self._saved["tracks"].get("atom_birth_time", ())))

@@ -76,6 +76,11 @@ def config_doc(config: RunConfig) -> dict[str, dict[str, Any]]:
                           f"{type(config).__name__})")
     doc = {name: _section_table(name, getattr(config, name)) for name in SECTIONS
            if name not in ("perceptron", "model")}
+    domain = doc["domain"]
+    if domain.get("manifold") == "Sd":  # its points are read as domain.points
+        domain["points"] = domain.pop("resolution", None)
+    elif not domain.get("dim"):
+        domain.pop("dim", None)
     model = config.model
     doc["model"] = _section_table("model", model)
     perceptron = getattr(model, "perceptron", None)

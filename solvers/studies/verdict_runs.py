@@ -26,7 +26,8 @@ def _atoms_of(diag: Any) -> tuple[np.ndarray, np.ndarray]:
     mass = np.asarray(diag.atom_mass, float).ravel()
     pos = np.asarray(diag.atom_position, float)
     keep = np.isfinite(mass) & (mass > 0)
-    return mass[keep], pos[keep] if pos.ndim == 1 else pos.reshape(mass.size, -1)[keep]
+    return mass[keep], pos[keep] if pos.ndim == 1 else pos.reshape(mass.size, -1 if mass.size else
+                                                                   max(pos.shape[-1], 1))[keep]
 
 
 def _distance(a: np.ndarray, b: np.ndarray) -> np.ndarray:

@@ -11,9 +11,8 @@ circle toward the other at ``s m_other exp(beta cos D) sin D`` (§3.3, the equal
 ``-2 s m ...``), integrated here by scipy's solve_ivp.
 
 The runs go through the time loop (:func:`solvers.timestepping.loop.simulate`: the
-discretisation, the integrator, merges, diagnostics). The archive around it does not take an Sd
-run in d >= 3 yet (see the ``xfail`` tests at the end, which run the same checks through
-:func:`solvers.run`).
+discretisation, the integrator, merges, diagnostics); the tests at the end run the same checks
+through :func:`solvers.run` and its archive.
 """
 
 from __future__ import annotations
@@ -306,11 +305,7 @@ def test_two_atoms_under_ascent_meet_and_merge_at_the_midpoint():
     np.testing.assert_allclose(np.asarray(last.dirac_position).reshape(5), mid, atol=1e-9)
 
 
-# ------------------------------------------------------------------ the public run (known bugs)
-@pytest.mark.xfail(strict=True, raises=ValueError,
-                   reason="solvers/io/archive.py _load_tracks sets the atom tracks' dim to 2 "
-                          "(3 with a phi axis), so an Sd run in d >= 3 with atoms fails in "
-                          "AtomTracks.link (cannot reshape)")
+# ------------------------------------------------------------------ the public run
 def test_public_run_records_the_mass_exactly_in_d4():
     """``solvers.run`` of d = 4, N = 400, drawn ReLU, ascent: every record of the archive holds
     the initial mass to 1e-14 relative, merges included."""
@@ -320,12 +315,9 @@ def test_public_run_records_the_mass_exactly_in_d4():
                                     output="snapshot_interval = 0.2"),
                      force=True)
     np.testing.assert_allclose(ds["mass"].values, 1.0, rtol=MASS_RTOL, atol=0)
-    assert ds["mass"].size == 4
+    assert ds["mass"].size == 5  # t = 0, 0.2, ..., 0.8
 
 
-@pytest.mark.xfail(strict=True, raises=ValueError,
-                   reason="solvers/studies/verdict_runs.py _atoms_of: pos.reshape(0, -1) of a "
-                          "final state with no cluster raises (cannot reshape size 0)")
 def test_public_run_of_points_with_no_cluster():
     """``solvers.run`` of d = 4, N = 64 light points (each below atoms.min_mass), descent for a
     short time: no cluster, and the archive holds the mass."""
@@ -335,9 +327,6 @@ def test_public_run_of_points_with_no_cluster():
     np.testing.assert_allclose(ds["mass"].values, 1.0, rtol=MASS_RTOL, atol=0)
 
 
-@pytest.mark.xfail(strict=True, raises=ConfigError,
-                   reason="solvers/model/validate.py config_doc writes an Sd RunConfig's "
-                          "points as domain.resolution, which the Sd reader refuses")
 def test_public_run_accepts_an_sd_runconfig():
     """``solvers.run`` takes a RunConfig as it takes the text: here an Sd config read by
     ``config_from_text`` (d = 2, where the archive takes points)."""
