@@ -1,8 +1,8 @@
 """Sd figures (solvers.plots.points, the Sd curves of solvers.plots.sweeps) and the Sd sweep table.
 
-The figures of a run come from a tiny real Sd run (d = 2: the archive's atom tracks take points
-there, see the xfail below) and from an archive-shaped Dataset in d = 5 whose atoms are known.
-The sweep table comes from a tiny real sweep over ``domain.dim`` and ``model.beta``.
+The figures of a run come from tiny real Sd runs (d = 2, 3) and from an archive-shaped Dataset
+in d = 5 whose atoms are known. The sweep table comes from a tiny real sweep over
+``domain.dim`` and ``model.beta``.
 """
 
 from __future__ import annotations
@@ -42,11 +42,13 @@ snapshot_interval = {every}
 """
 
 
-@pytest.fixture(scope="module")
-def sd_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A tiny real Sd run (d = 2, N = 200, descent to t = 40, about 3 s) kept as an archive."""
-    path = tmp_path_factory.mktemp("sd") / "sd2.nc"
-    solvers.run(SD_TINY.format(dim=2, points=200, t_end=40.0, every=2.0), path=path, force=True)
+@pytest.fixture(scope="module", params=[2, 3], ids=["d2", "d3"])
+def sd_run(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny real Sd run (N = 200, descent to t = 40, a few atoms, about 2 s) kept as an
+    archive."""
+    path = tmp_path_factory.mktemp("sd") / f"sd{request.param}.nc"
+    solvers.run(SD_TINY.format(dim=request.param, points=200, t_end=40.0, every=2.0), path=path,
+                force=True)
     return path
 
 
@@ -85,9 +87,10 @@ def test_run_figure_of_a_real_run(sd_run: Path, tmp_path: Path) -> None:
     xy = dots.get_offsets()
     assert xy.shape == (mass.size, 2)
     np.testing.assert_allclose(xy, points.project(unit, mass)[0])
-    # in d = 2 the principal plane is R^2 itself: the projection keeps every chord distance
-    chord = np.linalg.norm(unit[:, None] - unit[None], axis=-1)
-    np.testing.assert_allclose(np.linalg.norm(xy[:, None] - xy[None], axis=-1), chord, atol=1e-12)
+    if unit.shape[1] == 2:  # the principal plane is R^2 itself: every chord distance is kept
+        chord = np.linalg.norm(unit[:, None] - unit[None], axis=-1)
+        np.testing.assert_allclose(np.linalg.norm(xy[:, None] - xy[None], axis=-1), chord,
+                                   atol=1e-12)
     np.testing.assert_allclose(dots.get_sizes(), points.AREA_PER_MASS * mass)
 
 
@@ -222,10 +225,9 @@ def test_sweep_over_the_dimension_d2(tmp_path: Path) -> None:
     _check_table(summary, out, [2])
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "solvers/io/archive.py _load_tracks gives the atom tracks dim 2 (3 with phi), so a run in "
-    "d >= 3 fails in AtomTracks.link; and solvers/io/summary.py _fill takes the position width "
-    "of the first record, so positions of d = 4 and d = 5 do not fit one summary"))
+@pytest.mark.xfail(strict=True, raises=ValueError, reason=(
+    "solvers/io/summary.py _fill sizes atom_position by the first record's width, so the "
+    "positions of d = 4 and d = 5 do not fit one summary (could not broadcast (n, 5) into (n, 4))"))
 def test_sweep_over_the_dimension_d4_d5(tmp_path: Path) -> None:
     """The sweep of the task, small: d = 4, 5 and beta = 1, 5 (N = 150, t = 30)."""
     summary, out = _tiny_sweep(tmp_path, "4,5")
