@@ -5,12 +5,15 @@ The integrator sees the flat state ``[x (n, d), w (n), ids (n)]`` (a
 (:mod:`solvers.hypersphere.points`), so the mass is conserved exactly (up to the order of
 summation in merges) and no mass is ever negative. A fresh run starts from the sample of
 :mod:`solvers.hypersphere.initial`. After every accepted step (:meth:`after_step`) the positions
-are renormalised and points closer than ``MERGE_RADIUS`` merge (:func:`merge`: mass and first
+are renormalised and points closer than :func:`merge_radius` merge (:func:`merge`: mass and first
 moment kept); a point of at least ``atoms.min_mass`` is a Dirac atom with an identity (the
 archive's ``dirac_*``), a lighter one is diffuse.
 
 Steps are error-controlled (``dopri5`` by default, ``time.rtol``/``time.atol`` on the
 positions): the Lipschitz bound of ``d`` drawn units is far above the rates the points feel.
+
+The stop rule's transport rate is the largest speed of a point (the paper's rule, section 4):
+a run is stationary once every point has stopped, so the clusters hold their final mass.
 
 What the pipeline's grid sees: one cell, the whole sphere, holding the diffuse points' mass as
 its mean density (``rho = M_diffuse / |S^{d-1}|``); the snapshot's atoms are the paper's
@@ -31,7 +34,15 @@ from solvers.hypersphere.initial import initial_points
 from solvers.model.kernel import kernel_log_shift
 from solvers.model.params import AtomParams, RunConfig
 
-MERGE_RADIUS = 1e-3  # points closer than this (chord) merge into one
+MERGE_RADIUS = 1e-3  # points closer than this (chord) merge into one ...
+MERGE_FRACTION = 0.05  # ... or than this fraction of the starting sample's spacing, if smaller
+
+
+def merge_radius(n: int, d: int, surface: float) -> float:
+    """The merging distance of ``n`` points on ``S^{d-1}``: ``MERGE_RADIUS``, or
+    ``MERGE_FRACTION`` of the sample's spacing ``(|S^{d-1}| / n)^{1/(d-1)}`` where that is smaller
+    (no two points of the starting sample merge)."""
+    return float(min(MERGE_RADIUS, MERGE_FRACTION * (surface / max(n, 1)) ** (1.0 / (d - 1))))
 
 
 def cluster_radius(beta: float, d: int) -> float:
@@ -79,6 +90,7 @@ class PointsDiscretization(MeasureDiscretization):
         self.cell_weight = np.array([self.manifold.surface])
         self.layout = MeasureLayout((0,), self.d)
         self.log_c = kernel_log_shift(config.model)
+        self.merge_radius = merge_radius(config.domain.resolution, self.d, self.manifold.surface)
         self.next_id = 0
 
     # -- the state ------------------------------------------------------------------------
@@ -95,7 +107,7 @@ class PointsDiscretization(MeasureDiscretization):
         return self._merged(p.position, p.mass, p.ids)
 
     def _merged(self, x: np.ndarray, w: np.ndarray, ids: np.ndarray) -> np.ndarray:
-        x, w, ids = merge(pts.normalise(x), w, ids, MERGE_RADIUS)
+        x, w, ids = merge(pts.normalise(x), w, ids, self.merge_radius)
         new = np.flatnonzero((ids < 0) & (w >= self.config.atoms.min_mass))
         if new.size:
             ids = ids.copy()
@@ -140,7 +152,7 @@ class PointsDiscretization(MeasureDiscretization):
         return slice(0, self.d * (state.size // (self.d + 2))), 1.0
 
     def after_step(self, state: np.ndarray, step: int) -> np.ndarray:
-        """Positions back to unit length; points closer than ``MERGE_RADIUS`` merge."""
+        """Positions back to unit length; points closer than ``merge_radius`` merge."""
         p = self.particles(state)
         return self._merged(p.position, p.mass, p.ids)
 
@@ -172,7 +184,7 @@ class PointsDiscretization(MeasureDiscretization):
         dirac = self.atoms(state)
         total = float(np.sum(p.mass))
         return Diagnostics(mass=total, min_rho=float(rho[0]), max_rho=float(rho[0]), energy=e,
-                           dissipation=diss, transport_rate=transport,
+                           dissipation=diss, transport_rate=speed,
                            max_support_velocity=speed, tail_energy=float("nan"),
                            n_atoms=int(mass.size), atom_mass=mass, atom_position=position,
                            atom_core_mass=mass.copy(),

@@ -8,9 +8,15 @@ kernel's factor: 1, or ``e^{-beta}`` for the shifted kernel)
     softmax (paper eq. 2.9): V(x) = P_x F(x) / f(x) + grad v(x) / 2,   f(x) = c_K sum_j w_j e^{beta x.x_j},
 
 ``F`` the first sum without ``P_x``. The term ``j = k`` vanishes in ``P_x F`` (``P_x x = 0``) and
-counts in ``f`` (the normaliser holds the point's own mass). The sums run over every pair, in row
-blocks of at most ``BLOCK`` terms: two matrix products and one exponential per block, so the
-cost of an evaluation is ``O(n^2 d)`` in any dimension, with no quadrature and no truncation.
+counts in ``f`` (the normaliser holds the point's own mass). :func:`attention_sums` picks, exact
+to round-off in each case, the cheapest of:
+
+- d = 2: the Fourier series ``e^{beta cos t} = sum_m I_m(beta) e^{i m t}`` cut where
+  ``I_m / I_0 < FOURIER_TOL`` (moments of the measure once, ``O(n K)``);
+- d = 3: the multinomial series of :mod:`spectral.kernel_series` (``O(n C(K+3, 3))``) when it has
+  fewer terms than there are points;
+- any d: the pair sums in row blocks of at most ``BLOCK`` terms (two matrix products and one
+  exponential per block, ``O(n^2 d)``), the reference the tests compare the others with.
 """
 
 from __future__ import annotations
@@ -23,6 +29,8 @@ from solvers.model import perceptron
 from solvers.model.params import ModelParams
 
 BLOCK = 1 << 22  # terms per row block of the pair sums (32 MiB)
+TREE_DIM = 8  # close pairs by a k-d tree up to this dimension
+FOURIER_TOL = 1e-18  # d = 2: Fourier terms kept while I_m(beta) / I_0(beta) is above this
 
 
 def normalise(x: np.ndarray) -> np.ndarray:
@@ -34,11 +42,67 @@ def _rows(n: int, m: int) -> int:
     return max(1, BLOCK // max(m, 1))
 
 
-def attention_sums(x: np.ndarray, y: np.ndarray, w: np.ndarray, beta: float, log_c: float
-                   ) -> tuple[np.ndarray, np.ndarray]:
+def attention_sums(x: np.ndarray, y: np.ndarray, w: np.ndarray, beta: float, log_c: float,
+                   method: str = "auto") -> tuple[np.ndarray, np.ndarray]:
     """``(f (n,), F (n, d))``: ``f_k = e^{log_c} sum_j w_j e^{beta x_k.y_j}`` and ``F_k`` the
     same sum of ``w_j e^{beta x_k.y_j} y_j``, at the points ``x`` (n, d) from the weighted points
-    ``y`` (m, d), ``w`` (m,)."""
+    ``y`` (m, d), ``w`` (m,). ``method``: ``"auto"`` (module docstring), ``"direct"`` (the pair
+    sums), ``"fourier"`` (d = 2) or ``"series"`` (d = 3)."""
+    d = x.shape[1]
+    if method == "auto":
+        from spectral.kernel_series import series_terms
+
+        method = "fourier" if d == 2 else \
+            "series" if d == 3 and series_terms(beta) < min(x.shape[0], y.shape[0]) else "direct"
+    if method == "fourier":
+        return _fourier_sums(x, y, w, beta, log_c)
+    if method == "series":
+        from spectral.kernel_series import series_field_numba
+
+        return series_field_numba(x, y, w, beta, log_c)
+    return _pair_sums(x, y, w, beta, log_c)
+
+
+def fourier_degree(beta: float) -> int:
+    """The last Fourier mode of :func:`_fourier_sums`: ``I_K(beta) / I_0(beta) >= FOURIER_TOL``."""
+    from scipy.special import ive
+
+    k = 1
+    while ive(k + 1, beta) >= FOURIER_TOL * ive(0, beta):
+        k += 1
+    return k
+
+
+def _fourier_sums(x: np.ndarray, y: np.ndarray, w: np.ndarray, beta: float, log_c: float
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    """d = 2: with ``x = (cos t, sin t)``, ``y_j = (cos p_j, sin p_j)``, ``f(t) = c sum_m I_m
+    M_m e^{i m t}`` and ``F_1 + i F_2 = c sum_m I_m M_{m-1} e^{i m t}``, ``M_m = sum_j w_j
+    e^{-i m p_j}`` (``c = e^{log_c}``, ``|m| <= K``, :func:`fourier_degree`)."""
+    from scipy.special import ive
+
+    k = fourier_degree(beta)
+    m = np.arange(-k, k + 1)
+    coef = ive(np.abs(m), beta) * np.exp(beta + log_c)  # I_m(beta) c
+    zy = (y[:, 0] - 1j * y[:, 1]) / np.hypot(y[:, 0], y[:, 1])  # e^{-i p_j}
+    moments = _powers(zy, k + 1).T @ w  # M_{-k-1} .. M_{k+1}
+    moments = moments[:-1]  # M_{-k-1} .. M_k
+    zx = (x[:, 0] + 1j * x[:, 1]) / np.hypot(x[:, 0], x[:, 1])  # e^{i t}
+    wave = _powers(zx, k) * coef  # (n, 2k + 1): I_m c e^{i m t}
+    f = (wave @ moments[1:]).real
+    g = wave @ moments[:-1]
+    return f, np.stack([g.real, g.imag], axis=1)
+
+
+def _powers(z: np.ndarray, k: int) -> np.ndarray:
+    """``z^m`` for ``m = -k .. k`` of unit complex numbers ``z`` (n,), shape (n, 2k + 1), by
+    repeated products (``z^{-m} = conj(z^m)``)."""
+    up = np.cumprod(np.broadcast_to(z[:, None], (z.size, k)), axis=1)
+    return np.concatenate([np.conj(up[:, ::-1]), np.ones((z.size, 1)), up], axis=1)
+
+
+def _pair_sums(x: np.ndarray, y: np.ndarray, w: np.ndarray, beta: float, log_c: float
+               ) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`attention_sums` by the pair sums, in row blocks of at most ``BLOCK`` terms."""
     n = x.shape[0]
     f, F = np.empty(n), np.empty((n, x.shape[1]))
     step = _rows(n, y.shape[0])
@@ -94,11 +158,17 @@ def energy_and_dissipation(x: np.ndarray, w: np.ndarray, model: ModelParams, log
 
 def close_pairs(x: np.ndarray, radius: float) -> np.ndarray:
     """Index pairs ``(i, j)``, ``i < j``, of the unit vectors ``x`` (n, d) closer than ``radius``
-    (chord), shape (p, 2): from the Gram matrix in row blocks (a k-d tree prunes nothing in many
-    dimensions)."""
+    (chord), shape (p, 2): by a k-d tree in up to ``TREE_DIM`` dimensions, else from the Gram
+    matrix in row blocks (a k-d tree prunes little in many dimensions)."""
     n = x.shape[0]
     if n < 2:
         return np.zeros((0, 2), dtype=np.int64)
+    if x.shape[1] <= TREE_DIM:
+        from scipy.spatial import cKDTree
+
+        pairs = cKDTree(x).query_pairs(radius, output_type="ndarray")
+        return np.sort(pairs, axis=1).astype(np.int64) if pairs.size else \
+            np.zeros((0, 2), dtype=np.int64)
     cos_min = 1.0 - 0.5 * radius * radius  # |x - y| < r  <=>  x.y > 1 - r^2 / 2
     out = []
     step = _rows(n, n)

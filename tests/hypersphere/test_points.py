@@ -407,3 +407,18 @@ def test_three_component_units_config_builds_the_d3_point_method():
                                atol=1e-13)
     assert np.max(np.abs(v)) > 1e-3
     assert disc.manifold.surface == pytest.approx(4 * math.pi, rel=1e-15)
+
+
+@pytest.mark.parametrize("d, beta, log_c", [(2, 5.0, -5.0), (2, 25.0, 0.0), (3, 1.0, -1.0),
+                                            (3, 5.0, 0.0)])
+def test_series_paths_equal_the_pair_sums(d, beta, log_c):
+    """The d = 2 Fourier series and the d = 3 multinomial series give the pair sums' ``f`` and
+    ``F`` to round-off (relative to their largest value)."""
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=(300, d))
+    x /= np.linalg.norm(x, axis=1, keepdims=True)
+    w = rng.random(300)
+    f0, F0 = pts.attention_sums(x, x, w, beta, log_c, "direct")
+    f1, F1 = pts.attention_sums(x, x, w, beta, log_c, "fourier" if d == 2 else "series")
+    assert np.abs(f1 - f0).max() <= 1e-13 * np.abs(f0).max()
+    assert np.abs(F1 - F0).max() <= 1e-13 * np.abs(F0).max()
