@@ -5,8 +5,9 @@ tests/test_layering.py):
 
 - ``spectral`` (top-level package): bases, transforms, kernel eigenvalues; no notion of time.
 - :mod:`solvers.model`: parameters, configs, activations, the perceptron.
-- :mod:`solvers.core`: what the circle and the sphere share.
-- :mod:`solvers.circle`, :mod:`solvers.sphere`: the two manifolds, side by side.
+- :mod:`solvers.core`: what the manifolds share.
+- :mod:`solvers.circle`, :mod:`solvers.sphere`, :mod:`solvers.hypersphere`: the three manifolds,
+  side by side (S^1 and S^2 on grids, S^{d-1} by weighted points).
 - :mod:`solvers.timestepping`: integrators and the solver.
 - :mod:`solvers.io`: archives and starting states.
 - :mod:`solvers.plots`: figures.

@@ -19,7 +19,7 @@ LAYERS = [
     ("spectral",),
     ("solvers.model",),
     ("solvers.core",),
-    ("solvers.circle", "solvers.sphere"),
+    ("solvers.circle", "solvers.sphere", "solvers.hypersphere"),
     ("solvers.timestepping",),
     ("solvers.io",),
     ("solvers.plots",),

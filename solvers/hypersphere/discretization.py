@@ -45,11 +45,6 @@ def merge_radius(n: int, d: int, surface: float) -> float:
     return float(min(MERGE_RADIUS, MERGE_FRACTION * (surface / max(n, 1)) ** (1.0 / (d - 1))))
 
 
-def cluster_radius(beta: float, d: int) -> float:
-    """The paper's grouping distance in ``d >= 4``: ``min(1/(2 beta), pi/(2 d))`` (geodesic)."""
-    return float(min(0.5 / beta, np.pi / (2.0 * d)))
-
-
 def merge(x: np.ndarray, w: np.ndarray, ids: np.ndarray, radius: float
           ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Points ``x`` (n, d) of masses ``w`` closer than ``radius`` (chord) as one: the group's
@@ -80,17 +75,15 @@ class PointsDiscretization(MeasureDiscretization):
                 "(Lagrangian particles), merged into Dirac atoms")
 
     def __init__(self, config: RunConfig) -> None:
-        from solvers.timestepping.manifolds import manifold_of
-
         self.config = config
         self.d = config.domain.d
-        self.manifold = manifold_of(config)
-        self.problem = self.manifold
+        self.surface = pts.sphere_area(self.d)
+        self.problem = None  # no grid problem: the model is read from the config
         self.shape = (1,)
-        self.cell_weight = np.array([self.manifold.surface])
+        self.cell_weight = np.array([self.surface])
         self.layout = MeasureLayout((0,), self.d)
         self.log_c = kernel_log_shift(config.model)
-        self.merge_radius = merge_radius(config.domain.resolution, self.d, self.manifold.surface)
+        self.merge_radius = merge_radius(config.domain.resolution, self.d, self.surface)
         self.next_id = 0
 
     # -- the state ------------------------------------------------------------------------
@@ -125,7 +118,7 @@ class PointsDiscretization(MeasureDiscretization):
     def density(self, state: np.ndarray) -> np.ndarray:
         """The one cell's density: the diffuse points' mass over ``|S^{d-1}|``, shape (1,)."""
         p = self.particles(state)
-        return np.array([float(np.sum(p.mass[p.ids < 0])) / self.manifold.surface])
+        return np.array([float(np.sum(p.mass[p.ids < 0])) / self.surface])
 
     def atoms(self, state: np.ndarray) -> DiracAtoms:
         p = self.particles(state)
@@ -162,7 +155,7 @@ class PointsDiscretization(MeasureDiscretization):
         """``(mass (k,), position (k, d))`` of the paper's clusters of at least
         ``atoms.min_mass`` (module docstring), heaviest first."""
         beta = self.config.model.beta
-        radius = atoms.radius if atoms.radius is not None else cluster_radius(beta, self.d)
+        radius = atoms.radius if atoms.radius is not None else pts.cluster_radius(beta, self.d)
         chord = 2.0 * np.sin(0.5 * min(radius, np.pi))
         k, label = pts.groups(x, chord)
         mass = np.bincount(label, weights=w, minlength=k)

@@ -54,9 +54,10 @@ class HyperSphere(Manifold):
     check_atom = ()
 
     def __init__(self, dimension: int) -> None:
+        from solvers.hypersphere.points import sphere_area
+
         self.dimension = int(dimension)
-        d = max(self.dimension, 2)
-        self.surface = 2.0 * math.pi ** (d / 2.0) / math.gamma(d / 2.0)
+        self.surface = sphere_area(max(self.dimension, 2))
 
     def __repr__(self) -> str:
         return f"<manifold Sd, d = {self.dimension}>"
@@ -108,7 +109,7 @@ class HyperSphere(Manifold):
 
     # ------------------------------------------------------------------ atoms
     def atom_radius(self, beta: float) -> float:
-        from solvers.hypersphere.discretization import cluster_radius
+        from solvers.hypersphere.points import cluster_radius
 
         return cluster_radius(beta, self.dimension)
 

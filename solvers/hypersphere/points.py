@@ -33,6 +33,18 @@ TREE_DIM = 8  # close pairs by a k-d tree up to this dimension
 FOURIER_TOL = 1e-18  # d = 2: Fourier terms kept while I_m(beta) / I_0(beta) is above this
 
 
+def sphere_area(d: int) -> float:
+    """``|S^{d-1}| = 2 pi^{d/2} / Gamma(d/2)``."""
+    import math
+
+    return 2.0 * math.pi ** (d / 2.0) / math.gamma(d / 2.0)
+
+
+def cluster_radius(beta: float, d: int) -> float:
+    """The paper's grouping distance in ``d >= 4``: ``min(1/(2 beta), pi/(2 d))`` (geodesic)."""
+    return float(min(0.5 / beta, np.pi / (2.0 * d)))
+
+
 def normalise(x: np.ndarray) -> np.ndarray:
     """Rows of ``x`` (n, d) scaled to unit length."""
     return x / np.linalg.norm(x, axis=1, keepdims=True)

@@ -1,7 +1,8 @@
 """Files: the only layer that reads or writes run archives.
 
 - :mod:`~solvers.io.archive`: ``ArchiveWriter`` (crash-safe NetCDF or zarr, resume).
-- :mod:`~solvers.io.layout`: the archive's dimensions, variables and attributes.
+- :mod:`~solvers.io.layout`: the archive's dimensions, variables and attributes, built from the
+  tables of :mod:`~solvers.io.variables`.
 - :mod:`~solvers.io.state`: a run's starting state (``initial_density``, from the config or
   another archive) and its grid arrays.
 - :mod:`~solvers.io.summary`: the sweep summary file (``summary.nc``) and per-run records.

@@ -123,7 +123,8 @@ def _fill(shape: tuple[int, ...], cells: dict[tuple[int, ...], dict[str, Any]]
     """Arrays of the summary variables; ``cells`` maps grid index -> record."""
     ok = [r for r in cells.values() if r["reason"] not in NO_RESULT]
     n_atom = max([1] + [len(r["atom_mass"]) for r in ok])
-    pos_shape = next((np.shape(r["atom_position"])[1:] for r in ok if r["atom_mass"]), ())
+    # positions: angles (S^1) or unit vectors (S^2, Sd; a sweep over d pads the shorter with NaN)
+    pos_shape = max((np.shape(r["atom_position"])[1:] for r in ok if r["atom_mass"]), default=())
     data = {k: np.full(shape, np.nan) for k in SCALARS}
     data["atom_mass"] = np.full(shape + (n_atom,), np.nan)
     data["atom_position"] = np.full(shape + (n_atom,) + pos_shape, np.nan)
@@ -137,7 +138,9 @@ def _fill(shape: tuple[int, ...], cells: dict[tuple[int, ...], dict[str, Any]]
             data[k][index] = rec.get(k, np.nan)
         n = len(rec["atom_mass"])
         data["atom_mass"][index][:n] = rec["atom_mass"]
-        data["atom_position"][index][:n] = rec["atom_position"]
+        pos = np.asarray(rec["atom_position"], dtype=float)
+        if n:
+            data["atom_position"][index][(slice(0, n),) + tuple(slice(0, c) for c in pos.shape[1:])] = pos
     return data
 
 

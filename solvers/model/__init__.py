@@ -3,7 +3,8 @@
 - :mod:`~solvers.model.params`: frozen dataclasses (``RunConfig`` and its sections) and the
   vocabularies (directions, attentions, kernels, integrator and limiter names).
 - :mod:`~solvers.model.config`: TOML -> validated ``RunConfig`` (``load_config``), overrides,
-  ``ConfigError`` (one line naming the key).
+  ``ConfigError`` (one line naming the key); :mod:`~solvers.model.config_domain`: its
+  ``[domain]`` and ``[perceptron]`` sections (units given, or drawn from a seed).
 - :mod:`~solvers.model.validators`, :mod:`~solvers.model.limits`: value checks and the limits
   of the numerics (``check_run``: what a run checks before it allocates).
 - :mod:`~solvers.model.combinations`: settings valid alone but not together (Dirac state,

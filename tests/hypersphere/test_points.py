@@ -406,7 +406,7 @@ def test_three_component_units_config_builds_the_d3_point_method():
     np.testing.assert_allclose(v, pts.velocity(p.position, p.mass, cfg.model, 0.0), rtol=0,
                                atol=1e-13)
     assert np.max(np.abs(v)) > 1e-3
-    assert disc.manifold.surface == pytest.approx(4 * math.pi, rel=1e-15)
+    assert disc.surface == pytest.approx(4 * math.pi, rel=1e-15)
 
 
 @pytest.mark.parametrize("d, beta, log_c", [(2, 5.0, -5.0), (2, 25.0, 0.0), (3, 1.0, -1.0),

@@ -225,9 +225,6 @@ def test_sweep_over_the_dimension_d2(tmp_path: Path) -> None:
     _check_table(summary, out, [2])
 
 
-@pytest.mark.xfail(strict=True, raises=ValueError, reason=(
-    "solvers/io/summary.py _fill sizes atom_position by the first record's width, so the "
-    "positions of d = 4 and d = 5 do not fit one summary (could not broadcast (n, 5) into (n, 4))"))
 def test_sweep_over_the_dimension_d4_d5(tmp_path: Path) -> None:
     """The sweep of the task, small: d = 4, 5 and beta = 1, 5 (N = 150, t = 30)."""
     summary, out = _tiny_sweep(tmp_path, "4,5")
