@@ -30,7 +30,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 def polish_to(run: str | Path, output: str | Path | None = None, merge_tol: float = MERGE_TOL,
               tol: float = 1e-13, overwrite: bool = True) -> tuple[Any, Path]:
-    """:func:`solvers.studies.polish.polish_archive` through the writer policy: the target
+    """:func:`solvers.studies.polish_points.polish_run` (S^1, S^2 and Sd archives) through
+    the writer policy: the target
     (default ``RUN.polished.nc``) must be free or, with ``overwrite``, a file of ours
     (:func:`solvers.io.writer_policy.claim_file`, checked before Newton); the file is built in
     a private folder beside it and renamed into place. ``meanfield polish`` passes its
@@ -38,7 +39,7 @@ def polish_to(run: str | Path, output: str | Path | None = None, merge_tol: floa
     ``(result, target)``."""
     from solvers.io.safe_paths import write_via_private
     from solvers.io.writer_policy import claim_file
-    from solvers.studies.polish import polish_archive
+    from solvers.studies.polish_points import polish_run
 
     run = Path(run)
     if output is not None and not str(output):
@@ -48,7 +49,7 @@ def polish_to(run: str | Path, output: str | Path | None = None, merge_tol: floa
         raise ValueError("-o: would overwrite the input archive; choose another path")
     claim_file(target, overwrite, what="polished archive")
     found: list[Any] = []
-    write_via_private(target, lambda tmp: found.append(polish_archive(run, tmp, merge_tol, tol)[0]),
+    write_via_private(target, lambda tmp: found.append(polish_run(run, tmp, merge_tol, tol)[0]),
                       overwrite=overwrite, option="--overwrite")
     return found[0], target
 
@@ -57,10 +58,10 @@ def run_command(args: argparse.Namespace) -> int:
     """Polish, print the report, write the archive; 1 when Newton did not converge."""
     if not (args.merge_tol >= 0.0) or not (0.0 < args.tol < 1.0):
         raise ValueError("--merge-tol must be >= 0 and --tol in (0, 1)")
-    from solvers.studies.polish import format_report
+    from solvers.studies.polish_points import report_text
 
     result, out = polish_to(args.run, args.output, args.merge_tol, args.tol,
                             overwrite=args.overwrite)
-    print(format_report(result))
+    print(report_text(result))
     print(f"wrote {out}")
     return 0 if result.converged else 1

@@ -235,17 +235,17 @@ def _run(config: RunConfig, state: runner.Start, args: argparse.Namespace, compa
 
 
 def _polish_at_end(path: Path) -> None:
-    """``--polish``: :func:`solvers.studies.polish.polish_archive` on the finished archive; a
+    """``--polish``: :func:`solvers.studies.polish_points.polish_run` on the finished archive; a
     state without atoms (or a Newton failure) is reported, the run's exit code stays."""
     from solvers.cli.polish import polish_to
-    from solvers.studies.polish import format_report
+    from solvers.studies.polish_points import report_text
 
     try:
         result, out = polish_to(path)
     except ValueError as err:
         print(f"error: polish: {err}", file=sys.stderr)
         return
-    print(format_report(result))
+    print(report_text(result))
     print(f"polished: {out}")
 
 

@@ -55,11 +55,18 @@ def tangent_bases(x: np.ndarray) -> np.ndarray:
     """Orthonormal tangent bases of unit vectors ``x`` (n, d), shape (n, d - 1, d).
 
     S^1: the tangent ``(-x_2, x_1)``; S^2: two vectors built from the coordinate axis least
-    aligned with each point (no trouble at the poles).
+    aligned with each point (no trouble at the poles); d >= 4: the last d - 1 columns of the
+    orthogonal factor of the QR factorisation of ``[x_i, I]`` (d, d + 1), whose first column
+    is ``+-x_i`` (full rank for every unit vector).
     """
     x = np.asarray(x, dtype=float)
-    if x.shape[1] == 2:
+    n, d = x.shape
+    if d == 2:
         return np.stack([-x[:, 1], x[:, 0]], axis=1)[:, None, :]
+    if d != 3:
+        stacked = np.concatenate([x[:, :, None], np.broadcast_to(np.eye(d), (n, d, d))], axis=2)
+        q = np.linalg.qr(stacked)[0] if n else np.zeros((0, d, d))
+        return np.swapaxes(q[:, :, 1:], 1, 2).copy()
     axis = np.eye(3)[np.argmin(np.abs(x), axis=1)]
     e1 = axis - np.sum(axis * x, axis=1, keepdims=True) * x
     e1 /= np.linalg.norm(e1, axis=1, keepdims=True)

@@ -12,8 +12,9 @@ archive's ``dirac_*``), a lighter one is diffuse.
 Steps are error-controlled (``dopri5`` by default, ``time.rtol``/``time.atol`` on the
 positions): the Lipschitz bound of ``d`` drawn units is far above the rates the points feel.
 
-The stop rule's transport rate is the largest speed of a point (the paper's rule, section 4):
-a run is stationary once every point has stopped, so the clusters hold their final mass.
+The stop rule's transport rate is the larger of the largest speed of a diffuse point and the
+Dirac atoms' mass-weighted mean speed: a run is stationary once every point has merged into an
+atom or stopped (so the clusters hold their final mass) and the atoms barely move.
 
 What the pipeline's grid sees: one cell, the whole sphere, holding the diffuse points' mass as
 its mean density (``rho = M_diffuse / |S^{d-1}|``); the snapshot's atoms are the paper's
@@ -170,15 +171,17 @@ class PointsDiscretization(MeasureDiscretization):
         Dirac atoms (module docstring)."""
         p = self.particles(state)
         x = pts.normalise(p.position)
-        e, diss, transport, speed = pts.energy_and_dissipation(x, p.mass, self.config.model,
-                                                               self.log_c)
+        e, diss, speeds = pts.energy_and_dissipation(x, p.mass, self.config.model, self.log_c)
+        free = p.ids < 0
+        transport = max(float(speeds[free].max(initial=0.0)),
+                        float(p.mass[~free] @ speeds[~free]) / max(float(p.mass.sum()), 1e-300))
         mass, position = self.clusters(x, p.mass, atoms)
         rho = self.density(state)
         dirac = self.atoms(state)
         total = float(np.sum(p.mass))
         return Diagnostics(mass=total, min_rho=float(rho[0]), max_rho=float(rho[0]), energy=e,
-                           dissipation=diss, transport_rate=speed,
-                           max_support_velocity=speed, tail_energy=float("nan"),
+                           dissipation=diss, transport_rate=transport,
+                           max_support_velocity=float(speeds.max(initial=0.0)), tail_energy=float("nan"),
                            n_atoms=int(mass.size), atom_mass=mass, atom_position=position,
                            atom_core_mass=mass.copy(),
                            diffuse_mass=max(0.0, total - float(mass.sum())),

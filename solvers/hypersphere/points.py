@@ -155,17 +155,15 @@ def velocity(x: np.ndarray, w: np.ndarray, model: ModelParams, log_c: float) -> 
 
 
 def energy_and_dissipation(x: np.ndarray, w: np.ndarray, model: ModelParams, log_c: float
-                           ) -> tuple[float, float, float, float]:
-    """``(E, dissipation, transport, max speed)`` of the points: ``E = (1/(2 beta)) sum_jk w_j
-    w_k K(x_j, x_k) + (1/2) sum_k w_k v(x_k)`` (paper eq. 2.7), ``sum_k w_k grad U . V`` (``dE/dt
-    = s`` times it), ``sum_k w_k |V_k|`` (mass times speed: the rate of the Wasserstein-1
-    distance the measure travels) and ``max_k |V_k|``."""
+                           ) -> tuple[float, float, np.ndarray]:
+    """``(E, dissipation, speeds (n,))`` of the points: ``E = (1/(2 beta)) sum_jk w_j w_k
+    K(x_j, x_k) + (1/2) sum_k w_k v(x_k)`` (paper eq. 2.7), ``sum_k w_k grad U . V`` (``dE/dt =
+    s`` times it) and each point's speed ``|V_k|``."""
     if x.shape[0] == 0:
-        return 0.0, 0.0, 0.0, 0.0
+        return 0.0, 0.0, np.zeros(0)
     f, grad, vel = fields(x, w, model, log_c)
     e = float(w @ f) / (2.0 * model.beta) + 0.5 * float(w @ perceptron.potential(model.perceptron, x))
-    speed = np.linalg.norm(vel, axis=1)
-    return e, float(w @ np.sum(grad * vel, axis=1)), float(w @ speed), float(speed.max())
+    return e, float(w @ np.sum(grad * vel, axis=1)), np.linalg.norm(vel, axis=1)
 
 
 def close_pairs(x: np.ndarray, radius: float) -> np.ndarray:

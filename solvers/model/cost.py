@@ -63,8 +63,16 @@ TIMING_FILE = "step_timing.json"  # the cache of :mod:`solvers.studies.step_timi
 # alike, beside another busy process)
 STEP_FACTOR = {("S1", HANDOVER): 2.0, ("S1", "lagrangian"): 3.0, ("S1", "fv"): 2.5,
                ("S1", "spectral"): 1.3, ("S2", "lagrangian"): 2.5, ("S2", "fv"): 4.0,
-               ("S2", "spectral"): 1.3}
+               ("S2", "spectral"): 1.3, ("Sd", "lagrangian"): 1.0}
 PARTICLE_FULL_STEPS, PARTICLE_MERGED = 55.0, 0.033  # S^2 particles (compute_seconds)
+# Sd points (compute_seconds): a new run's first POINTS_FULL_STEPS steps carry (nearly) every
+# point, each later one costs POINTS_MERGED of the first step plus POINTS_STEP_S (the points
+# merge into atoms; fitted on runs/paper_sd_descent_relu.toml at d = 2, 50 and N = 2000, 10^4)
+POINTS_FULL_STEPS, POINTS_MERGED, POINTS_STEP_S = 200.0, 0.02, 2e-3
+# Sd pair sums: seconds per pair and per component of a right-hand side (two matrix products
+# and an exponential), the circle's Fourier series per point and mode, S^2's series per point
+# and term; dopri5 evaluates it six times a step, and the merging of close points once more
+PAIR_S, FOURIER_S, SERIES_S, POINT_EVALS = 4.5e-11, 2e-8, 5e-9, 7.0
 
 
 @dataclass(frozen=True)
@@ -132,9 +140,27 @@ def estimated_steps(config: RunConfig, t0: float = 0.0) -> float:
 
 
 def points(config: RunConfig) -> int:
-    """Grid points: ``N`` on S^1, ``(lmax + 1)(2 lmax + 2)`` on S^2."""
+    """Grid points: ``N`` on S^1, ``(lmax + 1)(2 lmax + 2)`` on S^2, the one cell of Sd."""
     n = config.domain.resolution
+    if config.domain.manifold == "Sd":
+        return 1
     return n if config.domain.manifold == "S1" else (n + 1) * (2 * n + 2)
+
+
+def points_step_seconds(config: RunConfig) -> float:
+    """Sd: seconds of a step with all ``N`` points (module constants): the attention sums
+    by the Fourier series (d = 2), the multinomial series (d = 3, when shorter than the pair
+    sums) or the pair sums, ``POINT_EVALS`` times."""
+    from spectral.kernel_series import series_terms
+
+    n, d, beta = config.domain.resolution, config.domain.d, config.model.beta
+    if d == 2:
+        one = FOURIER_S * n * (2 * (int(beta) + 30) + 1)
+    elif d == 3 and series_terms(beta) < n:
+        one = SERIES_S * n * series_terms(beta)
+    else:
+        one = PAIR_S * n * n * (2 * d + 1)
+    return POINT_EVALS * one
 
 
 def step_key(config: RunConfig) -> str:
@@ -142,7 +168,8 @@ def step_key(config: RunConfig) -> str:
     depends on (the initial kind sets how many particles or atoms the first steps carry; softmax
     attention costs more per step)."""
     plan = plan_method(config)
-    return "/".join((config.domain.manifold, plan.scheme, plan.representation, plan.integrator,
+    manifold = config.domain.manifold + (f"{config.domain.d}" if config.domain.manifold == "Sd" else "")
+    return "/".join((manifold, plan.scheme, plan.representation, plan.integrator,
                      str(config.domain.resolution), config.initial.kind, config.model.attention))
 
 
@@ -186,6 +213,8 @@ def fallback_step_seconds(config: RunConfig) -> float:
     ``0.17 s (P / 8192)^0.8`` (their pair sums, a particle per grid point at the start), ``P``
     the grid points."""
     n = config.domain.resolution
+    if config.domain.manifold == "Sd":
+        return points_step_seconds(config)
     if config.domain.manifold == "S1":
         return (5e-4 + 1e-6 * n) * crowding(config)
     if plan_method(config).scheme == "lagrangian":
@@ -211,6 +240,9 @@ def compute_seconds(config: RunConfig, steps: float, step_s: float, t0: float = 
     lmax 63, beside the companions: paper_s2_ascent_attention took 165 steps in the time of
     58 such steps, paper_s2_ascent_relu_seed111 864 in that of 81, the particle descent 14200
     in that of 430, counted 520)."""
+    if config.domain.manifold == "Sd":
+        full = 0.0 if t0 > 0 else min(steps, POINTS_FULL_STEPS)
+        return full * step_s + (steps - full) * (POINTS_MERGED * step_s + POINTS_STEP_S)
     if config.domain.manifold != "S2" or plan_method(config).scheme != "lagrangian":
         return steps * step_s
     full = 0.0 if t0 > 0 else min(steps, PARTICLE_FULL_STEPS)  # a resume: merged already
@@ -263,8 +295,10 @@ def estimate_cost(config: RunConfig, checks: Sequence[RunConfig] = (), t0: float
         check_s = tuple(compute_seconds(check, expected_steps(check, t0),
                                         fallback_step_seconds(check) * ratio, t0)
                         for check in checks)
-    what = (f"{config.domain.manifold}, {'N' if config.domain.manifold == 'S1' else 'lmax'} = "
-            f"{config.domain.resolution}, {plan_method(config).scheme}")
+    dom = config.domain
+    what = (f"Sd, d = {dom.d}, N = {dom.resolution} points" if dom.manifold == "Sd" else
+            f"{dom.manifold}, {'N' if dom.manifold == 'S1' else 'lmax'} = {dom.resolution}")
+    what += f", {plan_method(config).scheme}"
     return CostEstimate(steps, step_s, snapshots, syncs, write_s, what, check_s, usable_cores(),
                         end, timed)
 

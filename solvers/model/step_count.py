@@ -66,6 +66,11 @@ STATIONARY_SPAN = {("fv", "descent"): 1500.0, ("lagrangian", "descent"): 7000.0,
                    ("lagrangian", "ascent"): 140.0, ("fv", "ascent"): 140.0}
 
 
+# Sd points (dopri5, rtol 5e-7): a stationary stop by t = 725 (d = 50) ... 2870 (d = 2) on
+# runs/paper_sd_descent_relu.toml; about 1.7 steps per unit time
+POINTS_STOP_T, POINTS_STEPS_PER_T = 2000.0, 1.7
+
+
 def relaxation_bound(config: RunConfig) -> float:
     """``L = M max|K''| / beta`` (softmax: 1), the solver's rate bound (docs/math.md §3.2, 6)."""
     model = config.model
@@ -118,8 +123,10 @@ def span_steps(span: float, dt: float, interval: float) -> float:
 
 def stop_time(config: RunConfig, t0: float = 0.0) -> float:
     """When the run is expected to end: ``t_end``, or on S^2 sooner as stationary, at
-    ``STATIONARY_SPAN[method, direction] / L`` (module docstring)."""
+    ``STATIONARY_SPAN[method, direction] / L``, on Sd at ``POINTS_STOP_T`` (module docstring)."""
     tp = config.time
+    if tp.stop_when_stationary and config.domain.manifold == "Sd":
+        return min(tp.t_end, max(t0, POINTS_STOP_T))
     if not tp.stop_when_stationary or config.domain.manifold != "S2":
         return tp.t_end
     kind = "lagrangian" if plan_method(config).scheme == "lagrangian" else "fv"
@@ -141,6 +148,8 @@ def expected_steps(config: RunConfig, t0: float = 0.0, plan: MethodPlan | None =
     c_v = perceptron.lipschitz(config.model.perceptron)
     rate_dt = c * tp.rate_factor / lip
     s1 = config.domain.manifold == "S1"
+    if config.domain.manifold == "Sd":  # error-controlled: steps per unit time, measured
+        return min(POINTS_STEPS_PER_T * span, float(tp.max_steps))
     if plan.scheme == "lagrangian":
         dt = tp.rate_factor / (lip + c_v) if not s1 else rate_dt
         return min(span_steps(span, dt, interval), float(tp.max_steps))

@@ -68,6 +68,9 @@ class Polished:
     # what the polished run's verdict says against its state (not stationary, not trusted):
     # the polished atoms are a stationary point near the run's last atoms, not the run's limit
     run_warnings: tuple[str, ...] = ()
+    # Sd (solvers.studies.polish_points): |grad U| (n,) per atom, and what became of the remainder
+    grad_u: np.ndarray | None = None
+    remainder_note: str = ""
 
 
 def grid_atoms(config: RunConfig, rho: np.ndarray) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray]:
@@ -173,6 +176,9 @@ def polish_archive(path: str | Path, out: str | Path | None = None,
     if ds.sizes.get("time", 0) == 0:
         raise ValueError(f"{path}: the archive holds no snapshots")
     config = load_config(str(ds.attrs["config_text"]))
+    if config.domain.manifold == "Sd":
+        raise ValueError(f"{path}: an Sd archive: solvers.studies.polish_points.polish_run "
+                         "polishes its Dirac atoms")
     last = ds.isel(time=[-1])
     dirac = read_last_dirac(path) if config.atoms.representation == "dirac" else None
     result = polish(config, np.asarray(last["rho"].values[0], dtype=float), merge_tol, tol, dirac)
