@@ -28,6 +28,10 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--time", type=float, help="snapshot time (nearest record; default: last)")
     p.add_argument("--sphere", default=None, metavar="{S1,S2}",
                    help="default S1; with --archive: the archive's")
+    p.add_argument("--dim", type=int, default=None, metavar="D",
+                   help="S^{D-1}: 2 and 3 are --sphere S1 and S2; D >= 4 checks the degree norms in "
+                        "the Gegenbauer (zonal) basis (--measure atoms or vmf; no archive, PNG or "
+                        "precision study; --n: quadrature nodes)")
     p.add_argument("--beta", type=float, nargs="+", default=[5.0, 20.0, 50.0],
                    help="one or more inverse temperatures (default 5 20 50)")
     p.add_argument("--kappa", type=float, default=3.0, help="vMF concentration (default 3)")
@@ -118,6 +122,10 @@ def run_command(args: argparse.Namespace) -> int:
         if args.table not in ("short", "full", "none"):
             raise ValueError(f"--table: must be short, full or none (got {args.table!r})")
         _check_ranges(args)
+        if args.dim is not None and args.dim >= 4:
+            return _run_gegenbauer(args)
+        if args.dim is not None:
+            _sphere_from_dim(args)
         measure = _measure_from_args(args)
         out = _output_path(args, measure)
         digits = args.digits if args.digits is not None else (
@@ -142,4 +150,37 @@ def run_command(args: argparse.Namespace) -> int:
                                 lambda tmp: plot_lemma51(ds, tmp, style=style),
                                 option="--output", kind="figure")
         print(f"wrote {png}")
+    return 0
+
+
+def _sphere_from_dim(args: argparse.Namespace) -> None:
+    """``--dim 2`` and ``--dim 3``: ``--sphere S1`` and ``S2`` (today's check)."""
+    sphere = {2: "S1", 3: "S2"}.get(args.dim)
+    if sphere is None:
+        raise ValueError(f"--dim: must be >= 2 (got {args.dim})")
+    if args.sphere and args.sphere != sphere:
+        raise ValueError(f"--dim {args.dim} is {sphere}: leave --sphere out (got {args.sphere})")
+    args.sphere = sphere
+
+
+def _run_gegenbauer(args: argparse.Namespace) -> int:
+    """``--dim D >= 4``: :mod:`solvers.studies.lemma51_gegenbauer`; writes OUT.nc, prints the
+    table."""
+    from solvers.io.safe_paths import check_target, write_netcdf
+    from solvers.model.limits import MAX_DIM
+    from solvers.studies.lemma51_gegenbauer import format_gegenbauer_report, gegenbauer_dataset
+
+    if args.archive or args.sphere or args.time is not None:
+        raise ValueError("--dim D >= 4: a built-in measure only (no --archive, --time, --sphere)")
+    if args.dim > MAX_DIM:
+        raise ValueError(f"--dim: must be <= {MAX_DIM} (got {args.dim})")
+    out = Path(args.output or f"lemma51_{args.measure}_S{args.dim - 1}.nc")
+    if out.suffix != ".nc":
+        raise ValueError(f"--output: must end in .nc (got {out})")
+    check_target(out, True, "--output")
+    ds = gegenbauer_dataset(args.measure, args.dim, args.beta, args.lmax, args.n, args.atoms,
+                            args.seed, args.kappa)
+    print(format_gegenbauer_report(ds, args.table))
+    write_netcdf(ds, out, option="--output")
+    print(f"wrote {out} (no PNG and no precision study in the Gegenbauer check)")
     return 0

@@ -13,7 +13,8 @@ Implementing a manifold (one subclass, one instance, in the manifold's own packa
 - **Identity.** ``name`` (the archive's ``manifold`` attribute and the config's
   ``domain.manifold``), ``dimension`` d (the manifold is ``S^{d-1}``, its points unit vectors
   of ``R^d``), ``surface`` ``|S^{d-1}|``, ``grid_dims`` (the archive's names of the grid axes)
-  and ``resolution_symbol`` (how ``domain.resolution`` is written: ``N`` or ``lmax``).
+  ``resolution_symbol`` (how ``domain.resolution`` is written: ``N`` or ``lmax``) and
+  ``resolution_key`` (the config key that sets it: ``domain.resolution``, ``domain.points``).
 - **Resolution arithmetic.** :meth:`coarse_resolution` (the verdict's half-resolution run,
   ``None`` below ``min_coarse_resolution``), :meth:`refine` (the next level of a resolution
   check, capped by ``max_check_resolution``), ``resolution_offset`` (the grid has
@@ -77,6 +78,7 @@ class Manifold(abc.ABC):
     surface: float
     grid_dims: tuple[str, ...]
     resolution_symbol: str
+    resolution_key: str = "domain.resolution"  # the config key a user raises
     resolution_offset: int
     min_coarse_resolution: int
     max_check_resolution: int

@@ -39,6 +39,7 @@ class HyperSphere(Manifold):
     name = "Sd"
     grid_dims = ("cell",)
     resolution_symbol = "N"
+    resolution_key = "domain.points"
     resolution_offset = 0
     min_coarse_resolution = 256
     max_check_resolution = 1 << 17
@@ -136,7 +137,19 @@ class HyperSphere(Manifold):
         return found, x, p.mass, labels
 
     def exact_atom_speed(self, config: Any, final: Any) -> float | None:
-        return None
+        """The largest speed of a Dirac atom of ``final`` under the exact velocity of the Dirac
+        atoms (the diffuse points, not in a snapshot, left out: at a stationary stop they hold
+        little mass)."""
+        from solvers.hypersphere import points as pts
+        from solvers.model.kernel import kernel_log_shift
+
+        diag = final.diagnostics
+        mass = np.asarray(diag.dirac_mass, float)
+        if mass.size == 0:
+            return None
+        x = pts.normalise(np.asarray(diag.dirac_position, float).reshape(mass.size, -1))
+        v = pts.velocity(x, mass, config.model, kernel_log_shift(config.model))
+        return float(np.max(np.linalg.norm(v, axis=1)))
 
     # ------------------------------------------------------------------ stationary states
     def top_degree(self, resolution: int) -> int:

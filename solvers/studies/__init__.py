@@ -17,7 +17,9 @@
 - :mod:`~solvers.studies.particles`: the particle system (any dimension).
 - :mod:`~solvers.studies.compare_particles`: PDE against particles; :mod:`~solvers.studies.compare_report`: its report as text.
 - :mod:`~solvers.studies.wasserstein`: exact W1 on the circle.
-- :mod:`~solvers.studies.polish`: exact stationary atoms by Newton's method.
+- :mod:`~solvers.studies.polish`: exact stationary atoms by Newton's method;
+  :mod:`~solvers.studies.polish_points`: the same for an Sd archive's Dirac atoms (any d), and
+  the dispatch of ``meanfield polish`` between the manifolds.
 - :mod:`~solvers.studies.converge_report`, :mod:`~solvers.studies.distances`,
   :mod:`~solvers.studies.orders`: the ladders' reports, distances between runs, observed orders.
 - :mod:`~solvers.studies.cluster`: the dask client of a sweep;

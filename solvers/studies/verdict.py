@@ -273,16 +273,17 @@ def judge(config: RunConfig, final: Any, reason: str, *, history: list | None = 
                 checked.update(ladder_mass=dm2, ladder_position=dx2)
                 dm, dx = max(dm, dm2 / 2), max(dx, dx2 / 2)
                 checked.update(atom_mass_error=dm, atom_position_error=dx)
+        key = manifold_of(config).resolution_key
         if dm is None:
             warnings.append(f"the atom count depends on the resolution ({n_atoms} at "
                             f"{config.domain.resolution}, {count} at {half.domain.resolution}): "
-                            "raise domain.resolution before trusting it")
+                            f"raise {key} before trusting it")
         elif dm > MASS_TOL or dx > POSITION_TOL:
             lo, hi = sorted((half.domain.resolution, config.domain.resolution))
             third = f" and {quarter.domain.resolution}" if "ladder_mass" in checked else ""
             warnings.append(f"under-resolved: the atoms' error bar at resolution {hi} (against "
                             f"{lo}{third}) is {dm:.2g} in mass and {dx:.2g} rad; raise "
-                            "domain.resolution")
+                            f"{key}")
     if time_error is not None:
         control = _time_line(config, time_error)
     else:
