@@ -8,7 +8,9 @@
 - :mod:`~solvers.studies.step_timing`: a config's step timed on this machine at first use, cached
   for the cost estimate.
 - :mod:`~solvers.studies.lemma51`, :mod:`~solvers.studies.lemma51_measures`,
-  :mod:`~solvers.studies.lemma51_inversion`: the Lemma 5.1 spectral-inversion check.
+  :mod:`~solvers.studies.lemma51_inversion`: the Lemma 5.1 spectral-inversion check;
+  :mod:`~solvers.studies.lemma51_gegenbauer`: the same on S^{d-1}, any d, in the Gegenbauer
+  (zonal) basis (``meanfield lemma51 --dim d``).
 - :mod:`~solvers.studies.converge`: refinement ladders in space and time.
 - :mod:`~solvers.studies.sweep`: parameter sweeps on dask.distributed;
   :mod:`~solvers.studies.sweep_params`: their ``--param`` values, counted before expanded;
