@@ -102,6 +102,8 @@ def config_attributes(config: RunConfig) -> dict[str, str | int | float]:
     """Flattened parameters of ``config`` as ``{attribute name: attribute value}``."""
     flat = flatten(config)
     flat.pop("text", None)  # stored whole as ``config_text``
+    if not flat.get("domain.dim"):  # 0: the manifold's own d (S1, S2), not recorded
+        flat.pop("domain.dim", None)
     return {param_attr_name(k): attr_value(v) for k, v in flat.items()}
 
 
