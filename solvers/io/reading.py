@@ -285,11 +285,15 @@ def read_dirac(path: str | os.PathLike, time: float | None = None) -> Any:
         i = n - 1 if time is None or n == 0 else _nearest_record(nc, n, time)
         width = len(nc.dimensions["dirac"])
         s2 = "dirac_x" in nc.variables  # S^2: unit vectors (n, 3); S^1: angles (n,)
+        sd = "component" in nc.dimensions  # Sd: unit vectors (n, d)
         if i < 0 or width == 0:
-            return DiracAtoms.empty(3 if s2 else 1)
-        def row(name: str) -> np.ndarray:  # (time, dirac) in a run; (dirac,) in a polished record
+            return DiracAtoms.empty(len(nc.dimensions["component"]) if sd else 3 if s2 else 1)
+
+        def row(name: str) -> np.ndarray:  # (time, dirac, ...) in a run; (dirac, ...) polished
             var = nc[name]
-            return np.ma.filled(np.ma.asarray(var[i, :width] if var.ndim == 2 else var[:width], float), np.nan)
+            on_records = var.dimensions[0] != "dirac"
+            values = var[i, :width] if on_records else var[:width]
+            return np.ma.filled(np.ma.asarray(values, float), np.nan)
 
         mass = row("dirac_mass")
         pos = np.stack([row(f"dirac_{c}") for c in "xyz"], axis=1) if s2 else row("dirac_position")
