@@ -94,6 +94,7 @@ def test_run_figure_of_a_real_run(sd_run: Path, tmp_path: Path) -> None:
     np.testing.assert_allclose(dots.get_sizes(), points.AREA_PER_MASS * mass)
 
 
+@pytest.mark.slow
 def test_animation_of_a_real_run(sd_run: Path, tmp_path: Path) -> None:
     """``animate_run`` of an Sd archive: one GIF frame per snapshot."""
     from PIL import Image
@@ -219,6 +220,7 @@ def _check_table(summary: xr.Dataset, out: Path, dims: list[int]) -> None:
     assert {p.name for p in paths} >= {"sweep_dim_counts.png", "sweep_dim_masses.png"}
 
 
+@pytest.mark.slow
 def test_sweep_over_the_dimension_d2(tmp_path: Path) -> None:
     """A real sweep over domain.dim = 2 and beta = 1, 5 (N = 150, t = 30): its table."""
     summary, out = _tiny_sweep(tmp_path, "2")
@@ -231,6 +233,7 @@ def test_sweep_over_the_dimension_d4_d5(tmp_path: Path) -> None:
     _check_table(summary, out, [4, 5])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("style", ["paper", "screen"])
 def test_figures_have_no_colliding_or_cut_texts(sd_run: Path, style: str) -> None:
     """The run figure (real run and d = 5 with many pairs named) and the d figures: no text
