@@ -137,18 +137,19 @@ class HyperSphere(Manifold):
         return found, x, p.mass, labels
 
     def exact_atom_speed(self, config: Any, final: Any) -> float | None:
-        """The largest speed of a Dirac atom of ``final`` under the exact velocity of the Dirac
-        atoms (the diffuse points, not in a snapshot, left out: at a stationary stop they hold
-        little mass)."""
+        """The largest speed of an atom (a cluster) of ``final`` under the exact velocity of the
+        clusters, each a point mass at its centre of mass (the points outside every cluster,
+        not in a snapshot, left out: at a stationary stop they hold little mass)."""
         from solvers.hypersphere import points as pts
         from solvers.model.kernel import kernel_log_shift
 
         diag = final.diagnostics
-        mass = np.asarray(diag.dirac_mass, float)
-        if mass.size == 0:
+        mass = np.asarray(diag.atom_mass, float).ravel()
+        keep = np.isfinite(mass) & (mass > 0)
+        if not np.any(keep):
             return None
-        x = pts.normalise(np.asarray(diag.dirac_position, float).reshape(mass.size, -1))
-        v = pts.velocity(x, mass, config.model, kernel_log_shift(config.model))
+        x = np.asarray(diag.atom_position, float).reshape(mass.size, -1)[keep]
+        v = pts.velocity(pts.normalise(x), mass[keep], config.model, kernel_log_shift(config.model))
         return float(np.max(np.linalg.norm(v, axis=1)))
 
     # ------------------------------------------------------------------ stationary states
