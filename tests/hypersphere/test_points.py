@@ -422,3 +422,17 @@ def test_series_paths_equal_the_pair_sums(d, beta, log_c):
     f1, F1 = pts.attention_sums(x, x, w, beta, log_c, "fourier" if d == 2 else "series")
     assert np.abs(f1 - f0).max() <= 1e-13 * np.abs(f0).max()
     assert np.abs(F1 - F0).max() <= 1e-13 * np.abs(F0).max()
+
+
+def test_drawn_units_are_the_particle_codes():
+    """``perceptron.seed`` draws the units as the paper's particle code does: its seed 777 in
+    d = 2 gives the two units of ``runs/demo.toml`` (copied from that code's run) bitwise."""
+    import tomllib
+    from pathlib import Path
+
+    from solvers.model.perceptron import draw_units
+
+    demo = tomllib.loads((Path(__file__).resolve().parents[2] / "runs" / "demo.toml").read_text())
+    a, omega = draw_units(777, 2, 2, 1.0)
+    assert a.tolist() == demo["perceptron"]["a"]
+    assert omega.tolist() == demo["perceptron"]["omega"]
