@@ -6,7 +6,7 @@ The integrator sees the flat state ``[x (n, d), w (n), ids (n)]`` (a
 summation in merges) and no mass is ever negative. A fresh run starts from the sample of
 :mod:`solvers.hypersphere.initial`. After every accepted step (:meth:`after_step`) the positions
 are renormalised and points closer than :func:`merge_radius` merge (:func:`merge`: mass and first
-moment kept); a point of at least ``atoms.min_mass`` is a Dirac atom with an identity (the
+moment kept: :func:`solvers.core.point_merge.merge_close`); a point of at least ``atoms.min_mass`` is a Dirac atom with an identity (the
 archive's ``dirac_*``), a lighter one is diffuse.
 
 Steps are error-controlled (``dopri5`` by default, ``time.rtol``/``time.atol`` on the
@@ -29,6 +29,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from solvers.core.measure import DiracAtoms, MeasureDiscretization, MeasureLayout
+from solvers.core.point_merge import merge_close, new_atom_ids
 from solvers.core.snapshot import Diagnostics
 from solvers.hypersphere import points as pts
 from solvers.hypersphere.initial import initial_points
@@ -44,25 +45,6 @@ def merge_radius(n: int, d: int, surface: float) -> float:
     ``MERGE_FRACTION`` of the sample's spacing ``(|S^{d-1}| / n)^{1/(d-1)}`` where that is smaller
     (no two points of the starting sample merge)."""
     return float(min(MERGE_RADIUS, MERGE_FRACTION * (surface / max(n, 1)) ** (1.0 / (d - 1))))
-
-
-def merge(x: np.ndarray, w: np.ndarray, ids: np.ndarray, radius: float
-          ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Points ``x`` (n, d) of masses ``w`` closer than ``radius`` (chord) as one: the group's
-    mass and its mass-weighted mean, normalised; the identity of its heaviest member that has
-    one (else -1). The inputs themselves when no two points are that close."""
-    k, label = pts.groups(x, radius)
-    if k == x.shape[0]:
-        return x, w, ids
-    mass = np.bincount(label, weights=w, minlength=k)
-    moment = np.zeros((k, x.shape[1]))
-    np.add.at(moment, label, w[:, None] * x)
-    out = np.full(k, -1)
-    heaviest = np.full(k, -np.inf)
-    for i in np.flatnonzero(ids >= 0):
-        if w[i] > heaviest[label[i]]:
-            heaviest[label[i]], out[label[i]] = w[i], ids[i]
-    return pts.normalise(moment), mass, out
 
 
 class PointsDiscretization(MeasureDiscretization):
@@ -101,12 +83,8 @@ class PointsDiscretization(MeasureDiscretization):
         return self._merged(p.position, p.mass, p.ids)
 
     def _merged(self, x: np.ndarray, w: np.ndarray, ids: np.ndarray) -> np.ndarray:
-        x, w, ids = merge(pts.normalise(x), w, ids, self.merge_radius)
-        new = np.flatnonzero((ids < 0) & (w >= self.config.atoms.min_mass))
-        if new.size:
-            ids = ids.copy()
-            ids[new] = self.next_id + np.arange(new.size)
-            self.next_id += int(new.size)
+        x, w, ids = merge_close(pts.normalise(x), w, self.merge_radius, ids)
+        ids, self.next_id = new_atom_ids(w, ids, self.config.atoms.min_mass, self.next_id)
         return self.layout.pack(np.zeros(0), DiracAtoms(w, x, ids))
 
     def particles(self, state: np.ndarray) -> DiracAtoms:

@@ -22,14 +22,12 @@ to round-off in each case, the cheapest of:
 from __future__ import annotations
 
 import numpy as np
-from scipy.sparse import coo_matrix
-from scipy.sparse.csgraph import connected_components
 
+from solvers.core.point_merge import close_pairs, merge_labels  # noqa: F401  (close_pairs re-exported)
 from solvers.model import perceptron
 from solvers.model.params import ModelParams
 
 BLOCK = 1 << 22  # terms per row block of the pair sums (32 MiB)
-TREE_DIM = 8  # close pairs by a k-d tree up to this dimension
 FOURIER_TOL = 1e-18  # d = 2: Fourier terms kept while I_m(beta) / I_0(beta) is above this
 
 
@@ -166,40 +164,11 @@ def energy_and_dissipation(x: np.ndarray, w: np.ndarray, model: ModelParams, log
     return e, float(w @ np.sum(grad * vel, axis=1)), np.linalg.norm(vel, axis=1)
 
 
-def close_pairs(x: np.ndarray, radius: float) -> np.ndarray:
-    """Index pairs ``(i, j)``, ``i < j``, of the unit vectors ``x`` (n, d) closer than ``radius``
-    (chord), shape (p, 2): by a k-d tree in up to ``TREE_DIM`` dimensions, else from the Gram
-    matrix in row blocks (a k-d tree prunes little in many dimensions)."""
-    n = x.shape[0]
-    if n < 2:
-        return np.zeros((0, 2), dtype=np.int64)
-    if x.shape[1] <= TREE_DIM:
-        from scipy.spatial import cKDTree
-
-        pairs = cKDTree(x).query_pairs(radius, output_type="ndarray")
-        return np.sort(pairs, axis=1).astype(np.int64) if pairs.size else \
-            np.zeros((0, 2), dtype=np.int64)
-    cos_min = 1.0 - 0.5 * radius * radius  # |x - y| < r  <=>  x.y > 1 - r^2 / 2
-    out = []
-    step = _rows(n, n)
-    for lo in range(0, n, step):
-        g = x[lo : lo + step] @ x.T
-        i, j = np.nonzero(g > cos_min)
-        keep = j > i + lo
-        if np.any(keep):
-            out.append(np.stack([i[keep] + lo, j[keep]], axis=1))
-    return np.concatenate(out) if out else np.zeros((0, 2), dtype=np.int64)
-
-
 def groups(x: np.ndarray, radius: float) -> tuple[int, np.ndarray]:
     """Single-linkage groups of the unit vectors ``x`` (n, d) within ``radius`` (chord):
     ``(k, label (n,))``."""
-    n = x.shape[0]
-    pairs = close_pairs(x, radius)
-    if pairs.size == 0:
-        return n, np.arange(n)
-    graph = coo_matrix((np.ones(len(pairs)), (pairs[:, 0], pairs[:, 1])), shape=(n, n))
-    return connected_components(graph, directed=False)
+    found = merge_labels(x, radius)
+    return (x.shape[0], np.arange(x.shape[0])) if found is None else found
 
 
 def lipschitz_bound(mass: float, model: ModelParams, log_c: float) -> float:

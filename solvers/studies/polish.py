@@ -236,6 +236,23 @@ def _with_dirac(ds: Any, r: Polished, config: RunConfig) -> Any:
             units, long_name = SPHERE_DIRAC_VARIABLES[f"dirac_{name}"]
             out[f"dirac_{name}"] = ("dirac", angles[f"atom_{name}"],
                                     {"units": units, "long_name": long_name.replace("Dirac", "polished")})
+    stability_variables(out, r)
+    out.attrs.update(
+        polish_representation=("atoms only: the remainder was merged into the nearest atoms"
+                               if r.merged else "atoms plus the remainder (fixed sources)"),
+        polish_remainder_mass=r.remainder, polish_converged=int(r.converged),
+        polish_max_grad_u=r.residuals[-1], polish_energy_before=r.energy_before,
+        polish_energy_after=r.energy_after, polish_stable=int(r.stable),
+        polish_stability=r.stability,
+        polish_direction=config.model.direction,
+        polish_run_warnings="\n".join(r.run_warnings))
+    return describe(out, str(ds.attrs.get("title", "meanfield-spectral run")) + " (polished)")
+
+
+def stability_variables(out: Any, r: Polished) -> None:
+    """Add the polished atoms' stability to the Dataset ``out``: the Hessian eigenvalues of
+    ``U`` at each atom (one-sided ones at ReLU corners), of the energy, the Newton residuals and
+    the mass sensitivity."""
     out["dirac_hess_u"] = (("dirac", "tangent"), r.hess_u, {"units": "1", "long_name":
                            "eigenvalues of the tangential Hessian of U at the atom (own mass included)"})
     if r.hess_u_sides is not None:
@@ -250,16 +267,6 @@ def _with_dirac(ds: Any, r: Polished, config: RunConfig) -> Any:
     out["dirac_mass_sensitivity"] = (("dirac", "dirac_source"), r.sensitivity, {"units": "radian",
                                      "long_name": "move of the polished atom's position per unit "
                                                   "mass added to atom dirac_source"})
-    out.attrs.update(
-        polish_representation=("atoms only: the remainder was merged into the nearest atoms"
-                               if r.merged else "atoms plus the remainder (fixed sources)"),
-        polish_remainder_mass=r.remainder, polish_converged=int(r.converged),
-        polish_max_grad_u=r.residuals[-1], polish_energy_before=r.energy_before,
-        polish_energy_after=r.energy_after, polish_stable=int(r.stable),
-        polish_stability=r.stability,
-        polish_direction=config.model.direction,
-        polish_run_warnings="\n".join(r.run_warnings))
-    return describe(out, str(ds.attrs.get("title", "meanfield-spectral run")) + " (polished)")
 
 
 def _polished_atoms(ds: Any, r: Polished) -> Any:

@@ -30,7 +30,7 @@ from solvers.core.point_atoms import AtomSystem, newton
 from solvers.io.variables import COMPONENT, POINT_ATOM_VARIABLES, POINT_DIRAC_VARIABLES
 from solvers.model.params import RunConfig
 from solvers.studies.polish import (MERGE_TOL, Polished, _report, format_report, polish_archive,
-                                    run_warnings)
+                                    run_warnings, stability_variables)
 
 LEFT_OUT = ("atoms only: the diffuse remainder (points not merged into an atom) has no positions "
             "in the archive and is left out")
@@ -151,20 +151,7 @@ def _with_points(ds: Any, r: Polished, config: RunConfig) -> Any:
                          "note": "polished"})
     out["atom_position"] = (("time", "atom", COMPONENT), r.x[None],
                             keep.get("atom_position", _attrs(POINT_ATOM_VARIABLES["atom_position"])))
-    out["dirac_hess_u"] = (("dirac", "tangent"), r.hess_u, {"units": "1", "long_name":
-                           "eigenvalues of the tangential Hessian of U at the atom (own mass included)"})
-    if r.hess_u_sides is not None:
-        for side, values in zip(("left", "right"), r.hess_u_sides):
-            out[f"dirac_hess_u_{side}"] = (("dirac", "tangent"), values, {"units": "1", "long_name":
-                                           f"eigenvalues of the {side}-sided tangential Hessian of U "
-                                           "at an atom on a ReLU corner (NaN elsewhere)"})
-    out["energy_hessian"] = ("mode", r.energy_hessian, {"units": "1", "long_name":
-                             "eigenvalues of the Hessian of the energy in the atom positions"})
-    out["newton_residual"] = ("iteration", np.asarray(r.residuals), {"units": "1", "long_name":
-                              "max |grad U| at the atoms per Newton iteration"})
-    out["dirac_mass_sensitivity"] = (("dirac", "dirac_source"), r.sensitivity, {"units": "radian",
-                                     "long_name": "move of the polished atom's position per unit "
-                                                  "mass added to atom dirac_source"})
+    stability_variables(out, r)
     for name, value in (("n_atoms", n), ("max_atom_mass", float(r.m.max())),
                         ("diffuse_mass", 0.0), ("mass", float(r.m.sum()))):
         if name in out:

@@ -19,7 +19,8 @@ import pytest
 from scipy import integrate, special
 
 from solvers.hypersphere import points as pts
-from solvers.hypersphere.discretization import MERGE_RADIUS, PointsDiscretization, merge
+from solvers.core.point_merge import merge_close
+from solvers.hypersphere.discretization import MERGE_RADIUS, PointsDiscretization
 from solvers.hypersphere.initial import initial_points, uniform_points, zonal
 from solvers.model.config import ConfigError, config_from_text
 from solvers.model.kernel import kernel_log_shift
@@ -264,7 +265,7 @@ def test_merge_keeps_mass_and_first_moment_and_the_heaviest_identity():
     x = np.concatenate([base, near])
     w = np.array([0.1, 0.2, 0.3, 0.25, 0.15])
     ids = np.array([4, -1, 7, 9, -1])
-    mx, mw, mids = merge(x, w, ids, MERGE_RADIUS)
+    mx, mw, mids = merge_close(x, w, MERGE_RADIUS, ids)
     assert mw.size == 3 and mw.sum() == pytest.approx(w.sum(), rel=1e-15)
     g = np.argmin(np.linalg.norm(mx - base[0], axis=1))
     assert mw[g] == pytest.approx(0.5, rel=1e-15)
@@ -272,7 +273,7 @@ def test_merge_keeps_mass_and_first_moment_and_the_heaviest_identity():
     np.testing.assert_allclose(mx[g], moment / np.linalg.norm(moment), atol=1e-15)
     assert mids[g] == 9  # mass 0.25 beats 0.1; the id-less 0.15 does not count
     assert sorted(mids.tolist()) == [-1, 7, 9]
-    same = merge(base, w[:3], ids[:3], MERGE_RADIUS)
+    same = merge_close(base, w[:3], MERGE_RADIUS, ids[:3])
     assert same[0] is base
 
 

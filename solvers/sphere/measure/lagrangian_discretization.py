@@ -33,7 +33,7 @@ import numpy as np
 
 from solvers.model.kernel import kernel_log_shift
 from solvers.core.measure import DiracAtoms, MeasureDiscretization, MeasureLayout, starting_atoms
-from solvers.core.point_merge import merge_close
+from solvers.core.point_merge import merge_close, new_atom_ids
 from solvers.core.snapshot import Diagnostics
 from solvers.model.params import AtomParams, RunConfig
 from solvers.sphere.measure import lagrangian as lg
@@ -99,11 +99,7 @@ class LagrangianSphereDiscretization(MeasureDiscretization):
         """Merge close particles; a particle of at least ``atoms.min_mass`` without an identity
         becomes a Dirac atom (gets one); lighter merged particles stay diffuse."""
         x, w, ids = merge_close(lg.normalise(x), w, lg.MERGE * self.width, ids)
-        new = np.nonzero((ids < 0) & (w >= self.config.atoms.min_mass))[0]
-        if new.size:
-            ids = ids.copy()
-            ids[new] = self.next_id + np.arange(new.size)
-            self.next_id += int(new.size)
+        ids, self.next_id = new_atom_ids(w, ids, self.config.atoms.min_mass, self.next_id)
         return self.layout.pack(np.zeros(0), DiracAtoms(w, x, ids))
 
     def particles(self, state: np.ndarray) -> DiracAtoms:
