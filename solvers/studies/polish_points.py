@@ -62,10 +62,10 @@ def polish_points(config: RunConfig, mass: np.ndarray, position: np.ndarray, rem
         raise ValueError("meanfield polish on Sd: softmax attention has no closed form for the "
                          "atoms' potential (unnormalized attention only)")
     m = np.asarray(mass, dtype=float)
-    x0 = np.asarray(position, dtype=float).reshape(m.size, -1)
     if m.size == 0:
         raise ValueError("the state has no Dirac atoms to polish (no point has merged into an "
-                         "atom yet: run longer)")
+                         "atom yet: run longer, a larger time.t_end)")
+    x0 = np.asarray(position, dtype=float).reshape(m.size, -1)
     x0 = x0 / np.linalg.norm(x0, axis=1, keepdims=True)
     system = AtomSystem(config.model, m)
     result = newton(system, x0, tol=tol)

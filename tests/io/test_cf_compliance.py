@@ -62,11 +62,15 @@ def _commands(folder: Path) -> dict[str, list[str]]:
         "s2": ["run", str(folder / "s2.toml"), "-o", out["s2"]],
         "lemma51": ["lemma51", "--beta", "5", "--no-plot", "--digits", "--table", "none",
                     "-o", out["lemma51"]],
+        "sd": ["run", str(ROOT / "runs" / "paper_sd_descent_relu.toml"), "-o", out["sd"],
+               "--force", "--no-check", "--set", "domain.dim=5", "--set", "domain.points=300",
+               "--set", "time.t_end=300"],
+        "sd_polished": ["polish", out["sd"], "-o", out["sd_polished"]],
     }
 
 
-KINDS = ("grid", "default", "polished", "s2", "lemma51")
-SLOW = {"default", "polished", "s2"}  # the checker takes 3-8 s on each (quadratic in variables)
+KINDS = ("grid", "default", "polished", "s2", "lemma51", "sd", "sd_polished")
+SLOW = {"default", "polished", "s2", "sd_polished"}  # the checker takes 3-8 s on each (quadratic in variables)
 
 
 @pytest.fixture(scope="module")
@@ -79,8 +83,8 @@ def checked(tmp_path_factory) -> Callable[[str], list[str]]:
 
     def messages(kind: str) -> list[str]:
         if kind not in done:
-            if kind == "polished":
-                messages("default")
+            if kind in ("polished", "sd_polished"):
+                messages("default" if kind == "polished" else "sd")
             assert main(["-q", *commands[kind]]) == 0, commands[kind]
             done[kind] = cf_messages(folder / f"{kind}.nc")
         return done[kind]
