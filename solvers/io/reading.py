@@ -339,18 +339,23 @@ POLISHED = "polish_representation"  # the global attribute of a `meanfield polis
 
 
 def check_resumable(path: str | os.PathLike) -> None:
-    """Raise ValueError when ``path`` is a polished measure (``meanfield polish``), not a run;
+    """Raise ValueError when ``path`` is a polished measure (``meanfield polish``), not a run, or
+    an Sd run (its archive keeps the atoms, not every point);
     :class:`~solvers.io.lock.ArchiveBusyError` when another process is writing it."""
     check_not_busy(path)
     if is_zarr(path):
         from solvers.io.zarr_store import open_zarr_run
 
-        if POLISHED in open_zarr_run(existing_archive(path)).attrs:
-            raise ArchiveError(polished_message(path))
-        return
-    with _reading(path) as nc:
-        if POLISHED in nc.ncattrs():
-            raise ArchiveError(polished_message(path))
+        attrs = dict(open_zarr_run(existing_archive(path)).attrs)
+    else:
+        with _reading(path) as nc:
+            attrs = {k: nc.getncattr(k) for k in nc.ncattrs()}
+    if POLISHED in attrs:
+        raise ArchiveError(polished_message(path))
+    if attrs.get("manifold") == "Sd":
+        raise ArchiveError(f"{path} is an Sd run: its archive keeps the atoms and the diffuse mass, "
+                           "not every point, so it cannot be continued; run the config again "
+                           "with a later time.t_end")
 
 
 def polished_message(name: Any) -> str:

@@ -334,3 +334,16 @@ def test_public_run_accepts_an_sd_runconfig():
                                           time="t_end = 0.1", output="snapshot_interval = 0.1"))
     ds = solvers.run(cfg, force=True)
     np.testing.assert_allclose(ds["mass"].values, 1.0, rtol=MASS_RTOL, atol=0)
+
+
+def test_an_sd_run_is_not_resumed(tmp_path):
+    """``solvers.resume`` of an Sd archive is refused with the reason (its archive keeps the
+    atoms, not every point) and the fix, before anything is written."""
+    path = tmp_path / "sd.nc"
+    solvers.run(sd_config_text(4, 64, model='beta = 5.0\ndirection = "descent"',
+                               time="t_end = 0.02", output="snapshot_interval = 0.01"),
+                path=path, force=True)
+    before = path.read_bytes()
+    with pytest.raises(ValueError, match="cannot be continued; run the config again"):
+        solvers.resume(str(path), t_end=1.0)
+    assert path.read_bytes() == before
