@@ -67,7 +67,8 @@ STEP_FACTOR = {("S1", HANDOVER): 2.0, ("S1", "lagrangian"): 3.0, ("S1", "fv"): 2
 PARTICLE_FULL_STEPS, PARTICLE_MERGED = 55.0, 0.033  # S^2 particles (compute_seconds)
 # Sd points (compute_seconds): a new run's first POINTS_FULL_STEPS steps carry (nearly) every
 # point, each later one costs POINTS_MERGED of the first step plus POINTS_STEP_S (the points
-# merge into atoms; fitted on runs/paper_sd_descent_relu.toml at d = 2, 50 and N = 2000, 10^4)
+# merge into atoms; fitted on runs/paper_sd_descent_relu.toml at d = 50 and N = 2000, 10^4);
+# in d <= 3 every step counts as a first one
 POINTS_FULL_STEPS, POINTS_MERGED, POINTS_STEP_S = 200.0, 0.02, 2e-3
 # Sd pair sums: seconds per pair and per component of a right-hand side (two matrix products
 # and an exponential), the circle's Fourier series per point and mode, S^2's series per point
@@ -241,7 +242,9 @@ def compute_seconds(config: RunConfig, steps: float, step_s: float, t0: float = 
     58 such steps, paper_s2_ascent_relu_seed111 864 in that of 81, the particle descent 14200
     in that of 430, counted 520)."""
     if config.domain.manifold == "Sd":
-        full = 0.0 if t0 > 0 else min(steps, POINTS_FULL_STEPS)
+        # on S^1 and S^2 the points merge only within 5 % of the sample's spacing: late
+        first = steps if config.domain.d <= 3 else POINTS_FULL_STEPS
+        full = 0.0 if t0 > 0 else min(steps, first)
         return full * step_s + (steps - full) * (POINTS_MERGED * step_s + POINTS_STEP_S)
     if config.domain.manifold != "S2" or plan_method(config).scheme != "lagrangian":
         return steps * step_s
