@@ -72,7 +72,7 @@ def main() -> None:
         err = float(np.max(np.abs(m[match] - ref_m)))
         errors[n] = err
         print(f"N = {n:>7}: masses " + " / ".join(f"{v:.5f}" for v in m[match][order])
-              + f"; max |m - m_ref| = {err:.2e}; stationary by t = {t:g}")
+              + f"; max |m - m_ref| = {err:.2e}; final t = {t:g}")
     ns = sorted(errors)
     for a, b in zip(ns, ns[1:]):
         if errors[a] > 0 and errors[b] > 0:
