@@ -70,7 +70,7 @@ def _commands(folder: Path) -> dict[str, list[str]]:
 
 
 KINDS = ("grid", "default", "polished", "s2", "lemma51", "sd", "sd_polished")
-SLOW = {"default", "polished", "s2", "sd_polished"}  # the checker takes 3-8 s on each (quadratic in variables)
+SLOW = {"default", "polished", "s2", "sd", "sd_polished"}  # the checker takes 3-8 s on each (quadratic in variables)
 
 
 @pytest.fixture(scope="module")

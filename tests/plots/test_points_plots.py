@@ -42,7 +42,7 @@ snapshot_interval = {every}
 """
 
 
-@pytest.fixture(scope="module", params=[2, 3], ids=["d2", "d3"])
+@pytest.fixture(scope="module", params=[2, pytest.param(3, marks=pytest.mark.slow)], ids=["d2", "d3"])
 def sd_run(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A tiny real Sd run (N = 200, descent to t = 40, a few atoms, about 2 s) kept as an
     archive."""
