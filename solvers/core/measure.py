@@ -155,6 +155,21 @@ class MeasureStateAccess:
         raise NotImplementedError
 
 
+class PointState:
+    """The accessors of a measure held as weighted points only (a ``layout`` with no grid part:
+    the S^2 particles, the Sd points): every point with its identity, -1 for a diffuse one."""
+
+    layout: MeasureLayout
+
+    def particles(self, state: np.ndarray) -> DiracAtoms:
+        """Every point (identity -1: diffuse) of a flat state."""
+        return self.layout.atoms(state)
+
+    def total_mass(self, state: np.ndarray) -> float:
+        """The points' mass."""
+        return float(np.sum(self.particles(state).mass))
+
+
 class MeasureDiscretization(MeasureStateAccess, Discretization):
     """A discretisation whose state carries Dirac atoms: a flat vector (the grid density, then
     the atoms; :class:`MeasureLayout`), the contract of

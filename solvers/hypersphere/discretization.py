@@ -5,9 +5,9 @@ The integrator sees the flat state ``[x (n, d), w (n), ids (n)]`` (a
 (:mod:`solvers.hypersphere.points`), so the mass is conserved exactly (up to the order of
 summation in merges) and no mass is ever negative. A fresh run starts from the sample of
 :mod:`solvers.hypersphere.initial`. After every accepted step (:meth:`after_step`) the positions
-are renormalised and points closer than :func:`merge_radius` merge (:func:`merge`: mass and first
-moment kept: :func:`solvers.core.point_merge.merge_close`); a point of at least ``atoms.min_mass`` is a Dirac atom with an identity (the
-archive's ``dirac_*``), a lighter one is diffuse.
+are renormalised and points closer than :func:`merge_radius` merge (mass and first moment kept:
+:func:`solvers.core.point_merge.merge_close`); a point of at least ``atoms.min_mass`` is a Dirac
+atom with an identity (the archive's ``dirac_*``), a lighter one is diffuse.
 
 Steps are error-controlled (``dopri5`` by default, ``time.rtol``/``time.atol`` on the
 positions): the Lipschitz bound of ``d`` drawn units is far above the rates the points feel.
@@ -28,7 +28,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from solvers.core.measure import DiracAtoms, MeasureDiscretization, MeasureLayout
+from solvers.core.measure import DiracAtoms, MeasureDiscretization, MeasureLayout, PointState
 from solvers.core.point_merge import merge_close, new_atom_ids
 from solvers.core.snapshot import Diagnostics
 from solvers.hypersphere import points as pts
@@ -47,7 +47,7 @@ def merge_radius(n: int, d: int, surface: float) -> float:
     return float(min(MERGE_RADIUS, MERGE_FRACTION * (surface / max(n, 1)) ** (1.0 / (d - 1))))
 
 
-class PointsDiscretization(MeasureDiscretization):
+class PointsDiscretization(PointState, MeasureDiscretization):
     """Weighted points and Dirac atoms on ``S^{d-1}`` (module docstring; the
     :class:`~solvers.core.measure.MeasureDiscretization` contract)."""
 
@@ -86,13 +86,6 @@ class PointsDiscretization(MeasureDiscretization):
         x, w, ids = merge_close(pts.normalise(x), w, self.merge_radius, ids)
         ids, self.next_id = new_atom_ids(w, ids, self.config.atoms.min_mass, self.next_id)
         return self.layout.pack(np.zeros(0), DiracAtoms(w, x, ids))
-
-    def particles(self, state: np.ndarray) -> DiracAtoms:
-        """Every point (identity -1: diffuse) of a flat state."""
-        return self.layout.atoms(state)
-
-    def total_mass(self, state: np.ndarray) -> float:
-        return float(np.sum(self.particles(state).mass))
 
     def density(self, state: np.ndarray) -> np.ndarray:
         """The one cell's density: the diffuse points' mass over ``|S^{d-1}|``, shape (1,)."""
@@ -159,12 +152,14 @@ class PointsDiscretization(MeasureDiscretization):
         total = float(np.sum(p.mass))
         return Diagnostics(mass=total, min_rho=float(rho[0]), max_rho=float(rho[0]), energy=e,
                            dissipation=diss, transport_rate=transport,
-                           max_support_velocity=float(speeds.max(initial=0.0)), tail_energy=float("nan"),
+                           max_support_velocity=float(speeds.max(initial=0.0)),
+                           tail_energy=float("nan"),
                            n_atoms=int(mass.size), atom_mass=mass, atom_position=position,
                            atom_core_mass=mass.copy(),
                            diffuse_mass=max(0.0, total - float(mass.sum())),
                            dirac_mass=dirac.mass, dirac_position=dirac.position,
                            dirac_id=dirac.ids)
 
-    def diagnostics_batch(self, states: Sequence[np.ndarray], atoms: AtomParams) -> list[Diagnostics]:
+    def diagnostics_batch(self, states: Sequence[np.ndarray], atoms: AtomParams
+                          ) -> list[Diagnostics]:
         return [self.diagnostics(s, atoms) for s in states]

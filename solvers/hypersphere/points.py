@@ -1,11 +1,11 @@
-"""Weighted points on ``S^{d-1}``: the velocity, energy and dissipation of ``mu = sum_k w_k delta_{x_k}``.
+"""Weighted points on ``S^{d-1}``: velocity, energy and dissipation of ``mu = sum_k w_k delta_{x_k}``.
 
 A weighted empirical measure solves the continuity equation (paper eq. 2.6) exactly when every
 point follows ``dx_k/dt = s V(x_k)`` with (docs/math.md §1, ``P_x = I - x x^T``, ``c_K`` the
 kernel's factor: 1, or ``e^{-beta}`` for the shifted kernel)
 
-    unnormalized attention:  V(x) = grad U(x) = c_K P_x sum_j w_j e^{beta x.x_j} x_j + grad v(x) / 2,
-    softmax (paper eq. 2.9): V(x) = P_x F(x) / f(x) + grad v(x) / 2,   f(x) = c_K sum_j w_j e^{beta x.x_j},
+    unnormalized:  V(x) = grad U(x) = c_K P_x sum_j w_j e^{beta x.x_j} x_j + grad v(x) / 2,
+    softmax (eq. 2.9):  V(x) = P_x F(x) / f(x) + grad v(x) / 2,  f(x) = c_K sum_j w_j e^{beta x.x_j},
 
 ``F`` the first sum without ``P_x``. The term ``j = k`` vanishes in ``P_x F`` (``P_x x = 0``) and
 counts in ``f`` (the normaliser holds the point's own mass). :func:`attention_sums` picks, exact
@@ -160,7 +160,8 @@ def energy_and_dissipation(x: np.ndarray, w: np.ndarray, model: ModelParams, log
     if x.shape[0] == 0:
         return 0.0, 0.0, np.zeros(0)
     f, grad, vel = fields(x, w, model, log_c)
-    e = float(w @ f) / (2.0 * model.beta) + 0.5 * float(w @ perceptron.potential(model.perceptron, x))
+    v = perceptron.potential(model.perceptron, x)
+    e = float(w @ f) / (2.0 * model.beta) + 0.5 * float(w @ v)
     return e, float(w @ np.sum(grad * vel, axis=1)), np.linalg.norm(vel, axis=1)
 
 

@@ -32,7 +32,8 @@ from dataclasses import replace
 import numpy as np
 
 from solvers.model.kernel import kernel_log_shift
-from solvers.core.measure import DiracAtoms, MeasureDiscretization, MeasureLayout, starting_atoms
+from solvers.core.measure import (DiracAtoms, MeasureDiscretization, MeasureLayout, PointState,
+                                  starting_atoms)
 from solvers.core.point_merge import merge_close, new_atom_ids
 from solvers.core.snapshot import Diagnostics
 from solvers.model.params import AtomParams, RunConfig
@@ -43,7 +44,7 @@ from solvers.sphere.measure.lagrangian_refine import refined_particles
 from solvers.model.perceptron import lipschitz as perceptron_lipschitz
 
 
-class LagrangianSphereDiscretization(MeasureDiscretization):
+class LagrangianSphereDiscretization(PointState, MeasureDiscretization):
     """Weighted particles and Dirac atoms on S^2 (module docstring; the
     :class:`~solvers.core.measure.MeasureDiscretization` contract, as
     :class:`LagrangianCircleDiscretization`)."""
@@ -101,13 +102,6 @@ class LagrangianSphereDiscretization(MeasureDiscretization):
         x, w, ids = merge_close(lg.normalise(x), w, lg.MERGE * self.width, ids)
         ids, self.next_id = new_atom_ids(w, ids, self.config.atoms.min_mass, self.next_id)
         return self.layout.pack(np.zeros(0), DiracAtoms(w, x, ids))
-
-    def particles(self, state: np.ndarray) -> DiracAtoms:
-        """Every particle (identity -1: diffuse) of a flat state."""
-        return self.layout.atoms(state)
-
-    def total_mass(self, state: np.ndarray) -> float:
-        return float(np.sum(self.particles(state).mass))
 
     def density(self, state: np.ndarray) -> np.ndarray:
         """The diffuse particles' masses in their fine cells over the areas (nlat, nphi)."""
