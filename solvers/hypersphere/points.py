@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from solvers.core.point_merge import close_pairs, merge_labels  # noqa: F401  (close_pairs re-exported)
+from solvers.core.point_merge import merge_labels
 from solvers.model import perceptron
 from solvers.model.params import ModelParams
 

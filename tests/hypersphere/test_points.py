@@ -19,7 +19,7 @@ import pytest
 from scipy import integrate, special
 
 from solvers.hypersphere import points as pts
-from solvers.core.point_merge import merge_close
+from solvers.core.point_merge import close_pairs, merge_close
 from solvers.hypersphere.discretization import MERGE_RADIUS, PointsDiscretization
 from solvers.hypersphere.initial import initial_points, uniform_points, zonal
 from solvers.model.config import ConfigError, config_from_text
@@ -236,15 +236,18 @@ def test_close_pairs_and_groups_against_brute_force(monkeypatch):
     """``close_pairs`` returns exactly the pairs ``i < j`` at chord distance below the radius
     (brute force), in one block and in several; ``groups`` is single linkage (a chain of close
     pairs is one group)."""
+    from solvers.core import point_merge
+
     rng = np.random.default_rng(9)
-    x = random_unit(rng, 300, 4)
-    r = 0.25
-    dist = np.linalg.norm(x[:, None] - x[None], axis=2)
-    want = {(i, j) for i, j in zip(*np.nonzero(dist < r)) if i < j}
-    assert 0 < len(want) < 300 * 299 // 2
-    assert {tuple(p) for p in pts.close_pairs(x, r).tolist()} == want
-    monkeypatch.setattr(pts, "BLOCK", 300 * 7)
-    got = pts.close_pairs(x, r)
+    for d, r in ((4, 0.25), (12, 1.0)):  # the k-d tree, then the Gram matrix (d > TREE_DIM)
+        x = random_unit(rng, 300, d)
+        dist = np.linalg.norm(x[:, None] - x[None], axis=2)
+        want = {(i, j) for i, j in zip(*np.nonzero(dist < r)) if i < j}
+        assert 0 < len(want) < 300 * 299 // 2
+        assert {tuple(sorted(p)) for p in close_pairs(x, r).tolist()} == want
+    assert d > point_merge.TREE_DIM
+    monkeypatch.setattr(point_merge, "BLOCK", 300 * 7)
+    got = close_pairs(x, r)
     assert len(got) == len(want) and {tuple(p) for p in got.tolist()} == want
     # a chain: consecutive points 0.8 r apart, the ends far apart, plus one point far away
     t = np.arange(5) * 0.8 * r
@@ -252,7 +255,7 @@ def test_close_pairs_and_groups_against_brute_force(monkeypatch):
     far = np.array([[0.0, 0.0, 0.0, 1.0]])
     k, label = pts.groups(np.concatenate([chain, far]), 2 * math.sin(r / 2))
     assert k == 2 and len(set(label[:5])) == 1 and label[5] != label[0]
-    assert pts.close_pairs(x[:1], r).shape == (0, 2)
+    assert close_pairs(x[:1], r).shape == (0, 2)
 
 
 def test_merge_keeps_mass_and_first_moment_and_the_heaviest_identity():

@@ -28,10 +28,11 @@ import solvers
 import spectral
 from solvers import runner
 from solvers.api import load_config
+from solvers.core.point_merge import close_pairs
 from solvers.hypersphere import points as pts
 from solvers.hypersphere.discretization import MERGE_RADIUS, PointsDiscretization
 from solvers.hypersphere.initial import zonal
-from solvers.model.config import ConfigError, config_from_text
+from solvers.model.config import config_from_text
 from solvers.timestepping.loop import simulate
 
 PAPER_S2_UNITS = ('activation = "relu"\n'
@@ -102,7 +103,7 @@ def test_mass_is_exact_through_merges():
     x = disc.particles(snaps[-1].position.state).position
     np.testing.assert_allclose(np.linalg.norm(x, axis=1), 1.0, atol=1e-14)
     # no two points left closer than the merge radius after a step
-    assert pts.close_pairs(pts.normalise(x), MERGE_RADIUS).shape == (0, 2)
+    assert close_pairs(pts.normalise(x), MERGE_RADIUS).shape == (0, 2)
 
 
 def test_three_component_units_run_on_sd_d3():
